@@ -1,0 +1,203 @@
+"""The committer: the only code that writes table metadata.
+
+- Change-store commits are appends; pyiceberg retries them on conflict, and the sequence number the
+  append finally lands at is the transaction number.
+- Base-store commits carry the per-partition watermark, which pyiceberg cannot re-derive when it
+  replays a commit. The base store is created with pyiceberg's retries off, and
+  :func:`commit_base` rebuilds the commit from the fresh table state on every attempt: the
+  ``build`` callback re-validates (and may refuse with CommitConflictError) before anything lands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import pyarrow.parquet as pq
+from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
+from pyiceberg.io.pyarrow import (
+    compute_statistics_plan,
+    data_file_statistics_from_parquet_metadata,
+    parquet_path_to_id_mapping,
+)
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.snapshots import Snapshot
+
+from arctic_sql import storage
+from arctic_sql.catalog import ArcticTable
+from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
+from arctic_sql.format import versions
+from arctic_sql.format.partitioning import record_from_path
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 20
+
+
+def data_files(store: Table, paths: Iterable[str]) -> list[DataFile]:
+    """Iceberg data files for Parquet files written by a writer: stats from footers, partition from paths."""
+    schema, spec, io = store.schema(), store.spec(), store.io
+    stats_plan = compute_statistics_plan(schema, store.properties)
+    mapping = parquet_path_to_id_mapping(schema)
+
+    def one(path: str) -> DataFile:
+        input_file = io.new_input(path)
+        with input_file.open() as stream:
+            metadata = pq.read_metadata(stream)
+        stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, mapping)
+        return DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=path,
+            file_format=FileFormat.PARQUET,
+            partition=record_from_path(path, spec, schema),
+            file_size_in_bytes=len(input_file),
+            sort_order_id=None,
+            spec_id=spec.spec_id,
+            equality_ids=None,
+            key_metadata=None,
+            **stats.to_serialized_dict(),
+        )
+
+    paths = list(paths)
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(paths)))) as pool:
+        return list(pool.map(one, paths))
+
+
+def _find(store: Table, commit_id: str) -> Snapshot:
+    for snap in reversed(store.snapshots()):
+        if versions.summary_of(snap).get(versions.COMMIT_ID) == commit_id:
+            return snap
+    raise CommitStateUnknownError(f"Commit {commit_id} is not in the table after committing")
+
+
+def commit_change(
+    table: ArcticTable,
+    paths: list[str],
+    operation: str,
+    validate: Callable[[Table], None] | None = None,
+) -> int:
+    """Append change files as one transaction; return its number (the change store's sequence number).
+
+    ``validate`` runs against the freshly loaded change store before every attempt; whatever it
+    raises aborts the commit and deletes the written files.
+    """
+    assert table.change is not None
+    files = data_files(table.change, paths)
+    upserted = sum(f.record_count for f in files if "arctic_op=upsert" in f.file_path)
+    summary = {
+        versions.OPERATION: operation,
+        versions.UPSERTED_ROWS: str(upserted),
+        versions.DELETED_ROWS: str(sum(f.record_count for f in files) - upserted),
+    }
+    store = table.change
+
+    def apply(tx: Transaction, commit_id: str) -> None:
+        if validate is not None:
+            validate(store)
+        properties = {**summary, versions.COMMIT_ID: commit_id}
+        with tx.update_snapshot(snapshot_properties=properties).fast_append() as fast_append:
+            for data_file in files:
+                fast_append.append_data_file(data_file)
+
+    return _commit_loop(table, store, apply, paths).sequence_number
+
+
+def _commit_loop(
+    table: ArcticTable,
+    store: Table,
+    apply: Callable[[Transaction, str], None],
+    written: list[str],
+) -> Snapshot:
+    """Commit ``apply``'s changes to ``store``, re-running ``apply`` on fresh metadata after a lost race.
+
+    pyiceberg's own retries are off on both stores (catalog.py): a replayed commit would skip the
+    checks ``apply`` makes. Anything ``apply`` raises aborts the commit and deletes ``written``.
+    """
+    commit_id = uuid.uuid4().hex
+    for attempt in range(MAX_ATTEMPTS):
+        store.refresh()
+        try:
+            with store.transaction() as tx:
+                apply(tx, commit_id)
+            store.refresh()
+            return _find(store, commit_id)
+        except CommitStateUnknownException as e:
+            raise CommitStateUnknownError(f"Commit to {table.identifier} may or may not have landed: {e}") from e
+        except CommitFailedException:
+            wait = min(0.02 * 2**attempt, 1.0) * (1 + random.random())
+            log.info("commit to %s lost a race (attempt %d); retrying in %.2fs", table.identifier, attempt + 1, wait)
+            time.sleep(wait)
+        except BaseException:
+            _delete(written)
+            raise
+    _delete(written)
+    raise CommitConflictError(f"Commit to {table.identifier} kept conflicting with other writers")
+
+
+def reserve_transaction(table: ArcticTable, operation: str) -> int:
+    """Reserve a transaction number for a base-store data commit (INSERT OVERWRITE) with an empty
+    change-store snapshot, as Amoro does; a crash after this leaves only that empty snapshot."""
+    assert table.change is not None
+
+    def apply(tx: Transaction, commit_id: str) -> None:
+        properties = {versions.OPERATION: versions.BEGIN, versions.COMMIT_ID: commit_id, "arctic.for": operation}
+        with tx.update_snapshot(snapshot_properties=properties).fast_append():
+            pass
+
+    return _commit_loop(table, table.change, apply, []).sequence_number
+
+
+@dataclass
+class BaseChange:
+    """What one base-store commit does, built against a given table state."""
+
+    delete: list[DataFile] = field(default_factory=list)
+    add: list[DataFile] = field(default_factory=list)
+    watermarks: dict[str, int] | None = None  # the full new map; None keeps the current one
+    summary: dict[str, str] = field(default_factory=dict)
+
+
+def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], written: list[str]) -> Snapshot:
+    """Commit to the base store, rebuilding the change from the current state on every attempt.
+
+    ``build`` sees the freshly loaded base store and returns what to commit; it raises
+    CommitConflictError when the commit no longer makes sense.
+    """
+    store = table.base
+
+    def apply(tx: Transaction, commit_id: str) -> None:
+        change = build(store)
+        current = store.current_snapshot()
+        marks = change.watermarks if change.watermarks is not None else versions.watermarks_of(current)
+        properties = {**change.summary, versions.COMMIT_ID: commit_id}
+        if marks:
+            properties[versions.WATERMARKS] = json.dumps(marks, sort_keys=True)
+        producer = tx.update_snapshot(snapshot_properties=properties)
+        if change.delete:
+            with producer.overwrite() as overwrite:
+                for data_file in change.delete:
+                    overwrite.delete_data_file(data_file)
+                for data_file in change.add:
+                    overwrite.append_data_file(data_file)
+        else:
+            with producer.fast_append() as append:
+                for data_file in change.add:
+                    append.append_data_file(data_file)
+
+    return _commit_loop(table, store, apply, written)
+
+
+def _delete(paths: Iterable[str]) -> None:
+    for path in paths:
+        fs, inner = storage.filesystem(path)
+        try:
+            fs.delete_file(inner)
+        except FileNotFoundError:
+            pass

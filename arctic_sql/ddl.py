@@ -1,0 +1,315 @@
+"""DDL and catalog statements: CREATE, DROP, ALTER, DESCRIBE, SHOW, EXPLAIN.
+
+Each handler returns a DataFrame, or None to let the session pass the statement to Spark (when it
+names no arctic table: ``CREATE TABLE ... USING parquet``, views, ...).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arctic_sql import properties as props
+from arctic_sql.catalog import TableIdentifier
+from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, NoSuchDatabaseError, TableAlreadyExistsError
+from arctic_sql.format.partitioning import PartitionTerm, build_spec
+from arctic_sql.parser import statements, to_spark_sql
+from arctic_sql.types import iceberg_schema, type_string
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from arctic_sql.session import Session
+
+ARCTIC_PROVIDERS = {"arctic", "mixed_iceberg", "iceberg"}
+
+
+# CREATE ------------------------------------------------------------------------------------------
+def create(session: Session, expression: exp.Create, text: str) -> DataFrame | None:
+    kind = (expression.kind or "").upper()
+    if kind in ("DATABASE", "SCHEMA"):
+        name = expression.this.name
+        session.catalog.create_database(name, if_not_exists=bool(expression.args.get("exists")))
+        session.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{name}`")
+        return session.ok()
+    if kind != "TABLE" or not _is_arctic_create(expression):
+        return None
+    return create_table(session, expression)
+
+
+def _properties(expression: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
+    container = expression.args.get("properties")
+    return [p for p in (container.expressions if container else []) if isinstance(p, kind)]
+
+
+def _is_arctic_create(expression: exp.Create) -> bool:
+    if expression.args.get("temporary") or any(True for _ in _properties(expression, exp.TemporaryProperty)):
+        return False
+    formats = _properties(expression, exp.FileFormatProperty)
+    return not formats or formats[0].name.lower() in ARCTIC_PROVIDERS
+
+
+def _literal_value(node: exp.Expression) -> str:
+    return node.name if isinstance(node, (exp.Literal, exp.Identifier, exp.Var, exp.Column)) else node.sql()
+
+
+def _table_properties(expression: exp.Expression) -> dict[str, str]:
+    return {_literal_value(p.this): _literal_value(p.args["value"]) for p in _properties(expression, exp.Property)}
+
+
+def _partition_terms(expression: exp.Create) -> list[PartitionTerm]:
+    found = _properties(expression, exp.PartitionedByProperty)
+    if not found:
+        return []
+    schema = found[0].this
+    items = schema.expressions if isinstance(schema, exp.Schema) else [schema]
+    terms = []
+    for item in items:
+        if isinstance(item, (exp.Identifier, exp.Column)):
+            terms.append(PartitionTerm("identity", item.name))
+        elif isinstance(item, exp.PartitionedByBucket):
+            terms.append(PartitionTerm("bucket", item.this.name, int(item.expression.name)))
+        elif isinstance(item, exp.PartitionByTruncate):
+            terms.append(PartitionTerm("truncate", item.this.name, int(item.expression.name)))
+        elif isinstance(item, exp.Func):
+            name = (item.name if isinstance(item, exp.Anonymous) else item.key).lower()
+            args = [a for a in item.iter_expressions()]
+            columns = [a for a in args if isinstance(a, exp.Column)]
+            widths = [a for a in args if isinstance(a, exp.Literal) and not a.is_string]
+            if len(columns) != 1:
+                raise InvalidArgumentError(f"Invalid partition expression {item.sql()}")
+            terms.append(PartitionTerm(name, columns[0].name, int(widths[0].name) if widths else None))
+        else:
+            raise InvalidArgumentError(f"Invalid partition expression {item.sql()}")
+    return terms
+
+
+def spark_struct(session: Session, column_defs: list[exp.ColumnDef]) -> StructType:
+    """The Spark schema of CREATE TABLE column definitions, using Spark's own type parser."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    ddl = ", ".join(f"`{c.name}` {c.args['kind'].sql('spark')}" for c in column_defs)
+    try:
+        return _parse_datatype_string(ddl)  # type: ignore[return-value]
+    except Exception as e:
+        raise InvalidArgumentError(f"Invalid column definitions: {ddl}") from e
+
+
+def create_table(session: Session, expression: exp.Create) -> DataFrame:
+    target = expression.this
+    table_node = target.this if isinstance(target, exp.Schema) else target
+    identifier = TableIdentifier.parse(".".join(p.name for p in table_node.parts), session.current_database)
+    column_defs = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
+                   if isinstance(c, exp.ColumnDef)]
+    keys_nodes = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
+                  if isinstance(c, exp.PrimaryKey)]
+    primary_key = [k.name for k in keys_nodes[0].expressions] if keys_nodes else []
+    primary_key += [c.name for c in column_defs if any(
+        isinstance(cc.kind, exp.PrimaryKeyColumnConstraint) for cc in c.constraints)]
+    query_node = expression.expression
+    user_props = props.validate(_table_properties(expression), creating=True)
+    exists = bool(expression.args.get("exists"))
+    if session.catalog.table_exists(identifier):
+        if exists:
+            return session.ok()
+        raise TableAlreadyExistsError(f"Table {identifier} already exists")
+
+    source = None
+    if query_node is not None:
+        source = session.run_spark(query_node, to_spark_sql(query_node))
+        struct = source.schema if not column_defs else spark_struct(session, column_defs)
+        if column_defs and len(column_defs) != len(source.columns):
+            raise InvalidArgumentError(
+                f"CREATE TABLE {identifier} declares {len(column_defs)} columns but its query returns "
+                f"{len(source.columns)}"
+            )
+    else:
+        if not column_defs:
+            raise InvalidArgumentError(f"CREATE TABLE {identifier} needs columns or AS SELECT")
+        struct = spark_struct(session, column_defs)
+    names = [f.name for f in struct.fields]
+    _check_names(names, identifier)
+    by_lower = {n.lower(): n for n in names}
+    for key in primary_key:
+        if key.lower() not in by_lower:
+            raise NoSuchColumnError(f"Primary key column '{key}' is not a column of {identifier}")
+    primary_key = [by_lower[k.lower()] for k in primary_key]
+    if len(set(primary_key)) != len(primary_key):
+        raise InvalidArgumentError(f"Primary key of {identifier} names a column twice")
+    not_null = {c.name for c in column_defs if any(
+        isinstance(cc.kind, exp.NotNullColumnConstraint) for cc in c.constraints)}
+    schema = iceberg_schema(struct, required=set(primary_key) | not_null, identifier=primary_key)
+    for field in schema.fields:
+        if field.name in primary_key and not field.field_type.is_primitive:
+            raise InvalidArgumentError(f"Primary key column '{field.name}' must have a primitive type")
+    spec = build_spec(_partition_terms(expression), schema)
+    if primary_key:
+        key_ids = {schema.find_field(k).field_id for k in primary_key}
+        for field in spec.fields:
+            if field.source_id not in key_ids:
+                column = schema.find_column_name(field.source_id)
+                raise InvalidArgumentError(
+                    f"Partition column '{column}' of {identifier} must be part of the primary key, "
+                    "so that a key never moves between partitions"
+                )
+    location = [p for p in _properties(expression, exp.LocationProperty)]
+    table = session.catalog.create_table(
+        identifier, schema, spec, user_props, location=location[0].name if location else None
+    )
+    if source is not None:
+        from arctic_sql import dml
+
+        renamed = source.toDF(*names)
+        try:
+            dml.overwrite_rows(session, table, renamed, operation="create-as-select")
+        except Exception:
+            session.catalog.drop_table(identifier, purge=True)
+            raise
+    return session.ok()
+
+
+def _check_names(names: list[str], identifier: TableIdentifier) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name.lower() in seen:
+            raise InvalidArgumentError(f"Column '{name}' appears twice in {identifier}")
+        seen.add(name.lower())
+
+
+# DROP --------------------------------------------------------------------------------------------
+def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
+    kind = (expression.kind or "").upper()
+    if kind in ("DATABASE", "SCHEMA"):
+        name = expression.this.name
+        if not session.catalog.database_exists(name) and not session.spark.catalog.databaseExists(name):
+            if expression.args.get("exists"):
+                return session.ok()
+            raise NoSuchDatabaseError(f"Database '{name}' does not exist")
+        cascade = bool(expression.args.get("cascade"))
+        session.catalog.drop_database(name, if_exists=True, cascade=cascade)
+        session.spark.sql(text)
+        if session.current_database == name.lower():
+            session.current_database = "default"
+        return session.ok()
+    if kind != "TABLE":
+        return None
+    identifier = TableIdentifier.parse(".".join(p.name for p in expression.this.parts), session.current_database)
+    if not session.catalog.table_exists(identifier):
+        return None  # Spark reports a missing table, or drops its own
+    session.catalog.drop_table(identifier, purge=bool(expression.args.get("purge")))
+    return session.ok()
+
+
+# ALTER -------------------------------------------------------------------------------------------
+def _arctic_table(session: Session, node: exp.Table):  # -> ArcticTable | None
+    identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), session.current_database)
+    return session.catalog.load_table(identifier) if session.catalog.table_exists(identifier) else None
+
+
+def alter(session: Session, expression: exp.Alter, text: str) -> DataFrame | None:
+    table = _arctic_table(session, expression.this)
+    if table is None:
+        return None
+    from arctic_sql.schema_changes import apply_alter
+
+    apply_alter(session, table, expression)
+    return session.ok()
+
+
+def unset_properties(session: Session, expression: statements.UnsetTableProperties, text: str) -> DataFrame | None:
+    table = _arctic_table(session, expression.this)
+    if table is None:
+        return None
+    keys = [props.canonical_key(k.name) for k in expression.expressions]
+    for key in keys:
+        if key.startswith(props.RESERVED_PREFIX):
+            raise InvalidArgumentError(f"Table property '{key}' is reserved for arctic-sql")
+        if key not in table.user_properties() and not expression.args.get("exists"):
+            raise InvalidArgumentError(f"Table property '{key}' is not set on {table.identifier}")
+    with table.base.transaction() as tx:
+        tx.remove_properties(*[k for k in keys if k in table.properties])
+    return session.ok()
+
+
+# DESCRIBE / SHOW ---------------------------------------------------------------------------------
+def describe(session: Session, expression: exp.Describe, text: str) -> DataFrame | None:
+    if not isinstance(expression.this, exp.Table):
+        return None
+    table = _arctic_table(session, expression.this)
+    if table is None:
+        return None
+    rows: list[tuple[str, str, str | None]] = []
+    schema = table.schema
+    for field in schema.fields:
+        rows.append((field.name, type_string(field.field_type), field.doc))
+    if table.spec.fields:
+        rows += [("", "", ""), ("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
+        for field in table.spec.fields:
+            rows.append((field.name, str(field.transform), schema.find_column_name(field.source_id)))
+    extended = (expression.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED")
+    if extended:
+        rows += [
+            ("", "", ""),
+            ("# Detailed Table Information", "", ""),
+            ("Name", str(table.identifier), ""),
+            ("Type", "MANAGED", ""),
+            ("Provider", "arctic", ""),
+            ("Primary Key", ", ".join(table.primary_key) or "(none: append-only)", ""),
+            ("Location", table.base.location().removesuffix("/base"), ""),
+            ("Base Store", table.base.location(), ""),
+        ]
+        if table.change is not None:
+            rows.append(("Change Store", table.change.location(), ""))
+        if table.spec.fields:
+            rows.append(("Partitioning", ", ".join(f"{f.transform}({schema.find_column_name(f.source_id)})"
+                                                   for f in table.spec.fields), ""))
+        shown = table.user_properties()
+        rows.append(("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]", ""))
+    return session.result(rows, "col_name string, data_type string, comment string")
+
+
+def show_tables(session: Session, expression: statements.ShowTables, text: str) -> DataFrame:
+    database = expression.this.name if expression.this is not None else session.current_database
+    like = expression.args.get("like")
+    if not session.catalog.database_exists(database) and not session.spark.catalog.databaseExists(database):
+        raise NoSuchDatabaseError(f"Database '{database}' does not exist")
+    names = set(session.catalog.list_tables(database)) if session.catalog.database_exists(database) else set()
+    rows = [(database, n, False) for n in names]
+    if session.spark.catalog.databaseExists(database):
+        for t in session.spark.catalog.listTables(database):
+            if t.name.startswith("arctic_view_") or (t.name in names and not t.isTemporary):
+                continue
+            rows.append((database if not t.isTemporary else "", t.name, bool(t.isTemporary)))
+    if like is not None:
+        pattern = like.name.replace("*", "*").lower()
+        rows = [r for r in rows if any(fnmatch.fnmatch(r[1].lower(), p.strip()) for p in pattern.split("|"))]
+    return session.result(sorted(rows, key=lambda r: (r[2], r[1])),
+                          "namespace string, tableName string, isTemporary boolean")
+
+
+def show_databases(session: Session, expression: statements.ShowDatabases, text: str) -> DataFrame:
+    names = set(session.catalog.list_databases()) | {d.name for d in session.spark.catalog.listDatabases()}
+    like = expression.args.get("like")
+    if like is not None:
+        names = {n for n in names if fnmatch.fnmatch(n.lower(), like.name.lower())}
+    return session.result([(n,) for n in sorted(names)], "namespace string")
+
+
+def explain(session: Session, expression: statements.Explain, text: str) -> DataFrame:
+    from arctic_sql import query
+
+    inner = expression.this
+    resolved = query.resolve(session, inner)
+    try:
+        df = session.spark.sql(to_spark_sql(resolved.expression))
+        mode = expression.args.get("kind") or "simple"
+        plan = df._jdf.queryExecution().explainString(
+            session.spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
+        )
+    finally:
+        for view in resolved.views:
+            session.spark.catalog.dropTempView(view)
+    return session.result([(plan,)], "plan string")

@@ -1,0 +1,248 @@
+"""MERGE INTO on a primary-key table, as one query that yields the change rows.
+
+The general form joins the source with the target version it read (an outer join, full when there
+are ``WHEN NOT MATCHED BY SOURCE`` clauses), picks for each joined row the first clause whose
+category and condition hold (Spark's semantics), and projects each target column for that clause.
+
+The *blind* form skips reading the target: when ``ON`` is equality on the whole primary key with
+the source's same-named columns, clauses never look at target columns, and for every source row the
+matched and not-matched outcomes agree (an upsert either way, or a delete that is a no-op for an
+absent key), the outcome does not depend on what the target holds. That is the shape of a CDC
+upsert stream (``WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET * WHEN NOT
+MATCHED AND s.op != 'D' THEN INSERT *``), and it makes its commit cost follow the batch, not the table.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arctic_sql.catalog import ArcticTable
+from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
+from arctic_sql.format import layout
+from arctic_sql.parser import to_spark_sql
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.session import Session
+
+SOURCE_MARK = "_arctic_s"
+TARGET_MARK = "_arctic_t"
+CLAUSE = "_arctic_clause"
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Clause:
+    category: str  # matched | not_matched | not_matched_by_source
+    condition: exp.Expression | None
+    action: str  # update | delete | insert
+    assignments: dict[str, exp.Expression] | None  # None: UPDATE SET * / INSERT *
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    target_alias: str
+    source: exp.Expression
+    source_alias: str
+    on: exp.Expression
+    clauses: tuple[Clause, ...]
+    columns: tuple[str, ...]
+    keys: tuple[str, ...]
+
+    @classmethod
+    def of(cls, expression: exp.Merge, table: ArcticTable) -> MergePlan:
+        target = expression.this
+        target_alias = target.alias or target.name
+        using = expression.args["using"]
+        source_alias = using.alias_or_name
+        if not source_alias:
+            raise InvalidArgumentError("MERGE INTO ... USING (subquery) needs an alias for the subquery")
+        source = using.copy()
+        source.set("alias", None)
+        columns = tuple(f.name for f in table.schema.fields)
+        lookup = {c.lower(): c for c in columns}
+
+        def column_name(node: exp.Expression) -> str:
+            name = node.name.lower()
+            if name not in lookup:
+                raise NoSuchColumnError(f"Column '{node.name}' does not exist in {table.identifier}")
+            return lookup[name]
+
+        clauses = []
+        for when in expression.args["whens"].expressions:
+            if when.args.get("matched"):
+                category = "matched"
+            elif when.args.get("source"):
+                category = "not_matched_by_source"
+            else:
+                category = "not_matched"
+            then = when.args["then"]
+            assignments: dict[str, exp.Expression] | None = None
+            if isinstance(then, exp.Update):
+                action = "update"
+                if not (len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)):
+                    assignments = {column_name(a.this): a.expression for a in then.expressions}
+                    for key in table.primary_key:
+                        if key in assignments:
+                            raise InvalidArgumentError(
+                                f"MERGE cannot change primary key column '{key}' of {table.identifier}")
+            elif isinstance(then, exp.Insert):
+                action = "insert"
+                if not isinstance(then.this, exp.Star):
+                    names = [column_name(c) for c in then.this.expressions]
+                    values = then.expression.expressions
+                    if len(names) != len(values):
+                        raise InvalidArgumentError("MERGE ... INSERT has a different number of columns and values")
+                    assignments = dict(zip(names, values, strict=True))
+            else:
+                action = "delete"
+            if category == "not_matched" and action != "insert":
+                raise InvalidArgumentError("WHEN NOT MATCHED can only INSERT")
+            if category != "not_matched" and action == "insert":
+                raise InvalidArgumentError("Only WHEN NOT MATCHED can INSERT")
+            clauses.append(Clause(category, when.args.get("condition"), action, assignments))
+        return cls(target_alias, source, source_alias, expression.args["on"], tuple(clauses), columns,
+                   tuple(table.primary_key))
+
+    # ------------------------------------------------------------------------------------------
+    def changes(self, session: Session, target_node: exp.Table, version: int) -> tuple[DataFrame, bool]:
+        """The change rows (table columns + ``arctic_op``), and whether they were computed blind."""
+        source_sql = self._source_select()
+        if self._may_be_blind():
+            source = session.run_spark(source_sql, to_spark_sql(source_sql))
+            view = f"arctic_merge_source_{next(_ids)}"
+            source.createOrReplaceTempView(view)
+            try:
+                blind = self._blind_changes(session, view)
+                if blind is not None:
+                    return blind, True
+            finally:
+                session.spark.catalog.dropTempView(view)
+        return self._joined_changes(session, source_sql, target_node, version), False
+
+    def _source_select(self) -> exp.Select:
+        return exp.select(exp.Star(), exp.alias_(exp.true(), SOURCE_MARK)).from_(self.source.copy())
+
+    def _references_target(self, node: exp.Expression | None) -> bool:
+        if node is None:
+            return False
+        target = self.target_alias.lower()
+        return any(c.table.lower() == target for c in node.find_all(exp.Column))
+
+    def _may_be_blind(self) -> bool:
+        pairs = []
+        for part in self.on.flatten() if isinstance(self.on, exp.And) else [self.on]:
+            if not isinstance(part, exp.EQ):
+                return False
+            sides = [part.this, part.expression]
+            if not all(isinstance(s, exp.Column) for s in sides):
+                return False
+            tables = {s.table.lower() for s in sides}
+            if tables != {self.target_alias.lower(), self.source_alias.lower()}:
+                return False
+            if sides[0].name.lower() != sides[1].name.lower():
+                return False
+            pairs.append(sides[0].name.lower())
+        if sorted(pairs) != sorted(k.lower() for k in self.keys):
+            return False
+        for clause in self.clauses:
+            if clause.category == "not_matched_by_source" or clause.assignments is not None:
+                return False
+            if self._references_target(clause.condition):
+                return False
+        return True
+
+    def _first(self, category: str, outcome: dict[str, str]) -> exp.Expression:
+        """CASE over the clauses of a category: the change each would make ('upsert'/'delete')."""
+        case = exp.Case()
+        for clause in self.clauses:
+            if clause.category == category:
+                result = layout.DELETE if clause.action == "delete" else layout.UPSERT
+                case = case.when(clause.condition.copy() if clause.condition else exp.true(),
+                                 exp.Literal.string(outcome.get(result, result)))
+        return case if case.args.get("ifs") else exp.null()
+
+    def _blind_changes(self, session: Session, view: str) -> DataFrame | None:
+        matched, unmatched = self._first("matched", {}), self._first("not_matched", {})
+        src = exp.to_identifier(self.source_alias)
+        frame = session.spark.sql(
+            f"SELECT *, {to_spark_sql(matched)} AS _arctic_m, {to_spark_sql(unmatched)} AS _arctic_n "
+            f"FROM {view} AS {src.sql('spark')}"
+        )
+        # Blind is exact when both outcomes agree, or the matched one deletes and the other does nothing.
+        unsafe = frame.where(
+            "NOT (_arctic_m <=> _arctic_n OR (_arctic_m = 'delete' AND _arctic_n IS NULL))"
+        ).limit(1).collect()
+        if unsafe:
+            return None
+        from pyspark.sql import functions as F
+
+        changes = frame.where("_arctic_m IS NOT NULL")
+        key_set = set(self.keys)
+        return changes.select(
+            *[
+                (F.col(f"`{c}`") if c in key_set else
+                 F.when(F.col("_arctic_m") == layout.UPSERT, F.col(f"`{c}`"))).alias(c)
+                for c in self.columns
+            ],
+            F.col("_arctic_m").alias(layout.OP_COLUMN),
+        )
+
+    def _joined_changes(self, session: Session, source_sql: exp.Select, target_node: exp.Table,
+                        version: int) -> DataFrame:
+        from arctic_sql.dml import _at_version
+
+        bare = target_node.copy()
+        bare.set("alias", None)
+        target_select = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(_at_version(bare, version))
+        both = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
+                        exp.column(TARGET_MARK).is_(exp.null()).not_())
+        only_source = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
+                               exp.column(TARGET_MARK).is_(exp.null()))
+        only_target = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()),
+                               exp.column(TARGET_MARK).is_(exp.null()).not_())
+        guard = {"matched": both, "not_matched": only_source, "not_matched_by_source": only_target}
+        choose = exp.Case()
+        for index, clause in enumerate(self.clauses):
+            condition = guard[clause.category].copy()
+            if clause.condition is not None:
+                condition = exp.and_(condition, exp.paren(clause.condition.copy()))
+            choose = choose.when(condition, exp.Literal.number(index))
+        tgt = self.target_alias
+        src = self.source_alias
+        projections = [exp.alias_(choose, CLAUSE)]
+        for name in self.columns:
+            case = exp.Case(this=exp.column(CLAUSE))
+            for index, clause in enumerate(self.clauses):
+                if clause.action == "delete":
+                    value = exp.column(name, tgt, quoted=True) if name in self.keys else exp.null()
+                elif clause.assignments is None:
+                    value = exp.column(name, src, quoted=True)
+                elif name in clause.assignments:
+                    value = clause.assignments[name].copy()
+                elif clause.action == "update":
+                    value = exp.column(name, tgt, quoted=True)
+                else:
+                    value = exp.null()
+                case = case.when(exp.Literal.number(index), value)
+            projections.append(exp.alias_(case, name, quoted=True))
+        op = exp.Case(this=exp.column(CLAUSE))
+        for index, clause in enumerate(self.clauses):
+            op = op.when(exp.Literal.number(index),
+                         exp.Literal.string(layout.DELETE if clause.action == "delete" else layout.UPSERT))
+        projections.append(exp.alias_(op, layout.OP_COLUMN))
+        join_kind = "FULL" if any(c.category == "not_matched_by_source" for c in self.clauses) else "LEFT"
+        query = (
+            exp.select(*projections)
+            .from_(source_sql.subquery(src))
+            .join(target_select.subquery(tgt), on=self.on.copy(), join_type=join_kind)
+        )
+        outer = exp.select(*[exp.column(c, quoted=True) for c in self.columns], exp.column(layout.OP_COLUMN)).from_(
+            query.subquery("_arctic_merge")
+        ).where(exp.column(CLAUSE).is_(exp.null()).not_())
+        return session.run_spark(outer, to_spark_sql(outer))

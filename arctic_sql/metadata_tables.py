@@ -1,0 +1,109 @@
+"""Metadata tables: ``db.t.history``, ``db.t.snapshots``, ``db.t.files``, ``db.t.partitions``."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING
+
+from arctic_sql.catalog import ArcticTable
+from arctic_sql.format import versions
+from arctic_sql.scan import live_files, plan_read
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.session import Session
+
+
+def _ts(ms: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+
+
+def _count(summary: dict[str, str], key: str) -> int:
+    return int(summary.get(key, 0) or 0)
+
+
+def history(session: Session, table: ArcticTable) -> DataFrame:
+    """One row per data commit (a version), oldest first."""
+    rows = []
+    for c in versions.data_commits(table.base, table.change):
+        s = c.summary
+        if c.store == "change":
+            added_rows, removed_rows = _count(s, versions.UPSERTED_ROWS), _count(s, versions.DELETED_ROWS)
+        else:
+            added_rows, removed_rows = _count(s, "added-records"), _count(s, "deleted-records")
+        rows.append((c.version, _ts(c.committed_at_ms), c.operation, c.store, c.snapshot_id, added_rows,
+                     removed_rows, _count(s, "added-data-files"), _count(s, "deleted-data-files")))
+    return session.result(rows, "version long, committed_at timestamp, operation string, store string, "
+                                "snapshot_id long, rows_added long, rows_removed long, files_added long, "
+                                "files_removed long")
+
+
+def snapshots(session: Session, table: ArcticTable) -> DataFrame:
+    """Every retained Iceberg snapshot of both stores, optimizing and reservations included."""
+    rows = []
+    stores = [("base", table.base)] + ([("change", table.change)] if table.change is not None else [])
+    for store_name, store in stores:
+        for snap in versions.snapshots_in_order(store):
+            summary = versions.summary_of(snap)
+            rows.append((store_name, snap.snapshot_id, snap.parent_snapshot_id, snap.sequence_number,
+                         _ts(snap.timestamp_ms), versions.operation_of(snap), summary))
+    return session.result(rows, "store string, snapshot_id long, parent_id long, sequence_number long, "
+                                "committed_at timestamp, operation string, summary map<string,string>")
+
+
+def _key_range(table: ArcticTable, data_file) -> tuple[str | None, str | None]:  # noqa: ANN001
+    from pyiceberg.conversions import from_bytes
+
+    keys = table.schema.identifier_field_ids
+    if not keys:
+        return None, None
+    lows, highs = data_file.lower_bounds or {}, data_file.upper_bounds or {}
+    parts_low, parts_high = [], []
+    for fid in keys:
+        field_type = table.schema.find_field(fid).field_type
+        parts_low.append(str(from_bytes(field_type, lows[fid])) if fid in lows else "?")
+        parts_high.append(str(from_bytes(field_type, highs[fid])) if fid in highs else "?")
+    return ", ".join(parts_low), ", ".join(parts_high)
+
+
+def files(session: Session, table: ArcticTable) -> DataFrame:
+    """The live files of the latest version: store, node, kind, sequence, size, rows, key range."""
+    plan = plan_read(table)
+    rows = []
+    # Change files already merged (at or below the watermark) are live but not read: show them too.
+    change_files = live_files(table.change, table.change.current_snapshot(), "change") if table.change else []
+    read = {f.path for f in plan.change_files}
+    for f in list(plan.base_files) + change_files:
+        low, high = _key_range(table, f.data_file)
+        kind = "base" if f.store == "base" else ("delete" if f.is_delete else "upsert")
+        merged = f.store == "change" and f.path not in read
+        rows.append((f.store, f.partition, f.node_id, kind, f.sequence_number, f.path, f.file_size,
+                     f.record_count, low, high, merged))
+    return session.result(rows, "store string, partition string, node long, kind string, sequence_number long, "
+                                "path string, size_bytes long, rows long, key_min string, key_max string, "
+                                "merged boolean")
+
+
+def partitions(session: Session, table: ArcticTable) -> DataFrame:
+    """Per partition: files and rows in each store, and the watermark."""
+    plan = plan_read(table)
+    stats: dict[str, list[int]] = {}
+    for f in plan.base_files:
+        s = stats.setdefault(f.partition, [0, 0, 0, 0])
+        s[0] += 1
+        s[1] += f.record_count
+    for f in plan.change_files:
+        s = stats.setdefault(f.partition, [0, 0, 0, 0])
+        s[2] += 1
+        s[3] += f.record_count
+    rows = [(p, s[0], s[1], s[2], s[3], plan.watermarks.get(p, 0)) for p, s in sorted(stats.items())]
+    return session.result(rows, "partition string, base_files long, base_rows long, change_files long, "
+                                "change_rows long, watermark long")
+
+
+_TABLES = {"history": history, "snapshots": snapshots, "files": files, "partitions": partitions}
+
+
+def metadata_table(session: Session, table: ArcticTable, name: str) -> DataFrame:
+    return _TABLES[name](session, table)

@@ -1,0 +1,171 @@
+"""The table-property registry: every arctic key declared once with its type, default and validation.
+
+Keys follow Amoro's names and defaults (see shared/reference/amoro.md). MaxCompute's names are
+accepted as aliases and stored under the canonical key, so one table never holds both spellings.
+Keys outside the registry that belong to Iceberg (``write.*``, ``commit.*``, ``format-version`` ...)
+or to the user (any other key) pass through unvalidated, as in Iceberg and Delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from arctic_sql.errors import InvalidArgumentError
+
+MB = 1024 * 1024
+
+
+class Kind(Enum):
+    INT = "int"
+    LONG = "long"
+    DOUBLE = "double"
+    BOOLEAN = "boolean"
+    STRING = "string"
+
+
+@dataclass(frozen=True)
+class TableProperty:
+    key: str
+    kind: Kind
+    default: object
+    doc: str
+    check: Callable[[object], str | None] | None = None
+    aliases: tuple[str, ...] = ()
+    # Fixed at CREATE TABLE: changing it later would misplace existing files.
+    immutable: bool = False
+
+    def parse(self, raw: object) -> object:
+        """The typed value of ``raw``, or InvalidArgumentError naming the key and what is wrong."""
+        text = str(raw).strip()
+        try:
+            if self.kind is Kind.BOOLEAN:
+                if text.lower() not in ("true", "false"):
+                    raise ValueError
+                value: object = text.lower() == "true"
+            elif self.kind in (Kind.INT, Kind.LONG):
+                value = int(text)
+            elif self.kind is Kind.DOUBLE:
+                value = float(text)
+            else:
+                value = text
+        except ValueError:
+            raise InvalidArgumentError(
+                f"Invalid value '{raw}' for table property '{self.key}': expected {self.kind.value}"
+            ) from None
+        if self.check is not None and (problem := self.check(value)) is not None:
+            raise InvalidArgumentError(f"Invalid value '{raw}' for table property '{self.key}': {problem}")
+        return value
+
+
+def _positive(value: object) -> str | None:
+    return None if isinstance(value, (int, float)) and value > 0 else "must be positive"
+
+
+def _non_negative(value: object) -> str | None:
+    return None if isinstance(value, (int, float)) and value >= 0 else "must be zero or positive"
+
+
+def _power_of_two(value: object) -> str | None:
+    if isinstance(value, int) and value > 0 and value & (value - 1) == 0 and value <= 1024:
+        return None
+    return "must be a power of two between 1 and 1024"
+
+
+def _ratio(value: object) -> str | None:
+    return None if isinstance(value, float) and 0.0 < value <= 1.0 else "must be in (0, 1]"
+
+
+def _interval_or_off(value: object) -> str | None:
+    return None if isinstance(value, int) and (value == -1 or value > 0) else "must be positive, or -1 for off"
+
+
+def _one_of(*choices: str) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+
+    return check
+
+
+_P = TableProperty
+PROPERTIES: tuple[TableProperty, ...] = (
+    _P("base.file-index.hash-bucket", Kind.INT, 4, "hash buckets (tree nodes) of base files", _power_of_two,
+       aliases=("write.bucket.num",)),
+    _P("change.file-index.hash-bucket", Kind.INT, 4, "hash buckets (tree nodes) of change files", _power_of_two),
+    _P("self-optimizing.enabled", Kind.BOOLEAN, True, "whether the background optimizer works on the table"),
+    _P("self-optimizing.group", Kind.STRING, "default", "optimizer group (resource isolation)"),
+    _P("self-optimizing.quota", Kind.DOUBLE, 0.5, "share of the group's cores the table may use", _positive),
+    _P("self-optimizing.target-size", Kind.LONG, 128 * MB, "target size of optimized files in bytes", _positive),
+    _P("self-optimizing.fragment-ratio", Kind.INT, 8, "files under target-size / ratio are fragments", _positive),
+    _P("self-optimizing.min-target-size-ratio", Kind.DOUBLE, 0.75, "undersized segment bound", _ratio),
+    _P("self-optimizing.max-file-count", Kind.INT, 10000, "input files per optimizing run", _positive),
+    _P("self-optimizing.execute.num-retries", Kind.INT, 5, "retries of a failed optimizing task", _non_negative),
+    _P("self-optimizing.minor.trigger.file-count", Kind.INT, 12, "fragments and change files that trigger minor",
+       _positive),
+    _P("self-optimizing.minor.trigger.interval", Kind.LONG, 3_600_000, "ms since the last minor that triggers one",
+       _interval_or_off),
+    _P("self-optimizing.major.trigger.duplicate-ratio", Kind.DOUBLE, 0.1,
+       "share of duplicate or deleted rows in segments that triggers major", _ratio),
+    _P("self-optimizing.full.trigger.interval", Kind.LONG, -1, "ms between full optimizings, -1 off",
+       _interval_or_off),
+    _P("snapshot.keep.duration", Kind.LONG, 720, "minutes of snapshots expiration keeps", _positive,
+       aliases=()),
+    _P("acid.data.retain.hours", Kind.LONG, 12, "MaxCompute: hours of history kept (sets snapshot.keep.duration)",
+       _positive),
+    _P("snapshot.keep.min-count", Kind.INT, 1, "snapshots expiration always keeps", _positive),
+    _P("table-expire.enabled", Kind.BOOLEAN, True, "whether the optimizer expires snapshots"),
+    _P("change.data.ttl.minutes", Kind.LONG, 10080, "minutes merged change data is kept", _positive),
+    _P("clean-orphan-file.enabled", Kind.BOOLEAN, False, "whether the optimizer removes orphan files"),
+    _P("clean-orphan-file.min-existing-time-minutes", Kind.LONG, 2880, "minimum age of an orphan to remove",
+       _positive),
+    _P("merge-on-read.broadcast-threshold-rows", Kind.LONG, 2_000_000,
+       "change rows up to which merge-on-read broadcasts the changed keys instead of shuffling the base",
+       _non_negative),
+    _P("write.distribution-mode", Kind.STRING, "hash", "how writes are distributed", _one_of("none", "hash")),
+)
+
+_BY_KEY: dict[str, TableProperty] = {p.key: p for p in PROPERTIES}
+_ALIASES: dict[str, str] = {alias: p.key for p in PROPERTIES for alias in p.aliases}
+IMMUTABLE_AFTER_CREATE = frozenset({"base.file-index.hash-bucket", "change.file-index.hash-bucket"})
+
+# Keys arctic-sql keeps for itself on the Iceberg tables; users can neither set nor unset them.
+RESERVED_PREFIX = "arctic."
+
+
+def canonical_key(key: str) -> str:
+    return _ALIASES.get(key, key)
+
+
+def lookup(key: str) -> TableProperty | None:
+    return _BY_KEY.get(canonical_key(key))
+
+
+def validate(properties: Mapping[str, str], *, creating: bool) -> dict[str, str]:
+    """Validate user-given properties and return them under canonical keys, as strings.
+
+    Raises InvalidArgumentError before anything is written if a value is invalid, a reserved
+    key is used, or (when altering) an immutable key is changed.
+    """
+    result: dict[str, str] = {}
+    for raw_key, raw_value in properties.items():
+        key = canonical_key(raw_key)
+        if key.startswith(RESERVED_PREFIX):
+            raise InvalidArgumentError(f"Table property '{raw_key}' is reserved for arctic-sql")
+        if not creating and key in IMMUTABLE_AFTER_CREATE:
+            raise InvalidArgumentError(f"Table property '{raw_key}' can only be set at CREATE TABLE")
+        declared = _BY_KEY.get(key)
+        if declared is not None:
+            value = declared.parse(raw_value)
+            raw_value = str(value).lower() if isinstance(value, bool) else str(value)
+        result[key] = str(raw_value)
+    if "acid.data.retain.hours" in result and "snapshot.keep.duration" not in result:
+        result["snapshot.keep.duration"] = str(int(result["acid.data.retain.hours"]) * 60)
+    return result
+
+
+def get(properties: Mapping[str, str], key: str) -> object:
+    """The typed value of a registered key, from stored properties or the default."""
+    declared = _BY_KEY[key]
+    raw = properties.get(key)
+    return declared.default if raw is None else declared.parse(raw)

@@ -1,0 +1,127 @@
+"""Queries over arctic tables: table references become merge-on-read DataFrames, the rest is Spark's.
+
+Every ``exp.Table`` in a statement that names an arctic table (or one of its metadata tables) is
+replaced by a temporary view over the DataFrame of the version it asks for. The statement is then
+handed to ``spark.sql`` whole, so joins with plain Spark tables, CTEs, views and every Spark
+function keep working, and Spark's optimizer pushes filters and projections into the Parquet scans.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arctic_sql.catalog import TableIdentifier
+from arctic_sql.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.session import Session
+
+_view_ids = itertools.count(1)
+METADATA_TABLES = ("history", "snapshots", "files", "partitions")
+
+
+@dataclass
+class Resolved:
+    """A statement whose arctic table references point at registered temporary views."""
+
+    expression: exp.Expression
+    views: list[str] = field(default_factory=list)
+    tables: list[TableIdentifier] = field(default_factory=list)
+
+
+def table_identifier(node: exp.Table, default_database: str) -> TableIdentifier:
+    parts = [p.name for p in node.parts]
+    return TableIdentifier.parse(".".join(parts), default_database)
+
+
+def _cte_names(expression: exp.Expression) -> set[str]:
+    return {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+
+
+def resolve(session: Session, expression: exp.Expression, skip: set[int] | None = None) -> Resolved:
+    """Replace arctic table references in ``expression`` (a copy) by temporary views."""
+    expression = expression.copy()
+    ctes = _cte_names(expression)
+    resolved = Resolved(expression)
+    for node in list(expression.find_all(exp.Table)):
+        if skip and id(node) in skip:
+            continue
+        if not node.name or isinstance(node.this, exp.Func):
+            continue  # table-valued functions and the like
+        parts = [p.name for p in node.parts]
+        if len(parts) == 1 and parts[0].lower() in ctes:
+            continue
+        df = dataframe_for(session, node)
+        if df is None:
+            continue
+        view = f"arctic_view_{next(_view_ids)}"
+        df.createOrReplaceTempView(view)
+        resolved.views.append(view)
+        alias = node.alias or parts[-1]
+        replacement = exp.Table(this=exp.to_identifier(view))
+        replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        node.replace(replacement)
+    return resolved
+
+
+def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
+    """The DataFrame an arctic table reference stands for, or None if the name is not arctic's."""
+    parts = [p.name for p in node.parts]
+    version = node.args.get("version")
+    if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
+        owner = TableIdentifier.parse(".".join(parts[:-1]), session.current_database)
+        if session.catalog.table_exists(owner):
+            from arctic_sql.metadata_tables import metadata_table
+
+            if version is not None:
+                raise InvalidArgumentError(f"Metadata table {'.'.join(parts)} has no versions to travel to")
+            return metadata_table(session, session.catalog.load_table(owner), parts[-1].lower())
+    if len(parts) > 3:
+        return None
+    try:
+        identifier = TableIdentifier.parse(".".join(parts), session.current_database)
+    except InvalidArgumentError:
+        return None
+    if not session.catalog.table_exists(identifier):
+        return None
+    table = session.catalog.load_table(identifier)
+    return session.read_table(table, version=_version_number(session, version, identifier))
+
+
+def _version_number(session: Session, version: exp.Expression | None, identifier: TableIdentifier) -> int | None:
+    if version is None:
+        return None
+    kind = (version.text("kind") or "AS OF").upper()
+    what = version.name.upper()
+    if kind != "AS OF" or what != "VERSION":
+        raise InvalidArgumentError(
+            f"{what} {kind} on {identifier} is not supported yet; use VERSION AS OF <number>"
+        )
+    value = version.args.get("expression")
+    if isinstance(value, exp.Literal):
+        try:
+            return int(value.this)
+        except ValueError:
+            pass
+    raise InvalidArgumentError(f"VERSION AS OF on {identifier} needs a whole number, got {value.sql() if value else ''}")
+
+
+def references_arctic(session: Session, expression: exp.Expression) -> bool:
+    for node in expression.find_all(exp.Table):
+        parts = [p.name for p in node.parts]
+        if not parts or len(parts) > 3:
+            continue
+        try:
+            identifier = TableIdentifier.parse(".".join(parts[:2] if len(parts) == 3 else parts),
+                                               session.current_database)
+        except InvalidArgumentError:
+            continue
+        if session.catalog.table_exists(identifier):
+            return True
+    return False

@@ -1,0 +1,134 @@
+"""Read planning: which base and change files make up a version of a table (pure metadata, no Spark)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
+
+from arctic_sql.catalog import ArcticTable
+from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.format import versions
+from arctic_sql.format.layout import parse_file_path
+from arctic_sql.format.partitioning import partition_path
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A live data file of one store, with what arctic-sql knows of it."""
+
+    path: str
+    store: str  # base | change
+    node_id: int
+    is_delete: bool
+    sequence_number: int
+    partition: str  # partition path, "" when unpartitioned
+    record_count: int
+    file_size: int
+    data_file: DataFile = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    version: int  # 0 for a table with no data commit yet
+    schema: Schema
+    base_files: tuple[FileEntry, ...]
+    change_files: tuple[FileEntry, ...]
+    watermarks: dict[str, int]
+    base_snapshot_id: int | None
+
+    @property
+    def change_rows(self) -> int:
+        return sum(f.record_count for f in self.change_files)
+
+
+_MANIFEST_CACHE: dict[str, tuple[ManifestEntry, ...]] = {}
+_MANIFEST_CACHE_LIMIT = 4096
+
+
+def _manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry, ...]:
+    # Manifests are immutable once written, so their live entries can be cached by path.
+    cached = _MANIFEST_CACHE.get(manifest.manifest_path)
+    if cached is None:
+        if len(_MANIFEST_CACHE) >= _MANIFEST_CACHE_LIMIT:
+            _MANIFEST_CACHE.clear()
+        cached = tuple(manifest.fetch_manifest_entry(io, discard_deleted=True))
+        _MANIFEST_CACHE[manifest.manifest_path] = cached
+    return cached
+
+
+def live_files(table: Table, snapshot: Snapshot | None, store: str) -> list[FileEntry]:
+    if snapshot is None:
+        return []
+    spec, schema, io = table.spec(), table.schema(), table.io
+    entries: list[FileEntry] = []
+    for manifest in snapshot.manifests(io):
+        for entry in _manifest_entries(io, manifest):
+            data_file = entry.data_file
+            node_id, is_delete = parse_file_path(data_file.file_path)
+            entries.append(
+                FileEntry(
+                    path=data_file.file_path,
+                    store=store,
+                    node_id=node_id,
+                    is_delete=is_delete,
+                    sequence_number=entry.sequence_number or 0,
+                    partition=partition_path(spec, schema, data_file.partition),
+                    record_count=data_file.record_count,
+                    file_size=data_file.file_size_in_bytes,
+                    data_file=data_file,
+                )
+            )
+    return entries
+
+
+def latest_version(table: ArcticTable) -> int:
+    commits = versions.data_commits(table.base, table.change)
+    return commits[-1].version if commits else 0
+
+
+def plan_read(table: ArcticTable, version: int | None = None) -> ReadPlan:
+    """The files that hold ``version`` (default: the latest) and the watermarks that filter them."""
+    commits = versions.data_commits(table.base, table.change)
+    latest = commits[-1].version if commits else 0
+    if version is None:
+        version = latest
+    elif not any(c.version == version for c in commits):
+        available = f"{commits[0].version} to {latest}" if commits else "none"
+        raise VersionNotFoundError(
+            f"Version {version} of {table.identifier} does not exist or has expired (available: {available})"
+        )
+    if table.change is None:
+        snapshot = _unkeyed_snapshot(table.base, version)
+        files = live_files(table.base, snapshot, "base")
+        return ReadPlan(version, table.schema, tuple(files), (), {}, snapshot.snapshot_id if snapshot else None)
+
+    base_snapshot = versions.base_snapshot_for(table.base, version)
+    marks = versions.watermarks_of(base_snapshot)
+    base_files = live_files(table.base, base_snapshot, "base")
+    change_snapshot = versions.change_snapshot_for(table.change, version)
+    change_files = [
+        f
+        for f in live_files(table.change, change_snapshot, "change")
+        if marks.get(f.partition, 0) < f.sequence_number <= version
+    ]
+    return ReadPlan(
+        version,
+        table.schema,
+        tuple(base_files),
+        tuple(change_files),
+        marks,
+        base_snapshot.snapshot_id if base_snapshot else None,
+    )
+
+
+def _unkeyed_snapshot(base: Table, version: int) -> Snapshot | None:
+    chosen = None
+    for snap in versions.snapshots_in_order(base):
+        if snap.sequence_number <= version:
+            chosen = snap
+    return chosen

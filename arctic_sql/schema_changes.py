@@ -1,0 +1,109 @@
+"""ALTER TABLE: properties and schema evolution, applied to both stores alike.
+
+Both stores start with the same field ids and take the same schema updates in the same order, so
+a column keeps one id in both; files written before a rename or drop still resolve by id.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arctic_sql import properties as props
+from arctic_sql.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
+from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
+from arctic_sql.types import _Ids, to_iceberg_type
+
+if TYPE_CHECKING:
+    from arctic_sql.session import Session
+
+
+def apply_alter(session: Session, table: ArcticTable, expression: exp.Alter) -> None:
+    for action in expression.args.get("actions") or []:
+        if isinstance(action, exp.AlterSet):
+            _set_properties(table, action)
+        elif isinstance(action, (exp.Schema, exp.ColumnDef)):
+            columns = action.expressions if isinstance(action, exp.Schema) else [action]
+            _add_columns(session, table, [c for c in columns if isinstance(c, exp.ColumnDef)])
+        elif isinstance(action, exp.RenameColumn):
+            _rename_column(table, action.this.name, action.args["to"].name)
+        elif isinstance(action, exp.Drop) and (action.kind or "").upper() == "COLUMN":
+            _drop_columns(table, [c.name for c in action.args.get("tables") or []], bool(action.args.get("exists")))
+        else:
+            raise UnsupportedOperationError(f"ALTER TABLE action not supported on arctic tables: {action.sql()}")
+
+
+def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
+    from arctic_sql.ddl import _literal_value
+
+    raw: dict[str, str] = {}
+    for container in action.expressions:
+        for prop in container.expressions if isinstance(container, exp.Properties) else [container]:
+            raw[_literal_value(prop.this)] = _literal_value(prop.args["value"])
+    values = props.validate(raw, creating=False)
+    with table.base.transaction() as tx:
+        tx.set_properties(values)
+
+
+def _stores(table: ArcticTable):
+    return [table.base] + ([table.change] if table.change is not None else [])
+
+
+def _find(table: ArcticTable, name: str):
+    try:
+        return table.schema.find_field(name, case_sensitive=False)
+    except ValueError:
+        raise NoSuchColumnError(f"Column '{name}' does not exist in {table.identifier}") from None
+
+
+def _protected(table: ArcticTable, field_id: int, verb: str, name: str) -> None:
+    if field_id in table.schema.identifier_field_ids:
+        raise InvalidArgumentError(f"Cannot {verb} primary key column '{name}' of {table.identifier}")
+    if any(f.source_id == field_id for f in table.spec.fields):
+        raise InvalidArgumentError(f"Cannot {verb} partition column '{name}' of {table.identifier}")
+
+
+def _add_columns(session: Session, table: ArcticTable, columns: list[exp.ColumnDef]) -> None:
+    from arctic_sql.ddl import spark_struct
+
+    struct = spark_struct(session, columns)
+    existing = {f.name.lower() for f in table.schema.fields}
+    for field in struct.fields:
+        if field.name.lower() in existing:
+            raise InvalidArgumentError(f"Column '{field.name}' already exists in {table.identifier}")
+        if field.name.lower().startswith(RESERVED_COLUMN_PREFIX):
+            raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
+    for store in _stores(table):
+        with store.update_schema() as update:
+            for field in struct.fields:
+                update.add_column(field.name, to_iceberg_type(field.dataType, _Ids(), field.name))
+
+
+def _rename_column(table: ArcticTable, old: str, new: str) -> None:
+    field = _find(table, old)
+    if new.lower() in {f.name.lower() for f in table.schema.fields}:
+        raise InvalidArgumentError(f"Column '{new}' already exists in {table.identifier}")
+    if new.lower().startswith(RESERVED_COLUMN_PREFIX):
+        raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
+    for store in _stores(table):
+        with store.update_schema() as update:
+            update.rename_column(field.name, new)
+
+
+def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None:
+    fields = []
+    for name in names:
+        try:
+            fields.append(_find(table, name))
+        except NoSuchColumnError:
+            if not if_exists:
+                raise
+    for field in fields:
+        _protected(table, field.field_id, "drop", field.name)
+    if len(fields) >= len(table.schema.fields):
+        raise InvalidArgumentError(f"Cannot drop every column of {table.identifier}")
+    for store in _stores(table):
+        with store.update_schema() as update:
+            for field in fields:
+                update.delete_column(field.name)

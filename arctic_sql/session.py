@@ -1,0 +1,203 @@
+"""The arctic-sql session: SQL text in, Spark DataFrames out.
+
+``Session.sql`` parses the text with the arctic dialect, claims the statements that touch arctic
+tables (or are arctic's own), and passes everything else to ``spark.sql`` unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from arctic_sql import ddl, dml, query
+from arctic_sql.catalog import ArcticCatalog, ArcticTable
+from arctic_sql.errors import ArcticError, InvalidArgumentError
+from arctic_sql.parser import parse, statements, to_spark_sql
+from arctic_sql.spark import configure, local_session, translate
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CATALOG_NAME = "arctic"
+
+
+def connect(
+    warehouse: str | None = "./warehouse",
+    *,
+    spark: SparkSession | None = None,
+    catalog: Catalog | None = None,
+    catalog_name: str = DEFAULT_CATALOG_NAME,
+    catalog_properties: Mapping[str, str] | None = None,
+    config_file: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    database: str = "default",
+) -> Session:
+    """Open a session.
+
+    With no arguments: local Spark and a pyiceberg SQL catalog on SQLite in ``./warehouse``.
+    ``spark`` reuses an existing SparkSession; ``catalog`` an existing pyiceberg catalog;
+    ``catalog_properties`` (or a YAML ``config_file`` in pyiceberg's ``catalog: {name: {...}}``
+    layout) configures any pyiceberg catalog: REST, Hive, Glue, SQL on PostgreSQL, ...
+
+    >>> s = connect(warehouse="/tmp/wh")
+    >>> s.sql("CREATE TABLE t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    """
+    iceberg = catalog or _load_catalog(warehouse, catalog_name, catalog_properties, config_file)
+    if spark is None:
+        spark = local_session(warehouse or ".", dict(spark_conf or {}))
+    else:
+        for key, value in (spark_conf or {}).items():
+            spark.conf.set(key, value)
+    configure(spark)
+    return Session(spark, ArcticCatalog(iceberg), database=database)
+
+
+def _load_catalog(
+    warehouse: str | None,
+    name: str,
+    properties: Mapping[str, str] | None,
+    config_file: str | None,
+) -> Catalog:
+    from pyiceberg.catalog import load_catalog
+
+    if config_file is not None:
+        import yaml
+
+        with open(config_file, encoding="utf-8") as f:
+            config = yaml.safe_load(f) or {}
+        catalogs = config.get("catalog", {})
+        if name not in catalogs:
+            raise InvalidArgumentError(f"Config file {config_file} has no catalog '{name}'")
+        return load_catalog(name, **{k: str(v) for k, v in catalogs[name].items()})
+    if properties:
+        return load_catalog(name, **dict(properties))
+    if warehouse is None:
+        raise InvalidArgumentError("connect() needs a warehouse folder, a catalog, or catalog properties")
+    root = os.path.abspath(warehouse)
+    os.makedirs(root, exist_ok=True)
+    return load_catalog(
+        name,
+        type="sql",
+        uri=f"sqlite:///{os.path.join(root, 'catalog.db')}",
+        warehouse=f"file://{root}",
+    )
+
+
+class Session:
+    """Runs extended SQL against arctic tables and Spark."""
+
+    def __init__(self, spark: SparkSession, catalog: ArcticCatalog, database: str = "default") -> None:
+        self.spark = spark
+        self.catalog = catalog
+        self.current_database = database.lower()
+        if not catalog.database_exists(self.current_database):
+            catalog.create_database(self.current_database, if_not_exists=True)
+
+    # public API -------------------------------------------------------------------------------
+    def sql(self, text: str) -> DataFrame:
+        """Run one or more ``;``-separated statements; return the last one's result as a DataFrame."""
+        statements_ = parse(text)
+        if not statements_:
+            raise InvalidArgumentError("No SQL statement to run")
+        result = None
+        for statement in statements_:
+            result = self.execute(statement.expression, statement.sql)
+        assert result is not None
+        return result
+
+    def table(self, name: str) -> ArcticTable:
+        from arctic_sql.catalog import TableIdentifier
+
+        return self.catalog.load_table(TableIdentifier.parse(name, self.current_database))
+
+    def read_table(self, table: ArcticTable, version: int | None = None) -> DataFrame:
+        """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest)."""
+        from arctic_sql.reader import merged_dataframe
+        from arctic_sql.scan import plan_read
+
+        return merged_dataframe(self.spark, table, plan_read(table, version))
+
+    def stop(self) -> None:
+        self.spark.stop()
+
+    # dispatch ---------------------------------------------------------------------------------
+    def execute(self, expression: exp.Expression, text: str) -> DataFrame:
+        try:
+            return self._dispatch(expression, text)
+        except ArcticError:
+            raise
+        except Exception as e:  # Spark errors cross into arctic-sql here, once.
+            from pyspark.errors import PySparkException
+            from py4j.protocol import Py4JError
+
+            if isinstance(e, (PySparkException, Py4JError)):
+                raise translate(e) from e
+            raise
+
+    def _dispatch(self, expression: exp.Expression, text: str) -> DataFrame:
+        handler = _HANDLERS.get(type(expression))
+        if handler is not None:
+            result = handler(self, expression, text)
+            if result is not None:
+                return result
+        return self.run_spark(expression, text)
+
+    def run_spark(self, expression: exp.Expression, text: str) -> DataFrame:
+        """Run a statement on Spark, after pointing its arctic table references at merged views."""
+        if isinstance(expression, exp.Command) or not any(True for _ in expression.find_all(exp.Table)):
+            return self.spark.sql(text)
+        resolved = query.resolve(self, expression)
+        if not resolved.views:
+            return self.spark.sql(text)
+        keep_views = isinstance(expression, exp.Create) and expression.kind == "VIEW"
+        try:
+            return self.spark.sql(to_spark_sql(resolved.expression))
+        finally:
+            if not keep_views:  # the DataFrame holds the analyzed plan; the views are no longer needed
+                for view in resolved.views:
+                    self.spark.catalog.dropTempView(view)
+
+    def result(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
+        return self.spark.createDataFrame(rows, schema)
+
+    def ok(self) -> DataFrame:
+        """The empty result of a statement that returns no rows."""
+        from pyspark.sql.types import StructType
+
+        return self.spark.createDataFrame([], StructType([]))
+
+
+def _use(session: Session, expression: exp.Use, text: str) -> DataFrame:
+    name = expression.this.name if expression.this is not None else ""
+    if not session.catalog.database_exists(name):
+        from arctic_sql.errors import NoSuchDatabaseError
+
+        raise NoSuchDatabaseError(f"Database '{name}' does not exist")
+    session.current_database = name.lower()
+    if session.spark.catalog.databaseExists(name):
+        session.spark.catalog.setCurrentDatabase(name)
+    return session.ok()
+
+
+_HANDLERS: dict[type, Any] = {
+    exp.Use: _use,
+    exp.Create: ddl.create,
+    exp.Drop: ddl.drop,
+    exp.Alter: ddl.alter,
+    exp.Describe: ddl.describe,
+    statements.ShowTables: ddl.show_tables,
+    statements.ShowDatabases: ddl.show_databases,
+    statements.UnsetTableProperties: ddl.unset_properties,
+    statements.Explain: ddl.explain,
+    exp.Insert: dml.insert,
+    exp.Delete: dml.delete,
+    exp.Update: dml.update,
+    exp.Merge: dml.merge,
+}

@@ -1,0 +1,83 @@
+"""The embedded Spark session and the settings every arctic session needs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import TYPE_CHECKING
+
+from arctic_sql.errors import ArcticError, ExecutionError, InvalidArgumentError, NoSuchTableError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Runtime settings arctic-sql relies on; applied to any session, including one the user passes in.
+RUNTIME_CONF = {
+    # Files carry Iceberg field ids; reading by id keeps renamed and dropped columns right.
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    # Iceberg wants TIMESTAMP_MICROS, not Spark's INT96 default.
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # Reads pass explicit file lists; listing them must not start a Spark job per query.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+}
+
+
+def local_session(warehouse: str, conf: dict[str, str] | None = None) -> SparkSession:
+    """A local SparkSession bound to loopback, with the warehouse's spark-warehouse for plain tables."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName("arctic-sql")
+        .master(os.environ.get("ARCTIC_SPARK_MASTER", "local[*]"))
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.driver.memory", os.environ.get("ARCTIC_DRIVER_MEMORY", "4g"))
+        .config("spark.sql.warehouse.dir", os.path.join(os.path.abspath(warehouse), "spark-warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={os.path.abspath(warehouse)}")
+    )
+    for key, value in {**RUNTIME_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("ARCTIC_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def configure(spark: SparkSession) -> None:
+    for key, value in RUNTIME_CONF.items():
+        spark.conf.set(key, value)
+    # PySpark logs every failed query with its full JVM stack before raising; arctic-sql reports the
+    # one-line message itself.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+.*$")
+
+
+def one_line(error: BaseException) -> str:
+    """The first line of a Spark error, without its SQLSTATE suffix and plan dump."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return _SQLSTATE.sub("", text).strip()
+
+
+def translate(error: BaseException) -> ArcticError:
+    """An arctic-sql error for an exception Spark raised."""
+    from pyspark.errors import AnalysisException, PySparkException
+
+    if isinstance(error, ArcticError):
+        return error
+    message = one_line(error)
+    if isinstance(error, AnalysisException):
+        condition = error.getCondition() if hasattr(error, "getCondition") else None
+        if condition in ("TABLE_OR_VIEW_NOT_FOUND",):
+            return NoSuchTableError(message)
+        return InvalidArgumentError(message)
+    if isinstance(error, PySparkException):
+        return ExecutionError(message)
+    return ExecutionError(f"{type(error).__name__}: {message}")

@@ -1,0 +1,46 @@
+"""File-system access through pyarrow, so local paths, S3 and HDFS work alike."""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+
+
+def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem of a location, and the path within it."""
+    if "://" not in location:
+        return pafs.LocalFileSystem(), location
+    if location.startswith("file:"):
+        return pafs.LocalFileSystem(), urlparse(location).path
+    fs, path = pafs.FileSystem.from_uri(location)
+    return fs, path
+
+
+def list_files(location: str, suffix: str = ".parquet") -> list[str]:
+    """Every file under ``location`` whose name ends in ``suffix``, as full locations."""
+    fs, path = filesystem(location)
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    prefix = location[: len(location) - len(path)] if location.endswith(path) else ""
+    return sorted(
+        prefix + info.path
+        for info in infos
+        if info.type == pafs.FileType.File and info.base_name.endswith(suffix) and not info.base_name.startswith(".")
+    )
+
+
+def delete_tree(location: str) -> None:
+    fs, path = filesystem(location)
+    try:
+        fs.delete_dir(path)
+    except FileNotFoundError:
+        pass
+
+
+def spark_path(location: str) -> str:
+    """How Spark's ``_metadata.file_path`` spells a location (``file:/x`` for ``file:///x`` or ``/x``)."""
+    if location.startswith("file:///"):
+        return "file:/" + location[len("file:///"):]
+    if location.startswith("/"):
+        return "file:" + location
+    return location

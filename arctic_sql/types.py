@@ -1,0 +1,131 @@
+"""Spark <-> Iceberg schemas.
+
+Spark-written Parquet carries no Iceberg field ids unless the Spark schema says so. arctic-sql
+puts each Iceberg field id into the Spark field metadata (``parquet.field.id``) on write and reads
+with ``spark.sql.parquet.fieldId.read.enabled``, so renamed and dropped columns resolve by id and
+old files stay readable after schema evolution, as in Iceberg.
+"""
+
+from __future__ import annotations
+
+from pyiceberg import types as it
+from pyiceberg.schema import Schema
+from pyspark.sql import types as st
+
+from arctic_sql.errors import InvalidArgumentError
+
+FIELD_ID_KEY = "parquet.field.id"
+
+_PRIMITIVE_TO_ICEBERG: dict[type, it.IcebergType] = {
+    st.BooleanType: it.BooleanType(),
+    st.ByteType: it.IntegerType(),
+    st.ShortType: it.IntegerType(),
+    st.IntegerType: it.IntegerType(),
+    st.LongType: it.LongType(),
+    st.FloatType: it.FloatType(),
+    st.DoubleType: it.DoubleType(),
+    st.StringType: it.StringType(),
+    st.VarcharType: it.StringType(),
+    st.CharType: it.StringType(),
+    st.BinaryType: it.BinaryType(),
+    st.DateType: it.DateType(),
+    st.TimestampType: it.TimestamptzType(),
+    st.TimestampNTZType: it.TimestampType(),
+}
+
+
+class _Ids:
+    def __init__(self) -> None:
+        self.last = 0
+
+    def next(self) -> int:
+        self.last += 1
+        return self.last
+
+
+def to_iceberg_type(data_type: st.DataType, ids: _Ids, where: str) -> it.IcebergType:
+    if isinstance(data_type, st.DecimalType):
+        return it.DecimalType(data_type.precision, data_type.scale)
+    if isinstance(data_type, st.StructType):
+        fields = [
+            it.NestedField(ids.next(), f.name, to_iceberg_type(f.dataType, ids, f"{where}.{f.name}"), required=False)
+            for f in data_type.fields
+        ]
+        return it.StructType(*fields)
+    if isinstance(data_type, st.ArrayType):
+        element_id = ids.next()
+        element = to_iceberg_type(data_type.elementType, ids, where)
+        return it.ListType(element_id, element, element_required=False)
+    if isinstance(data_type, st.MapType):
+        key_id, value_id = ids.next(), ids.next()
+        return it.MapType(
+            key_id,
+            to_iceberg_type(data_type.keyType, ids, where),
+            value_id,
+            to_iceberg_type(data_type.valueType, ids, where),
+            value_required=False,
+        )
+    for spark_type, iceberg_type in _PRIMITIVE_TO_ICEBERG.items():
+        if isinstance(data_type, spark_type):
+            return iceberg_type
+    raise InvalidArgumentError(f"Column '{where}' has type {data_type.simpleString()}, which tables cannot store")
+
+
+def iceberg_schema(spark_schema: st.StructType, required: set[str], identifier: list[str]) -> Schema:
+    """An Iceberg schema for a Spark schema, with ``required`` columns not null and key fields set."""
+    ids = _Ids()
+    top = [ids.next() for _ in spark_schema.fields]
+    fields = [
+        it.NestedField(fid, f.name, to_iceberg_type(f.dataType, ids, f.name), required=f.name in required)
+        for fid, f in zip(top, spark_schema.fields, strict=True)
+    ]
+    by_name = {f.name: f.field_id for f in fields}
+    return Schema(*fields, identifier_field_ids=[by_name[k] for k in identifier])
+
+
+def to_spark_type(iceberg_type: it.IcebergType) -> st.DataType:
+    if isinstance(iceberg_type, it.StructType):
+        return st.StructType([_spark_field(f) for f in iceberg_type.fields])
+    if isinstance(iceberg_type, it.ListType):
+        return st.ArrayType(to_spark_type(iceberg_type.element_type), containsNull=True)
+    if isinstance(iceberg_type, it.MapType):
+        return st.MapType(to_spark_type(iceberg_type.key_type), to_spark_type(iceberg_type.value_type), True)
+    if isinstance(iceberg_type, it.DecimalType):
+        return st.DecimalType(iceberg_type.precision, iceberg_type.scale)
+    simple: dict[type, st.DataType] = {
+        it.BooleanType: st.BooleanType(),
+        it.IntegerType: st.IntegerType(),
+        it.LongType: st.LongType(),
+        it.FloatType: st.FloatType(),
+        it.DoubleType: st.DoubleType(),
+        it.StringType: st.StringType(),
+        it.BinaryType: st.BinaryType(),
+        it.DateType: st.DateType(),
+        it.TimestamptzType: st.TimestampType(),
+        it.TimestampType: st.TimestampNTZType(),
+        it.UUIDType: st.StringType(),
+        it.FixedType: st.BinaryType(),
+    }
+    for iceberg_class, spark_type in simple.items():
+        if isinstance(iceberg_type, iceberg_class):
+            return spark_type
+    raise InvalidArgumentError(f"Iceberg type {iceberg_type} has no Spark equivalent")
+
+
+def _spark_field(field: it.NestedField, force_nullable: bool = False) -> st.StructField:
+    return st.StructField(
+        field.name,
+        to_spark_type(field.field_type),
+        nullable=force_nullable or not field.required,
+        metadata={FIELD_ID_KEY: field.field_id},
+    )
+
+
+def spark_schema(schema: Schema, *, all_nullable: bool = False) -> st.StructType:
+    """The Spark schema (with field ids in metadata) of an Iceberg schema."""
+    return st.StructType([_spark_field(f, all_nullable) for f in schema.fields])
+
+
+def type_string(iceberg_type: it.IcebergType) -> str:
+    """How DESCRIBE shows a column type: Spark's names, as Spark users know them."""
+    return to_spark_type(iceberg_type).simpleString()

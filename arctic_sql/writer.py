@@ -1,0 +1,72 @@
+"""Spark jobs that write a table's Parquet files. They never commit: see commit.py.
+
+A writer gets a DataFrame whose columns are the table's (plus ``arctic_op`` for change rows), lays
+its rows out by partition, tree node and kind of change (format/layout.py), sorts each file by the
+primary key, and returns the locations of the files it wrote.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyiceberg.schema import Schema
+
+from arctic_sql import storage
+from arctic_sql.format import layout
+from arctic_sql.format.partitioning import helper_columns, helper_name
+from arctic_sql.format.tree import node_id_column
+from arctic_sql.types import spark_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.catalog import ArcticTable
+
+# Rows per file are capped from the target size and a conservative compressed row width, so that a
+# large INSERT OVERWRITE yields several files per node rather than one huge one.
+_ASSUMED_ROW_BYTES = 48
+
+
+def align(df: DataFrame, schema: Schema, *, all_nullable: bool = False) -> DataFrame:
+    """Cast ``df``'s columns (the table's, by name) to the table types, with Iceberg field ids attached."""
+    from pyspark.sql import functions as F
+
+    target = spark_schema(schema, all_nullable=all_nullable)
+    extra = [c for c in df.columns if c.startswith("arctic_")]
+    return df.select(
+        *[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name, metadata=f.metadata) for f in target.fields],
+        *extra,
+    )
+
+
+def write_files(df: DataFrame, table: ArcticTable, *, store: str) -> list[str]:
+    """Write ``df`` into ``store`` (``base`` or ``change``) of ``table``; return the new file locations."""
+    from pyspark.sql import functions as F
+
+    target_store = table.base if store == "base" else table.change
+    assert target_store is not None
+    location = layout.new_write_location(target_store.location())
+    schema = table.schema
+    partition_cols = helper_columns(table.spec, schema)
+    directories = [helper_name(i) for i in range(len(partition_cols))]
+    out = df.select("*", *partition_cols)
+    keys = table.primary_key
+    if keys:
+        buckets = int(table.prop(f"{store}.file-index.hash-bucket"))  # type: ignore[call-overload]
+        out = out.withColumn(layout.NODE_COLUMN, node_id_column(keys, buckets))
+        directories.append(layout.NODE_COLUMN)
+    if store == "change":
+        directories.append(layout.OP_COLUMN)
+    else:
+        out = out.drop(layout.OP_COLUMN) if layout.OP_COLUMN in out.columns else out
+    target_size = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
+    if directories:
+        out = out.repartition(*[F.col(d) for d in directories])
+    out = out.sortWithinPartitions(*directories, *[F.col(f"`{k}`") for k in keys])
+    (
+        out.write.mode("errorifexists")
+        .option("maxRecordsPerFile", max(1, target_size // _ASSUMED_ROW_BYTES))
+        .partitionBy(*directories)
+        .parquet(location)
+    )
+    return storage.list_files(location)

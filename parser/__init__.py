@@ -1,0 +1,134 @@
+"""Parse arctic SQL: Spark SQL plus arctic-sql's statements and clauses.
+
+>>> from arctic_sql.parser import parse, parse_one, to_spark_sql
+>>> [s.sql for s in parse("USE db; SELECT ';' AS x")]
+['USE db', "SELECT ';' AS x"]
+>>> call = parse_one("CALL system.optimize(table => 'db.t')")
+>>> type(call).__name__, call.name
+('Call', 'system.optimize')
+>>> to_spark_sql(parse_one("select * from db.t for system_version as of 3"))
+'SELECT * FROM db.t VERSION AS OF 3'
+
+Statements sqlglot has no grammar for (``SET k=v``, ``SHOW FUNCTIONS``, ``CLEAR CACHE``, ...) parse as
+an opaque ``exp.Command``; their ``ParsedStatement.sql`` is what the session hands to Spark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from arctic_sql.errors import SqlParseError
+
+from .dialect import Arctic
+from .sqlglot_errors import line_and_column, parse_error_to_arctic, token_error_to_arctic
+from .statements import (
+    ARCTIC_STATEMENTS,
+    Call,
+    CompactTable,
+    DescribeHistory,
+    Explain,
+    ShowDatabases,
+    ShowTables,
+    UnsetTableProperties,
+)
+
+__all__ = [
+    "ARCTIC_STATEMENTS",
+    "Arctic",
+    "Call",
+    "CompactTable",
+    "DescribeHistory",
+    "Explain",
+    "ParsedStatement",
+    "ShowDatabases",
+    "ShowTables",
+    "UnsetTableProperties",
+    "parse",
+    "parse_one",
+    "to_spark_sql",
+]
+
+_DIALECT = Arctic()
+
+
+@dataclass(frozen=True)
+class ParsedStatement:
+    """One statement of a SQL text: its original text and its syntax tree."""
+
+    sql: str
+    """The statement as written (without its ``;``), to hand to Spark unchanged."""
+    expression: exp.Expression
+    """The sqlglot tree; arctic statements use the nodes of :mod:`arctic_sql.parser.statements`."""
+
+
+def parse(text: str) -> list[ParsedStatement]:
+    """Split ``text`` on ``;`` outside strings and comments and parse each statement.
+
+    Empty statements are skipped. Raises :class:`~arctic_sql.errors.SqlParseError` naming the
+    problem and its line and column (counted in ``text``) at the first statement that fails.
+    """
+    tokens = _tokenize(text)
+    statements = []
+    for chunk in _split(tokens):
+        expression = _parse_chunk(text, chunk, tokens)
+        sql = text[chunk[0].start : chunk[-1].end + 1].strip()
+        statements.append(ParsedStatement(sql=sql, expression=expression))
+    return statements
+
+
+def parse_one(text: str) -> exp.Expression:
+    """Parse ``text`` that holds exactly one statement (a trailing ``;`` is fine).
+
+    >>> parse_one("DESC HISTORY db.t").this.sql()
+    'db.t'
+    """
+    tokens = _tokenize(text)
+    chunks = _split(tokens)
+    if not chunks:
+        raise SqlParseError("Invalid SQL: no statement found")
+    if len(chunks) > 1:
+        line, column = line_and_column(text, chunks[1][0].start)
+        raise SqlParseError(f"Invalid SQL: expected one statement, found {len(chunks)}", line, column)
+    return _parse_chunk(text, chunks[0], tokens)
+
+
+def to_spark_sql(expression: exp.Expression) -> str:
+    """Print a tree as Spark SQL; arctic statements and time-travel clauses in arctic's syntax.
+
+    ``parse_one(to_spark_sql(tree)) == tree`` for every tree :func:`parse` builds.
+    """
+    return _DIALECT.generate(expression)
+
+
+def _tokenize(text: str) -> list[Token]:
+    try:
+        return _DIALECT.tokenize(text)
+    except TokenError as e:
+        raise token_error_to_arctic(e, text) from e
+
+
+def _split(tokens: list[Token]) -> list[list[Token]]:
+    """Group tokens into statements at ``;`` tokens; strings and comments are single tokens
+    already, so a ``;`` inside them never splits. Empty statements are dropped."""
+    chunks: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            chunks.append([])
+        else:
+            chunks[-1].append(token)
+    return [chunk for chunk in chunks if chunk]
+
+
+def _parse_chunk(text: str, chunk: list[Token], tokens: list[Token]) -> exp.Expression:
+    try:
+        # The parser reads positions from the tokens, so error lines and columns refer to `text`.
+        expressions = _DIALECT.parser().parse(chunk, text)
+    except ParseError as e:
+        raise parse_error_to_arctic(e, text, tokens) from e
+    (expression,) = expressions
+    assert isinstance(expression, exp.Expression), expression
+    return expression

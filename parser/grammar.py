@@ -1,0 +1,304 @@
+"""The parser of the arctic dialect: Spark's parser plus the statements and clauses arctic-sql adds.
+
+Extensions go through sqlglot's own tables where it has one (``STATEMENT_PARSERS``,
+``SHOW_PARSERS``) and through small tables of our own where it has none: statements that start with
+a plain word (``CALL``, ``EXPLAIN``) and ``ALTER TABLE t <word>`` forms that are statements of their
+own rather than actions of ``exp.Alter``.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from sqlglot import exp
+from sqlglot.parsers.spark import SparkParser
+from sqlglot.tokens import TokenType
+from sqlglot.trie import new_trie
+
+from .statements import (
+    Call,
+    CompactTable,
+    DescribeHistory,
+    Explain,
+    ShowDatabases,
+    ShowTables,
+    UnsetTableProperties,
+)
+
+
+class ArcticParser(SparkParser):
+    """Spark's parser with the arctic statements, time-travel ranges and pass-through commands."""
+
+    # Spark's ``TABLE t`` is a query (``SELECT * FROM t``), not an identifier with an alias.
+    SUPPORTS_TABLE_QUERY = True
+
+    # Spark 4 runs in ANSI mode by default, where CAST fails on bad input: parse it as exp.Cast,
+    # not as sqlglot's non-ANSI reading exp.TryCast, which also keeps typed literals such as
+    # TIMESTAMP '2024-01-01' (an exp.Cast) equal to their printed form CAST('...' AS TIMESTAMP).
+    STRICT_CAST = True
+
+    STATEMENT_PARSERS: t.ClassVar = {
+        **SparkParser.STATEMENT_PARSERS,
+        TokenType.SHOW: lambda self: self._parse_show(),
+    }
+
+    # Statements whose first word the tokenizer leaves as a plain VAR token.
+    WORD_STATEMENT_PARSERS: t.ClassVar[dict[str, t.Callable[[ArcticParser], exp.Expression]]] = {
+        "CALL": lambda self: self._parse_call(),
+        "EXPLAIN": lambda self: self._parse_explain(),
+    }
+
+    # A statement starting with one of these and not claimed above is something sqlglot has no
+    # grammar for (``CLEAR CACHE``, ``RESET``, ``LIST JAR``, ``REPAIR TABLE``, ``REPLACE TABLE``):
+    # it becomes an opaque ``exp.Command`` instead of a nonsense expression such as ``CLEAR AS CACHE``.
+    COMMAND_START_TOKENS: t.ClassVar[frozenset[TokenType]] = frozenset(
+        {TokenType.VAR, TokenType.LIST, TokenType.REPLACE}
+    )
+
+    SHOW_PARSERS: t.ClassVar = {
+        **SparkParser.SHOW_PARSERS,
+        "TABLES": lambda self: self._parse_show_tables(),
+        "DATABASES": lambda self: self._parse_show_databases(),
+        "SCHEMAS": lambda self: self._parse_show_databases(),
+        "NAMESPACES": lambda self: self._parse_show_databases(),
+    }
+    SHOW_TRIE: t.ClassVar = new_trie(key.split(" ") for key in SHOW_PARSERS)
+
+    # ``ALTER TABLE t <word> ...`` forms that are statements of their own.
+    ALTER_TABLE_STATEMENT_PARSERS: t.ClassVar[
+        dict[str, t.Callable[[ArcticParser, exp.Table], exp.Expression]]
+    ] = {
+        "UNSET": lambda self, table: self._parse_unset_table_properties(table),
+        "COMPACT": lambda self, table: self._parse_compact_table(table),
+    }
+
+    # HISTORY is ours (DescribeHistory); as a style it would swallow a table named history.
+    DESCRIBE_STYLES: t.ClassVar = SparkParser.DESCRIBE_STYLES - {"HISTORY"}
+
+    EXPLAIN_KINDS: t.ClassVar[frozenset[str]] = frozenset(
+        {"LOGICAL", "EXTENDED", "FORMATTED", "CODEGEN", "COST"}
+    )
+    COMPACT_KINDS: t.ClassVar[frozenset[str]] = frozenset({"MINOR", "MAJOR", "FULL"})
+
+    # The word after an optional FOR in a time-travel clause, and what exp.Version calls it.
+    TIME_TRAVEL_WORDS: t.ClassVar[dict[str, str]] = {
+        "VERSION": "VERSION",
+        "SYSTEM_VERSION": "VERSION",
+        "TIMESTAMP": "TIMESTAMP",
+        "SYSTEM_TIME": "TIMESTAMP",
+    }
+
+    def _warn_unsupported(self) -> None:
+        # sqlglot logs a warning whenever it falls back to exp.Command. For us that fallback is
+        # the normal path of every Spark statement we pass through unchanged, so stay quiet.
+        return None
+
+    def _parse_statement(self) -> exp.Expr | None:
+        # sqlglot also calls _parse_statement for parts of statements (the value in SET k=v, the
+        # body of a CTE); the word rules only hold where a statement starts.
+        if self._index == 0:
+            statement = self._parse_word_statement()
+            if statement is not None:
+                return statement
+        return super()._parse_statement()
+
+    def _parse_word_statement(self) -> exp.Expr | None:
+        """A statement that starts with a plain word: one of ours, or an opaque command."""
+        if self._curr.token_type not in self.COMMAND_START_TOKENS:
+            return None
+        parser = self.WORD_STATEMENT_PARSERS.get(self._curr.text.upper())
+        if parser is None:
+            return self._parse_as_command(self._curr)
+        comments = self._curr.comments
+        self._advance()
+        statement = parser(self)
+        statement.add_comments(comments, prepend=True)
+        return statement
+
+    # SHOW --------------------------------------------------------------------------------------
+
+    def _parse_show_tables(self) -> ShowTables | exp.Command:
+        start = self._tokens[self._index - 2]  # the SHOW token
+        parts = self._parse_show_namespace()
+        like = self._parse_show_pattern()
+        if len(parts) > 2:
+            # A nested namespace: not one of ours, so Spark gets the text unchanged.
+            return self._parse_as_command(start)
+        database = parts[-1] if parts else None
+        catalog = parts[0] if len(parts) == 2 else None
+        return self.expression(ShowTables(this=database, catalog=catalog, like=like))
+
+    def _parse_show_databases(self) -> ShowDatabases | exp.Command:
+        start = self._tokens[self._index - 2]
+        parts = self._parse_show_namespace()
+        like = self._parse_show_pattern()
+        if len(parts) > 1:
+            return self._parse_as_command(start)
+        return self.expression(ShowDatabases(this=parts[0] if parts else None, like=like))
+
+    def _parse_show_namespace(self) -> list[exp.Identifier]:
+        """The dotted name after ``IN`` or ``FROM``, or no parts when there is none."""
+        if not self._match_set((TokenType.IN, TokenType.FROM)):
+            return []
+        return self._parse_dotted_identifiers("Expecting a database name", any_token=False)
+
+    def _parse_show_pattern(self) -> exp.Expr | None:
+        """``[LIKE] 'pattern'``; Spark makes the LIKE optional."""
+        if self._match(TokenType.LIKE):
+            pattern = self._parse_string()
+            if pattern is None:
+                self.raise_error("Expecting a quoted pattern after LIKE")
+            return pattern
+        return self._parse_string()
+
+    # ALTER TABLE ... UNSET / COMPACT -----------------------------------------------------------
+
+    def _parse_alter(self) -> exp.Expr:
+        index = self._index
+        if self._match(TokenType.TABLE):
+            table = self._try_parse(self._parse_table_parts)
+            parser = self.ALTER_TABLE_STATEMENT_PARSERS.get(self._curr.text.upper())
+            if isinstance(table, exp.Table) and parser is not None:
+                self._advance()
+                return parser(self, table)
+        self._retreat(index)
+        return super()._parse_alter()
+
+    def _parse_unset_table_properties(self, table: exp.Table) -> UnsetTableProperties:
+        if not self._match_text_seq("TBLPROPERTIES"):
+            self.raise_error("Expecting TBLPROPERTIES after UNSET")
+        exists = bool(self._parse_exists())
+        keys = self._parse_wrapped_csv(self._parse_property_key)
+        if not keys:
+            self.raise_error("Expecting at least one property key")
+        return self.expression(UnsetTableProperties(this=table, expressions=keys, exists=exists))
+
+    def _parse_property_key(self) -> exp.Expr | None:
+        """A property key: a quoted string, or an unquoted dotted name turned into one."""
+        if self._match(TokenType.STRING):
+            return exp.Literal.string(self._prev.text)
+        if self._curr.token_type == TokenType.R_PAREN:
+            return None
+        parts = self._parse_dotted_identifiers("Expecting a property key")
+        return exp.Literal.string(".".join(part.name for part in parts))
+
+    def _parse_compact_table(self, table: exp.Table) -> CompactTable:
+        if not self._match_texts(self.COMPACT_KINDS):
+            self.raise_error("Expecting MINOR, MAJOR or FULL after COMPACT")
+        return self.expression(CompactTable(this=table, kind=self._prev.text.lower()))
+
+    # DESCRIBE HISTORY --------------------------------------------------------------------------
+
+    def _parse_describe(self) -> exp.Expr:
+        start = self._prev
+        # ``DESCRIBE history`` and ``DESCRIBE history.t`` name a table called history.
+        if self._curr.text.upper() == "HISTORY" and self._next and self._next.token_type != TokenType.DOT:
+            self._advance()
+            return self.expression(DescribeHistory(this=self._parse_table_parts()))
+        describe = super()._parse_describe()
+        if self._curr:
+            # A form sqlglot stops short of, e.g. ``DESCRIBE t col`` or ``DESCRIBE QUERY ...``.
+            return self._parse_as_command(start)
+        return describe
+
+    # EXPLAIN -----------------------------------------------------------------------------------
+
+    def _parse_explain(self) -> Explain:
+        kind = self._prev.text.lower() if self._match_texts(self.EXPLAIN_KINDS) else None
+        statement = self._parse_word_statement() or self._parse_statement()
+        if statement is None:
+            self.raise_error("Expecting a statement after EXPLAIN")
+        return self.expression(Explain(this=statement, kind=kind))
+
+    # CALL --------------------------------------------------------------------------------------
+
+    def _parse_call(self) -> Call:
+        parts = self._parse_dotted_identifiers("Expecting a procedure name after CALL")
+        name = ".".join(part.name for part in parts)
+        return self.expression(Call(this=name, expressions=self._parse_call_arguments()))
+
+    def _parse_call_arguments(self) -> list[exp.Expr]:
+        self._match_l_paren()
+        arguments: list[exp.Expr] = []
+        if self._match(TokenType.R_PAREN):
+            return arguments
+        while True:
+            first_token = self._curr
+            argument = self._parse_call_argument()
+            if argument is None:
+                self.raise_error("Expecting a procedure argument")
+            elif arguments and isinstance(arguments[-1], exp.Kwarg) and not isinstance(argument, exp.Kwarg):
+                self.raise_error("Positional argument after a named argument in CALL", first_token)
+            else:
+                arguments.append(argument)
+            if not self._match(TokenType.COMMA):
+                break
+        self._match_r_paren()
+        return arguments
+
+    def _parse_call_argument(self) -> exp.Expr | None:
+        """``name => value`` as an ``exp.Kwarg``, or a positional value."""
+        if self._next.token_type == TokenType.FARROW:
+            # Any word may name an argument, keywords like ``table`` included.
+            name = self._parse_id_var(any_token=True)
+            self._match(TokenType.FARROW)
+            value = self._parse_disjunction()
+            if value is None:
+                self.raise_error("Expecting a value after =>")
+            return self.expression(exp.Kwarg(this=name, expression=value))
+        return self._parse_disjunction()
+
+    # Time travel and incremental reads ----------------------------------------------------------
+
+    def _parse_version(self) -> exp.Version | None:
+        """``[FOR] VERSION|SYSTEM_VERSION|TIMESTAMP|SYSTEM_TIME (AS OF v | BETWEEN v1 AND v2)``.
+
+        Both forms become ``exp.Version`` (``this`` 'VERSION' or 'TIMESTAMP', ``kind`` 'AS OF' or
+        'BETWEEN'); BETWEEN keeps its bounds in an ``exp.Tuple``, as sqlglot does for T-SQL's
+        ``FOR SYSTEM_TIME BETWEEN``. A word not followed by AS OF or BETWEEN is left alone, so a
+        table aliased ``version`` still parses.
+        """
+        index = self._index
+        self._match(TokenType.FOR)
+        this = self.TIME_TRAVEL_WORDS.get(self._curr.text.upper())
+        if this is None or self._curr.token_type in self.TEXT_MATCH_EXCLUDED_TOKENS:
+            self._retreat(index)
+            return None
+        self._advance()
+
+        if self._match_text_seq("AS", "OF"):
+            value = self._parse_time_travel_value("AS OF")
+            return self.expression(exp.Version(this=this, kind="AS OF", expression=value))
+
+        if self._match(TokenType.BETWEEN):
+            start = self._parse_time_travel_value("BETWEEN")
+            if not self._match(TokenType.AND):
+                self.raise_error("Expecting AND in BETWEEN ... AND ...")
+            end = self._parse_time_travel_value("AND")
+            bounds = exp.Tuple(expressions=[start, end])
+            return self.expression(exp.Version(this=this, kind="BETWEEN", expression=bounds))
+
+        self._retreat(index)
+        return None
+
+    def _parse_time_travel_value(self, after: str) -> exp.Expr | None:
+        # Bitwise level: arithmetic and function calls, but not AND, which ends a BETWEEN bound.
+        value = self._parse_bitwise()
+        if value is None:
+            self.raise_error(f"Expecting a version or timestamp after {after}")
+        return value
+
+    # Helpers -----------------------------------------------------------------------------------
+
+    def _parse_dotted_identifiers(self, message: str, any_token: bool = True) -> list[exp.Identifier]:
+        """``a.b.c`` as identifiers. With ``any_token`` a keyword may be a part, as in
+        ``system.optimize`` or ``write.delete.mode``; without, only words sqlglot allows as names."""
+        parts: list[exp.Identifier] = []
+        while True:
+            part = self._parse_id_var(any_token=any_token)
+            if not isinstance(part, exp.Identifier):
+                self.raise_error(message)
+                return parts
+            parts.append(part)
+            if not self._match(TokenType.DOT):
+                return parts

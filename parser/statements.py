@@ -1,0 +1,97 @@
+"""Syntax-tree nodes for the statements arctic-sql adds to Spark SQL.
+
+Each node only declares its arguments; :mod:`arctic_sql.parser.grammar` builds them and
+:mod:`arctic_sql.parser.generator` prints them back. Everything Spark itself understands keeps
+sqlglot's own node types (``exp.Create``, ``exp.Merge``, ``exp.Select``, ...), and time travel stays
+sqlglot's ``exp.Version`` on the ``exp.Table`` it follows.
+"""
+
+from __future__ import annotations
+
+import typing as t
+
+from sqlglot import exp
+
+
+class ShowTables(exp.Expression):
+    """``SHOW TABLES [IN|FROM [catalog.]db] [[LIKE] 'pattern']``.
+
+    ``this``: the database as an ``exp.Identifier``, or None for the current one.
+    ``catalog``: the catalog as an ``exp.Identifier`` when the name had two parts, else None.
+    ``like``: the pattern as a string ``exp.Literal``, or None.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": False, "catalog": False, "like": False}
+
+
+class ShowDatabases(exp.Expression):
+    """``SHOW DATABASES|SCHEMAS|NAMESPACES [IN|FROM catalog] [[LIKE] 'pattern']``.
+
+    ``this``: the catalog as an ``exp.Identifier``, or None for the current one.
+    ``like``: the pattern as a string ``exp.Literal``, or None.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": False, "like": False}
+
+
+class UnsetTableProperties(exp.Expression):
+    """``ALTER TABLE t UNSET TBLPROPERTIES [IF EXISTS] ('k1', 'k2')``.
+
+    ``this``: the ``exp.Table``. ``expressions``: the keys as string ``exp.Literal`` nodes (an
+    unquoted dotted key such as ``write.format`` becomes the literal ``'write.format'``).
+    ``exists``: True when ``IF EXISTS`` was given.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": True, "exists": False}
+
+
+class Explain(exp.Expression):
+    """``EXPLAIN [LOGICAL|EXTENDED|FORMATTED|CODEGEN|COST] <statement>``.
+
+    ``this``: the parsed inner statement. ``kind``: the mode as a lower-case ``str`` (the value
+    ``DataFrame.explain(mode=...)`` takes), or None for the plain form.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "kind": False}
+
+
+class Call(exp.Expression):
+    """``CALL [catalog.]system.proc(arg => value, ...)`` or ``CALL system.proc(value, ...)``.
+
+    ``this``: the dotted procedure name as written, as a ``str`` (e.g. ``'system.optimize'``).
+    ``expressions``: the arguments in order. A named argument is an ``exp.Kwarg`` whose ``this`` is
+    the name as an ``exp.Identifier`` and whose ``expression`` is the value; a positional argument
+    is the value expression itself. Positional arguments may only come before named ones.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "expressions": False}
+
+
+class DescribeHistory(exp.Expression):
+    """``DESCRIBE HISTORY t`` (or ``DESC HISTORY t``): the commits of a table.
+
+    ``this``: the ``exp.Table``.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
+
+
+class CompactTable(exp.Expression):
+    """``ALTER TABLE t COMPACT MINOR|MAJOR|FULL``: run one optimizing pass now.
+
+    ``this``: the ``exp.Table``. ``kind``: ``'minor'``, ``'major'`` or ``'full'`` (a ``str``).
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "kind": True}
+
+
+ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
+    ShowTables,
+    ShowDatabases,
+    UnsetTableProperties,
+    Explain,
+    Call,
+    DescribeHistory,
+    CompactTable,
+)
+"""Every node class this module defines, for callers that dispatch on statement type."""

@@ -1,0 +1,1 @@
+"""One script per system; each runs as its own subprocess (``python -m benchmarks.systems.<name>``)."""

@@ -57,7 +57,12 @@ def _literal_value(node: exp.Expression) -> str:
 
 
 def _table_properties(expression: exp.Expression) -> dict[str, str]:
-    return {_literal_value(p.this): _literal_value(p.args["value"]) for p in _properties(expression, exp.Property)}
+    # Exactly exp.Property: its subclasses (PARTITIONED BY, LOCATION, ...) are other clauses.
+    return {
+        _literal_value(p.this): _literal_value(p.args["value"])
+        for p in _properties(expression, exp.Property)
+        if type(p) is exp.Property
+    }
 
 
 def _partition_terms(expression: exp.Create) -> list[PartitionTerm]:
@@ -182,8 +187,11 @@ def _check_names(names: list[str], identifier: TableIdentifier) -> None:
 # DROP --------------------------------------------------------------------------------------------
 def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
     kind = (expression.kind or "").upper()
+    targets = expression.args.get("tables") or [expression.this]
+    if len(targets) != 1:
+        raise InvalidArgumentError("DROP takes one name at a time")
     if kind in ("DATABASE", "SCHEMA"):
-        name = expression.this.name
+        name = targets[0].name
         if not session.catalog.database_exists(name) and not session.spark.catalog.databaseExists(name):
             if expression.args.get("exists"):
                 return session.ok()
@@ -196,7 +204,7 @@ def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
         return session.ok()
     if kind != "TABLE":
         return None
-    identifier = TableIdentifier.parse(".".join(p.name for p in expression.this.parts), session.current_database)
+    identifier = TableIdentifier.parse(".".join(p.name for p in targets[0].parts), session.current_database)
     if not session.catalog.table_exists(identifier):
         return None  # Spark reports a missing table, or drops its own
     session.catalog.drop_table(identifier, purge=bool(expression.args.get("purge")))

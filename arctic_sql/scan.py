@@ -97,7 +97,7 @@ def plan_read(table: ArcticTable, version: int | None = None) -> ReadPlan:
     latest = commits[-1].version if commits else 0
     if version is None:
         version = latest
-    elif not any(c.version == version for c in commits):
+    elif version != latest and not any(c.version == version for c in commits):
         available = f"{commits[0].version} to {latest}" if commits else "none"
         raise VersionNotFoundError(
             f"Version {version} of {table.identifier} does not exist or has expired (available: {available})"

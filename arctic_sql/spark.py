@@ -7,7 +7,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from arctic_sql.errors import ArcticError, ExecutionError, InvalidArgumentError, NoSuchTableError
+from arctic_sql.errors import ArcticError, ExecutionError, InvalidArgumentError, NoSuchTableError, SqlParseError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -68,11 +68,13 @@ def one_line(error: BaseException) -> str:
 
 def translate(error: BaseException) -> ArcticError:
     """An arctic-sql error for an exception Spark raised."""
-    from pyspark.errors import AnalysisException, PySparkException
+    from pyspark.errors import AnalysisException, ParseException, PySparkException
 
     if isinstance(error, ArcticError):
         return error
     message = one_line(error)
+    if isinstance(error, ParseException):
+        return SqlParseError(message)
     if isinstance(error, AnalysisException):
         condition = error.getCondition() if hasattr(error, "getCondition") else None
         if condition in ("TABLE_OR_VIEW_NOT_FOUND",):

@@ -1,0 +1,606 @@
+"""The ``arctic-sql`` command-line shell: a spark-sql style front end for arctic tables.
+
+>>> main(["--warehouse", "/tmp/wh", "-e", "SHOW DATABASES"])  # doctest: +SKIP
++-----------+
+| namespace |
+...
+
+Arguments are checked, and any ``-e``/``-f`` script read and parsed, before Spark starts, so a typo
+costs no JVM start. Spark's own console output (JVM logging, progress bars) goes to a scratch file,
+never to the terminal; the shell reports every problem as one ``Error: <message>`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import datetime as dt
+import json
+import logging
+import math
+import os
+import re
+import sys
+import tempfile
+import traceback
+import unicodedata
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.parser import ParsedStatement
+    from arctic_sql.session import Session
+
+PROG = "arctic-sql"
+PROMPT = f"{PROG}> "
+CONTINUATION_PROMPT = " " * len(PROG) + "> "
+HISTORY_FILE = "~/.arctic_sql_history"
+HISTORY_LENGTH = 1000
+OUTPUT_FORMATS = ("table", "csv", "json")
+CATALOG_TYPES = ("rest", "hive", "glue", "sql")
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+_EPILOG = f"""\
+what runs:
+  -f FILE and -e SQL run their statements in order, FILE first, then SQL. The whole script is
+  parsed before anything runs, and the first statement that fails stops the run (exit code 1).
+  Without -f or -e, statements are read from standard input: on a terminal an interactive shell
+  (history in {HISTORY_FILE}; `quit;`, `exit;` or Ctrl-D leave; Ctrl-C clears the statement
+  being typed); otherwise one statement after another without prompts, going on after a failed
+  statement (exit code 1 at the end if any failed). A statement ends at a `;` outside strings
+  and comments.
+
+output:
+  Each statement that returns columns prints its rows: `table` is an aligned text table with a
+  `(N rows)` footer, NULL shown as NULL; `csv` has a header row, NULL as an empty field; `json`
+  prints one object per row (JSON lines), with decimals, dates and timestamps as strings.
+  Statements without columns print nothing (`OK` in the interactive shell).
+
+catalog:
+  By default a pyiceberg SQL catalog on SQLite inside --warehouse. --catalog-uri URI uses the
+  pyiceberg SQL catalog at URI (sqlite:////abs/cat.db, postgresql+psycopg2://...) with table data
+  under --warehouse. Other catalogs: --catalog-type rest|hive|glue|sql plus --catalog-prop
+  key=value (repeatable), passed to pyiceberg's load_catalog as they are.
+
+exit codes: 0 success, 1 a statement or the connection failed, 2 bad arguments, 130 interrupted.
+"""
+
+
+# arguments --------------------------------------------------------------------------------------
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run SQL on arctic-sql primary-key lakehouse tables (Spark + Iceberg).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--warehouse",
+        default="./warehouse",
+        metavar="DIR",
+        help="warehouse folder or URI for table data (default: ./warehouse)",
+    )
+    parser.add_argument("--catalog-uri", metavar="URI", help="SQLAlchemy URI of a pyiceberg SQL catalog")
+    parser.add_argument("--catalog-type", choices=CATALOG_TYPES, help="pyiceberg catalog type")
+    parser.add_argument(
+        "--catalog-prop",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="pyiceberg catalog property (repeatable)",
+    )
+    parser.add_argument("--catalog-name", default=None, metavar="NAME", help="catalog name (default: arctic)")
+    parser.add_argument("-e", dest="execute", metavar="SQL", help="run these ;-separated statements and exit")
+    parser.add_argument("-f", dest="file", metavar="FILE", help="run the statements in FILE and exit")
+    parser.add_argument(
+        "--output", choices=OUTPUT_FORMATS, default="table", help="result format (default: table)"
+    )
+    parser.add_argument("--database", metavar="DB", help="database to use first (must exist)")
+    parser.add_argument(
+        "--debug", action="store_true", help="show stack traces, Python warnings and Spark's console output"
+    )
+    return parser
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def catalog_properties(args: argparse.Namespace) -> dict[str, str] | None:
+    """The ``catalog_properties`` for :func:`arctic_sql.connect`; ``None`` for the embedded default."""
+    if args.catalog_uri is None and args.catalog_type is None and not args.catalog_prop:
+        return None
+    properties: dict[str, str] = {}
+    if args.catalog_type is not None:
+        properties["type"] = args.catalog_type
+    elif args.catalog_uri is not None:
+        properties["type"] = "sql"
+    if args.catalog_uri is not None:
+        properties["uri"] = args.catalog_uri
+    properties.update(dict(args.catalog_prop))
+    if properties.get("type") == "sql":
+        # A SQL catalog keeps only metadata pointers; table files go to the warehouse.
+        properties.setdefault("warehouse", _warehouse_uri(args.warehouse))
+    return properties
+
+
+def _warehouse_uri(warehouse: str) -> str:
+    if "://" in warehouse:
+        return warehouse
+    return f"file://{os.path.abspath(warehouse)}"
+
+
+def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    properties = catalog_properties(args)
+    if properties is not None and "type" not in properties and "uri" not in properties:
+        parser.error("--catalog-prop needs --catalog-type or --catalog-uri (or a type= or uri= property)")
+
+
+# rendering values --------------------------------------------------------------------------------
+
+
+def value_text(value: Any) -> str:
+    """A non-null value as the table and csv formats show it (nested values as compact JSON)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, dt.datetime):
+        text = value.isoformat(sep=" ")
+        return text.rstrip("0") if value.microsecond else text
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (list, tuple, dict)):
+        return _compact_json(json_value(value))
+    return str(value)
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as a JSON-ready object: numbers, strings, booleans, null, lists and objects."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _float_text(value)
+    if isinstance(value, dict):
+        return {("null" if k is None else value_text(k)): json_value(v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "__fields__"):  # a pyspark Row: a struct
+        return {name: json_value(v) for name, v in zip(value.__fields__, value)}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return value_text(value)
+
+
+def _float_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(value)
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# result formats ----------------------------------------------------------------------------------
+
+_CELL_ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def format_table(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], right_aligned: Sequence[bool] | None = None
+) -> str:
+    """An aligned text table with a header and a ``(N rows)`` footer.
+
+    >>> print(format_table(["id", "v"], [(1, "a"), (20, None)], [True, False]))
+    +----+------+
+    | id | v    |
+    +----+------+
+    |  1 | a    |
+    | 20 | NULL |
+    +----+------+
+    (2 rows)
+    """
+    right = list(right_aligned) if right_aligned is not None else [False] * len(columns)
+    header = [str(c).translate(_CELL_ESCAPES) for c in columns]
+    cells = [["NULL" if v is None else value_text(v).translate(_CELL_ESCAPES) for v in row] for row in rows]
+    widths = [_display_width(h) for h in header]
+    for row in cells:
+        widths = [max(w, _display_width(c)) for w, c in zip(widths, row)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def line(values: Sequence[str], align: Sequence[bool]) -> str:
+        return "|" + "|".join(f" {_pad(v, w, a)} " for v, w, a in zip(values, widths, align)) + "|"
+
+    lines = [rule, line(header, [False] * len(header)), rule]
+    lines += [line(row, right) for row in cells]
+    lines += [rule, f"({len(cells)} {'row' if len(cells) == 1 else 'rows'})"]
+    return "\n".join(lines)
+
+
+def _display_width(text: str) -> int:
+    """Terminal columns: East Asian wide characters take two, combining marks none."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * (width - _display_width(text))
+    return fill + text if right else text + fill
+
+
+def write_csv(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: IO[str]) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if v is None else value_text(v) for v in row])
+
+
+def write_json_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: IO[str]) -> None:
+    keys = [json.dumps(str(c), ensure_ascii=False) for c in columns]
+    for row in rows:
+        # Built by hand so that duplicate column names (SELECT 1 AS a, 2 AS a) are all kept.
+        out.write("{" + ",".join(f"{k}:{_compact_json(json_value(v))}" for k, v in zip(keys, row)) + "}\n")
+
+
+def write_result(df: DataFrame, output: str, out: IO[str]) -> bool:
+    """Print ``df`` in ``output`` format; ``False`` (and nothing printed) when it has no columns."""
+    fields = df.schema.fields
+    if not fields:
+        return False
+    columns = [f.name for f in fields]
+    if output == "table":
+        from pyspark.sql.types import NumericType
+
+        right = [isinstance(f.dataType, NumericType) for f in fields]
+        out.write(format_table(columns, df.collect(), right) + "\n")
+    elif output == "csv":
+        write_csv(columns, df.toLocalIterator(), out)
+    else:
+        write_json_lines(columns, df.toLocalIterator(), out)
+    out.flush()
+    return True
+
+
+# statements -----------------------------------------------------------------------------------
+
+_UNCLOSED = re.compile(r"missing closing|unclosed comment")
+
+
+def statement_complete(text: str) -> bool:
+    """Whether ``text`` ends with a ``;`` that closes a statement (not one inside a string or comment).
+
+    >>> statement_complete("SELECT 1;"), statement_complete("SELECT ';"), statement_complete("SELECT 1 -- ;")
+    (True, False, False)
+    """
+    from sqlglot.tokens import TokenType
+
+    from arctic_sql.errors import SqlParseError
+    from arctic_sql.parser import Arctic, parse
+
+    try:
+        tokens = Arctic().tokenize(text)
+    except Exception:  # noqa: BLE001 - sqlglot's TokenError; parse() says what it was
+        try:
+            parse(text)
+        except SqlParseError as e:
+            if _UNCLOSED.search(str(e)):
+                return False
+        return text.rstrip().endswith(";")  # a bad token: let the parse error show at the `;`
+    return bool(tokens) and tokens[-1].token_type == TokenType.SEMICOLON
+
+
+def error_message(error: BaseException) -> str:
+    """The one line shown after ``Error: ``."""
+    from arctic_sql.errors import ArcticError
+
+    if not isinstance(error, ArcticError) and "pyspark" in sys.modules:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        if isinstance(error, (PySparkException, Py4JError)):
+            from arctic_sql.spark import translate
+
+            error = translate(error)
+    if isinstance(error, ArcticError):
+        return str(error) or type(error).__name__
+    first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+class Shell:
+    """Runs statements on a lazily opened session, printing results and one-line errors."""
+
+    def __init__(self, args: argparse.Namespace, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr):
+        self.args = args
+        self.out = out
+        self.err = err
+        self._session: Session | None = None
+        self._jvm_log: IO[bytes] | None = None
+
+    # session ---------------------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            self._session = self._connect()
+        return self._session
+
+    def _connect(self) -> Session:
+        import arctic_sql
+
+        options: dict[str, Any] = {
+            "catalog_properties": catalog_properties(self.args),
+            "spark_conf": {"spark.ui.showConsoleProgress": "false"},
+        }
+        if self.args.catalog_name is not None:
+            options["catalog_name"] = self.args.catalog_name
+        try:
+            with self._jvm_output_hidden():
+                session = arctic_sql.connect(warehouse=self.args.warehouse, **options)
+        except Exception as e:
+            raise _with_jvm_hint(e, self._jvm_log) from e
+        if self.args.database is not None:
+            # USE, not connect(database=...): a mistyped name is an error, not a new database.
+            try:
+                session.sql(f"USE {_quote_identifier(self.args.database)}")
+            except Exception:
+                session.stop()
+                raise
+        return session
+
+    @contextmanager
+    def _jvm_output_hidden(self) -> Iterator[None]:
+        """Point file descriptor 2 at a scratch file while Spark starts, so the JVM (and every
+        process it starts) writes its console logging and progress bars there for good."""
+        if self.args.debug:
+            yield
+            return
+        self._jvm_log = tempfile.TemporaryFile(prefix="arctic-sql-spark-")  # noqa: SIM115 - open until close()
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(self._jvm_log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+    def close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            try:
+                session.stop()
+            except Exception:  # noqa: BLE001 - the work is done; a failing shutdown is not news
+                if self.args.debug:
+                    traceback.print_exc()
+        if self._jvm_log is not None:
+            self._jvm_log.close()
+
+    # running ---------------------------------------------------------------------------------
+    def run(self, statement: ParsedStatement, *, interactive: bool = False) -> bool:
+        """Run one statement and print its result; ``False`` after printing its error."""
+        try:
+            df = self.session.sql(statement.sql)
+            printed = write_result(df, self.args.output, self.out)
+            if interactive and not printed:
+                self.out.write("OK\n")
+                self.out.flush()
+            return True
+        except BrokenPipeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure is reported as one line
+            self.report(e)
+            return False
+
+    def report(self, error: BaseException) -> None:
+        self.out.flush()
+        if self.args.debug:
+            traceback.print_exception(error, file=self.err)
+        self.err.write(f"Error: {error_message(error)}\n")
+        self.err.flush()
+
+    def run_script(self, statements: Sequence[ParsedStatement]) -> int:
+        for statement in statements:
+            if not self.run(statement):
+                return EXIT_ERROR
+        return EXIT_OK
+
+    def run_lines(self, read_line: Callable[[str], str], *, interactive: bool) -> int:
+        """The read-eval-print loop; ``read_line(prompt)`` raises EOFError at the end of input."""
+        from arctic_sql.errors import SqlParseError
+        from arctic_sql.parser import parse
+
+        failed = False
+        buffer = ""
+        while True:
+            try:
+                line = read_line(CONTINUATION_PROMPT if buffer else PROMPT)
+            except KeyboardInterrupt:
+                if not interactive:
+                    raise
+                self.out.write("\n")
+                buffer = ""
+                continue
+            except EOFError:
+                if interactive:
+                    self.out.write("\n")
+                    break
+                line = None
+            if line is None:
+                if not buffer.strip():
+                    break
+                text, buffer = buffer, ""  # the last statement of a piped script may lack its `;`
+            else:
+                if not buffer and line.strip().rstrip(";").strip().lower() in ("quit", "exit"):
+                    break
+                buffer += line if line.endswith("\n") else line + "\n"
+                if not statement_complete(buffer):
+                    continue
+                text, buffer = buffer, ""
+            try:
+                statements = parse(text)
+            except SqlParseError as e:
+                self.report(e)
+                failed = True
+                continue
+            for statement in statements:
+                try:
+                    failed |= not self.run(statement, interactive=interactive)
+                except KeyboardInterrupt:
+                    if not interactive:
+                        raise
+                    self.err.write("\nCancelled\n")
+                    failed = True
+                    break
+            if line is None:
+                break
+        return EXIT_ERROR if failed and not interactive else EXIT_OK
+
+
+def _quote_identifier(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _with_jvm_hint(error: Exception, jvm_log: IO[bytes] | None) -> Exception:
+    """When the JVM would not start, its last words (JAVA_HOME not set, ...) say why."""
+    if jvm_log is None or "JAVA_GATEWAY" not in str(error):
+        return error
+    jvm_log.seek(0)
+    lines = [ln.strip() for ln in jvm_log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    if not lines:
+        return error
+    return RuntimeError(f"{error_message(error)} ({lines[-1]})")
+
+
+# entry point ------------------------------------------------------------------------------------
+
+
+def read_script(args: argparse.Namespace) -> list[ParsedStatement] | None:
+    """The statements of the -f file followed by those of -e, or ``None`` for a shell on stdin.
+
+    Raises :class:`~arctic_sql.errors.SqlParseError` (naming the file) before anything runs.
+    """
+    if args.file is None and args.execute is None:
+        return None
+    from arctic_sql.errors import SqlParseError
+    from arctic_sql.parser import parse
+
+    statements = []
+    if args.file is not None:
+        with open(args.file, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            statements += parse(text)
+        except SqlParseError as e:
+            raise SqlParseError(f"{args.file}: {e}") from e
+    if args.execute is not None:
+        statements += parse(args.execute)
+    return statements
+
+
+def _quiet_python(debug: bool) -> None:
+    if debug:
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("arctic_sql").setLevel(logging.DEBUG)
+        return
+    warnings.simplefilter("ignore")
+    logging.disable(logging.CRITICAL)
+
+
+def _stdin_lines() -> Callable[[str], str]:
+    def read_line(prompt: str) -> str:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line
+
+    return read_line
+
+
+def _interactive_lines() -> tuple[Callable[[str], str], Callable[[], None]]:
+    """``input`` with readline history when the platform has readline, and a function saving it."""
+    try:
+        import readline
+    except ImportError:  # Windows without pyreadline: plain input(), no history
+        return input, lambda: None
+    path = os.path.expanduser(HISTORY_FILE)
+    try:
+        readline.read_history_file(path)
+    except OSError:
+        pass
+    readline.set_history_length(HISTORY_LENGTH)
+
+    def save() -> None:
+        try:
+            readline.write_history_file(path)
+        except OSError:
+            pass
+
+    return input, save
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``arctic-sql`` command; returns the process exit code."""
+    parser = build_arg_parser()
+    args = parser.parse_args(argv)
+    _check_args(parser, args)
+    _quiet_python(args.debug)
+    shell = Shell(args)
+    try:
+        return _main(shell, args)
+    except KeyboardInterrupt:
+        sys.stderr.write("Error: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`arctic-sql ... | head`); don't let the flush at exit complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    finally:
+        shell.close()
+
+
+def _main(shell: Shell, args: argparse.Namespace) -> int:
+    try:
+        statements = read_script(args)  # a syntax error anywhere runs nothing and starts no Spark
+        if statements == []:
+            return EXIT_OK
+        interactive = statements is None and sys.stdin.isatty()
+        if interactive:
+            sys.stderr.write(f"{PROG}: starting Spark...\n")
+        shell.session  # noqa: B018 - connect now: a bad catalog fails before the first prompt
+    except Exception as e:  # noqa: BLE001 - reported as one line
+        shell.report(e)
+        return EXIT_ERROR
+    if statements is not None:
+        return shell.run_script(statements)
+    if not interactive:
+        return shell.run_lines(_stdin_lines(), interactive=False)
+    read_line, save_history = _interactive_lines()
+    try:
+        return shell.run_lines(read_line, interactive=True)
+    finally:
+        save_history()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

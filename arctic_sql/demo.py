@@ -1,0 +1,71 @@
+"""A walk through arctic-sql on the embedded default: ``python -m arctic_sql.demo [--warehouse DIR]``.
+
+Creates a primary-key table, upserts, deletes, updates, merges, reads it back, travels in time and
+shows the table's history and files, printing each statement and its result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+
+import arctic_sql
+
+STEPS = [
+    "CREATE DATABASE IF NOT EXISTS demo",
+    "DROP TABLE IF EXISTS demo.orders PURGE",
+    """CREATE TABLE demo.orders (
+         order_id BIGINT, customer_id BIGINT, status STRING, amount DOUBLE, region STRING,
+         PRIMARY KEY (order_id, region))
+       PARTITIONED BY (region)
+       TBLPROPERTIES ('base.file-index.hash-bucket' = '4')""",
+    """INSERT INTO demo.orders VALUES
+         (1, 10, 'new', 25.0, 'eu'), (2, 11, 'new', 40.0, 'us'), (3, 10, 'new', 12.5, 'eu')""",
+    "SELECT * FROM demo.orders ORDER BY order_id",
+    "-- an INSERT on a primary-key table is an upsert: order 1 changes, order 4 is new",
+    "INSERT INTO demo.orders VALUES (1, 10, 'paid', 25.0, 'eu'), (4, 12, 'new', 99.0, 'us')",
+    "DELETE FROM demo.orders WHERE order_id = 3",
+    "UPDATE demo.orders SET status = 'shipped' WHERE status = 'paid'",
+    """MERGE INTO demo.orders t
+       USING (SELECT 2 AS order_id, 11 AS customer_id, 'cancelled' AS status, 40.0 AS amount, 'us' AS region,
+                     'D' AS op
+              UNION ALL SELECT 5, 13, 'new', 7.0, 'eu', 'U') s
+       ON t.order_id = s.order_id AND t.region = s.region
+       WHEN MATCHED AND s.op = 'D' THEN DELETE
+       WHEN MATCHED THEN UPDATE SET *
+       WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *""",
+    "SELECT * FROM demo.orders ORDER BY order_id",
+    "SELECT region, count(*) AS orders, sum(amount) AS total FROM demo.orders GROUP BY region ORDER BY region",
+    "SELECT version, operation, store, rows_added, rows_removed FROM demo.orders.history",
+    "SELECT * FROM demo.orders VERSION AS OF 1 ORDER BY order_id",
+    "SELECT store, partition, node, kind, rows, key_min, key_max FROM demo.orders.files ORDER BY store, partition",
+    "DESCRIBE EXTENDED demo.orders",
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--warehouse", default="./warehouse")
+    parser.add_argument("--fresh", action="store_true", help="delete the warehouse folder first")
+    args = parser.parse_args(argv)
+    if args.fresh:
+        shutil.rmtree(args.warehouse, ignore_errors=True)
+    started = time.time()
+    session = arctic_sql.connect(warehouse=args.warehouse)
+    print(f"-- arctic-sql {arctic_sql.__version__}: Spark {session.spark.version}, warehouse {args.warehouse}")
+    for step in STEPS:
+        if step.startswith("--"):
+            print(f"\n{step}")
+            continue
+        print("\narctic> " + " ".join(step.split()))
+        result = session.sql(step)
+        if result.columns:
+            result.show(truncate=False)
+    print(f"-- demo finished in {time.time() - started:.1f} s")
+    session.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up arctic-sql on a fresh machine: a JDK for Spark, a virtual environment, the package.
+# Usage: source scripts/setup.sh [extras]   (extras default to "test")
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+extras="${1:-test}"
+
+python_bin="${PYTHON:-}"
+if [ -z "$python_bin" ]; then
+  for candidate in python3.11 python3.12 python3.13 python3; do
+    if command -v "$candidate" >/dev/null 2>&1; then python_bin="$candidate"; break; fi
+  done
+fi
+if [ -z "$python_bin" ] || ! "$python_bin" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'; then
+  echo "arctic-sql needs Python 3.10 or newer (3.11 recommended); none found on PATH" >&2
+  exit 1
+fi
+
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "No Java found: installing OpenJDK 17 (headless) for Spark..."
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "Spark needs a Java runtime (JDK 17 or 21) and none is on PATH." >&2
+    echo "Install one (e.g. 'sudo apt-get install openjdk-17-jre-headless' or 'brew install openjdk@17') and re-run." >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x "$here/.venv/bin/python" ]; then
+  "$python_bin" -m venv "$here/.venv"
+fi
+"$here/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+"$here/.venv/bin/python" -m pip install -q "$here[$extras]"
+echo "arctic-sql installed in $here/.venv (Python: $("$here/.venv/bin/python" --version), Java: $(java -version 2>&1 | head -1))"

@@ -1,0 +1,103 @@
+"""Invariant 6: bad input gets a one-line error that names the problem, and changes nothing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from arctic_sql.errors import (
+    ArcticError,
+    ExecutionError,
+    InvalidArgumentError,
+    NoSuchColumnError,
+    NoSuchTableError,
+    PrimaryKeyViolationError,
+    SqlParseError,
+    TableAlreadyExistsError,
+    VersionNotFoundError,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def _files(root: str) -> set[str]:
+    found = set()
+    for folder, _, names in os.walk(root):
+        found |= {os.path.join(folder, n) for n in names if n.endswith(".parquet")}
+    return found
+
+
+@pytest.fixture
+def table(arctic, warehouse):
+    arctic.sql("CREATE TABLE db.t (id BIGINT, name STRING, PRIMARY KEY (id)) TBLPROPERTIES ('x.y' = '1')")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
+    return arctic
+
+
+def _state(arctic, warehouse) -> tuple:
+    rows = sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.t").collect())
+    versions = [r[0] for r in arctic.sql("SELECT version FROM db.t.history").collect()]
+    props = arctic.table("db.t").user_properties()
+    schema = [f.name for f in arctic.table("db.t").schema.fields]
+    return rows, versions, props, schema, _files(warehouse)
+
+
+CASES = [
+    ("SELEC * FROM db.t", SqlParseError, "SELEC"),
+    ("SELECT * FROM db.t WHERE (id = 1", SqlParseError, "line 1"),
+    ("SELECT * FROM db.nope", NoSuchTableError, "nope"),
+    ("SELECT nope FROM db.t", InvalidArgumentError, "nope"),
+    ("INSERT INTO db.t (id, nope) VALUES (3, 'c')", NoSuchColumnError, "nope"),
+    ("UPDATE db.t SET nope = 'x' WHERE id = 1", NoSuchColumnError, "nope"),
+    ("UPDATE db.t SET id = 5 WHERE id = 1", InvalidArgumentError, "primary key"),
+    ("INSERT INTO db.t VALUES (NULL, 'c')", PrimaryKeyViolationError, "null primary key"),
+    ("INSERT INTO db.t VALUES (3, 'c'), (3, 'd')", PrimaryKeyViolationError, "id=3"),
+    ("INSERT INTO db.t VALUES ('three', 'c')", ExecutionError, "three"),
+    ("INSERT INTO db.t VALUES (3)", InvalidArgumentError, "1 values per row but 2 target columns"),
+    ("SELECT * FROM db.t VERSION AS OF 99", VersionNotFoundError, "available: 1 to 1"),
+    ("ALTER TABLE db.t SET TBLPROPERTIES ('self-optimizing.target-size' = '-5')", InvalidArgumentError,
+     "self-optimizing.target-size"),
+    ("ALTER TABLE db.t SET TBLPROPERTIES ('change.file-index.hash-bucket' = '8')", InvalidArgumentError,
+     "only be set at CREATE TABLE"),
+    ("ALTER TABLE db.t SET TBLPROPERTIES ('arctic.format' = 'x')", InvalidArgumentError, "reserved"),
+    ("ALTER TABLE db.t DROP COLUMN id", InvalidArgumentError, "primary key column 'id'"),
+    ("ALTER TABLE db.t RENAME COLUMN nope TO other", NoSuchColumnError, "nope"),
+    ("ALTER TABLE db.t UNSET TBLPROPERTIES ('not.set')", InvalidArgumentError, "not.set"),
+    ("CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id))", TableAlreadyExistsError, "db.t"),
+    ("MERGE INTO db.t t USING (SELECT 1 AS id, 'z' AS name UNION ALL SELECT 1, 'y') s ON t.id = s.id "
+     "WHEN MATCHED THEN UPDATE SET name = s.name", PrimaryKeyViolationError, "id=1"),
+]
+
+
+@pytest.mark.parametrize(("sql", "error", "needle"), CASES, ids=[c[0][:40] for c in CASES])
+def test_bad_statement_names_the_problem_and_changes_nothing(table, warehouse, sql, error, needle):
+    before = _state(table, warehouse)
+    with pytest.raises(error) as raised:
+        table.sql(sql)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert needle.lower() in message.lower(), message
+    assert _state(table, warehouse) == before
+
+
+@pytest.mark.parametrize(
+    ("ddl", "needle"),
+    [
+        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('base.file-index.hash-bucket' = '3')",
+         "power of two"),
+        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (nope))", "nope"),
+        ("CREATE TABLE db.u (id BIGINT, p STRING, PRIMARY KEY (id)) PARTITIONED BY (p)", "part of the primary key"),
+        ("CREATE TABLE db.u (id BIGINT, arctic_node INT)", "reserved"),
+        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) PARTITIONED BY (days(id))", "days"),
+        ("CREATE TABLE nodb.u (id BIGINT)", "nodb"),
+    ],
+)
+def test_bad_create_table_creates_nothing(arctic, warehouse, ddl, needle):
+    with pytest.raises(ArcticError) as raised:
+        arctic.sql(ddl)
+    assert needle.lower() in str(raised.value).lower()
+    assert "\n" not in str(raised.value)
+    tables = [r[1] for r in arctic.sql("SHOW TABLES IN db").collect()]
+    assert "u" not in tables
+    assert not _files(warehouse)

@@ -91,7 +91,16 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
     if not session.catalog.table_exists(identifier):
         return None
     table = session.catalog.load_table(identifier)
-    return session.read_table(table, version=_version_number(session, version, identifier))
+    from arctic_sql.pruning import pushable_where, row_filter
+
+    where, qualifiers = pushable_where(node)
+    columns = [f.name for f in table.schema.fields]
+    return session.read_table(
+        table,
+        version=_version_number(session, version, identifier),
+        base_filter=row_filter(where, columns, qualifiers),
+        change_filter=row_filter(where, columns, qualifiers, allowed=set(table.primary_key)),
+    )
 
 
 def _version_number(session: Session, version: exp.Expression | None, identifier: TableIdentifier) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
 from pyiceberg.schema import Schema
@@ -91,8 +92,27 @@ def latest_version(table: ArcticTable) -> int:
     return commits[-1].version if commits else 0
 
 
-def plan_read(table: ArcticTable, version: int | None = None) -> ReadPlan:
-    """The files that hold ``version`` (default: the latest) and the watermarks that filter them."""
+def _prune(store: Table, snapshot: Snapshot | None, files: list[FileEntry],
+           row_filter: BooleanExpression) -> list[FileEntry]:
+    """The files pyiceberg's partition and min/max evaluation says may hold rows matching the filter."""
+    if snapshot is None or isinstance(row_filter, AlwaysTrue) or not files:
+        return files
+    keep = {task.file.file_path for task in store.scan(row_filter=row_filter, snapshot_id=snapshot.snapshot_id)
+            .plan_files()}
+    return [f for f in files if f.path in keep]
+
+
+def plan_read(
+    table: ArcticTable,
+    version: int | None = None,
+    base_filter: BooleanExpression = AlwaysTrue(),
+    change_filter: BooleanExpression = AlwaysTrue(),
+) -> ReadPlan:
+    """The files that hold ``version`` (default: the latest) and the watermarks that filter them.
+
+    ``base_filter`` and ``change_filter`` prune files (see pruning.py); the change filter may only
+    constrain primary-key columns.
+    """
     commits = versions.data_commits(table.base, table.change)
     latest = commits[-1].version if commits else 0
     if version is None:
@@ -104,16 +124,17 @@ def plan_read(table: ArcticTable, version: int | None = None) -> ReadPlan:
         )
     if table.change is None:
         snapshot = _unkeyed_snapshot(table.base, version)
-        files = live_files(table.base, snapshot, "base")
+        files = _prune(table.base, snapshot, live_files(table.base, snapshot, "base"), base_filter)
         return ReadPlan(version, table.schema, tuple(files), (), {}, snapshot.snapshot_id if snapshot else None)
 
     base_snapshot = versions.base_snapshot_for(table.base, version)
     marks = versions.watermarks_of(base_snapshot)
-    base_files = live_files(table.base, base_snapshot, "base")
+    base_files = _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, "base"), base_filter)
     change_snapshot = versions.change_snapshot_for(table.change, version)
     change_files = [
         f
-        for f in live_files(table.change, change_snapshot, "change")
+        for f in _prune(table.change, change_snapshot, live_files(table.change, change_snapshot, "change"),
+                        change_filter)
         if marks.get(f.partition, 0) < f.sequence_number <= version
     ]
     return ReadPlan(

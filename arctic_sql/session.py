@@ -117,12 +117,15 @@ class Session:
 
         return self.catalog.load_table(TableIdentifier.parse(name, self.current_database))
 
-    def read_table(self, table: ArcticTable, version: int | None = None) -> DataFrame:
-        """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest)."""
+    def read_table(self, table: ArcticTable, version: int | None = None, **filters: Any) -> DataFrame:
+        """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest).
+
+        ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
+        """
         from arctic_sql.reader import merged_dataframe
         from arctic_sql.scan import plan_read
 
-        return merged_dataframe(self.spark, table, plan_read(table, version))
+        return merged_dataframe(self.spark, table, plan_read(table, version, **filters))
 
     def stop(self) -> None:
         self.spark.stop()

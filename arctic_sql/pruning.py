@@ -1,0 +1,147 @@
+"""File pruning: a query's WHERE conjuncts on one arctic table become a pyiceberg row filter.
+
+Spark never sees Iceberg partitions or column bounds, since reads hand it plain file lists. So the
+planner asks pyiceberg which files can hold matching rows (partition pruning and min/max pruning)
+and gives Spark only those. Pruning is only an optimization: the query keeps its WHERE clause, so
+every conversion here must be *inclusive* (never drop a file that could hold a matching row), and a
+conjunct that cannot be converted is simply left out.
+
+Change files may only be pruned by conjuncts on primary-key columns: a delete row has nulls in its
+other columns, and a newer upsert that fails a non-key predicate must still hide its older base row.
+"""
+
+from __future__ import annotations
+
+from pyiceberg import expressions as ie
+from sqlglot import exp
+
+_COMPARISONS = {
+    exp.EQ: (ie.EqualTo, ie.EqualTo),
+    exp.NEQ: (ie.NotEqualTo, ie.NotEqualTo),
+    exp.LT: (ie.LessThan, ie.GreaterThan),
+    exp.LTE: (ie.LessThanOrEqual, ie.GreaterThanOrEqual),
+    exp.GT: (ie.GreaterThan, ie.LessThan),
+    exp.GTE: (ie.GreaterThanOrEqual, ie.LessThanOrEqual),
+}
+
+
+def conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
+    if where is None:
+        return []
+    node = where.this if isinstance(where, exp.Where) else where
+    return list(node.flatten()) if isinstance(node, exp.And) else [node]
+
+
+def _literal(node: exp.Expression) -> object:
+    node = node.unnest() if isinstance(node, exp.Paren) else node
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        value = _literal(node.this)
+        return -value if isinstance(value, (int, float)) else _NOT_A_LITERAL
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        return node.this.this  # DATE '2024-01-01' and friends: pyiceberg converts strings per column type
+    return _NOT_A_LITERAL
+
+
+_NOT_A_LITERAL = object()
+
+
+class _Converter:
+    def __init__(self, columns: dict[str, str], qualifiers: set[str], allowed: set[str] | None) -> None:
+        self.columns = columns  # lower-case name -> table column name
+        self.qualifiers = qualifiers  # lower-case names a column may be qualified with
+        self.allowed = allowed  # restrict to these table columns (primary key), or None
+
+    def column(self, node: exp.Expression) -> str | None:
+        if not isinstance(node, exp.Column):
+            return None
+        if (node.table or "").lower() not in self.qualifiers:
+            return None
+        name = self.columns.get(node.name.lower())
+        if name is None or (self.allowed is not None and name not in self.allowed):
+            return None
+        return name
+
+    def convert(self, node: exp.Expression) -> ie.BooleanExpression | None:
+        if isinstance(node, exp.Paren):
+            return self.convert(node.this)
+        if isinstance(node, exp.And):
+            left, right = self.convert(node.this), self.convert(node.expression)
+            if left is None or right is None:
+                return left or right  # dropping one side of AND keeps the filter inclusive
+            return ie.And(left, right)
+        if isinstance(node, exp.Or):
+            left, right = self.convert(node.this), self.convert(node.expression)
+            return ie.Or(left, right) if left is not None and right is not None else None
+        for kind, (direct, flipped) in _COMPARISONS.items():
+            if type(node) is kind:
+                name, value = self.column(node.this), _literal(node.expression)
+                if name is not None and value is not _NOT_A_LITERAL:
+                    return direct(name, value)
+                name, value = self.column(node.expression), _literal(node.this)
+                if name is not None and value is not _NOT_A_LITERAL:
+                    return flipped(name, value)
+                return None
+        if isinstance(node, exp.In) and not node.args.get("query"):
+            name = self.column(node.this)
+            values = [_literal(v) for v in node.expressions]
+            if name is not None and values and all(v is not _NOT_A_LITERAL for v in values):
+                return ie.In(name, set(values))
+            return None
+        if isinstance(node, exp.Between):
+            name = self.column(node.this)
+            low, high = _literal(node.args["low"]), _literal(node.args["high"])
+            if name is not None and low is not _NOT_A_LITERAL and high is not _NOT_A_LITERAL:
+                return ie.And(ie.GreaterThanOrEqual(name, low), ie.LessThanOrEqual(name, high))
+            return None
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            name = self.column(node.this)
+            return ie.IsNull(name) if name is not None else None
+        if isinstance(node, exp.Not) and isinstance(node.this, exp.Is) and isinstance(node.this.expression, exp.Null):
+            name = self.column(node.this.this)
+            return ie.NotNull(name) if name is not None else None
+        return None
+
+
+def row_filter(
+    where: exp.Expression | None,
+    columns: list[str],
+    qualifiers: set[str],
+    allowed: set[str] | None = None,
+) -> ie.BooleanExpression:
+    """An inclusive pyiceberg filter for the conjuncts of ``where`` that only touch this table."""
+    converter = _Converter({c.lower(): c for c in columns}, {q.lower() for q in qualifiers}, allowed)
+    result: ie.BooleanExpression = ie.AlwaysTrue()
+    for conjunct in conjuncts(where):
+        converted = converter.convert(conjunct)
+        if converted is not None:
+            result = converted if isinstance(result, ie.AlwaysTrue) else ie.And(result, converted)
+    return result
+
+
+def pushable_where(table_node: exp.Table) -> tuple[exp.Expression | None, set[str]]:
+    """The WHERE of the SELECT that reads ``table_node`` directly, and the names that qualify its columns.
+
+    Returns (None, ...) when pruning would be unsafe: the table sits on the null-supplying side of
+    an outer join, or the SELECT aggregates before filtering (a HAVING is not a WHERE).
+    """
+    select = table_node.parent_select
+    qualifiers = {table_node.alias_or_name, table_node.name}
+    if select is None or not isinstance(select, exp.Select):
+        return None, qualifiers
+    sources = [select.args.get("from_") or select.args.get("from")]
+    joins = select.args.get("joins") or []
+    if sources[0] is None or table_node not in [s.this for s in sources] + [j.this for j in joins]:
+        return None, qualifiers
+    for join in joins:
+        if join.side:  # LEFT/RIGHT/FULL: a WHERE on the null-supplying side is not a file filter
+            return None, qualifiers
+    if not joins:
+        qualifiers.add("")  # unqualified columns belong to the only table
+    return select.args.get("where"), qualifiers

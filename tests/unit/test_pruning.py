@@ -1,0 +1,43 @@
+"""WHERE conjuncts to pyiceberg filters: inclusive, single-table, key-only for change files."""
+
+from __future__ import annotations
+
+from pyiceberg import expressions as ie
+
+from arctic_sql.parser import parse_one
+from arctic_sql.pruning import pushable_where, row_filter
+
+COLUMNS = ["id", "region", "amount"]
+
+
+def _filter(sql: str, allowed=None):
+    select = parse_one(sql)
+    table = next(select.find_all(__import__("sqlglot").exp.Table))
+    where, qualifiers = pushable_where(table)
+    return row_filter(where, COLUMNS, qualifiers, allowed)
+
+
+def test_simple_comparisons_convert():
+    f = _filter("SELECT * FROM db.t WHERE region = 'eu' AND amount > 10 AND 5 <= id")
+    assert f == ie.And(ie.And(ie.EqualTo("region", "eu"), ie.GreaterThan("amount", 10)),
+                       ie.GreaterThanOrEqual("id", 5))
+
+
+def test_unconvertible_conjuncts_are_left_out_and_or_needs_both_sides():
+    assert _filter("SELECT * FROM db.t WHERE upper(region) = 'EU' AND id IN (1, 2)") == ie.In("id", {1, 2})
+    assert _filter("SELECT * FROM db.t WHERE id = 1 OR upper(region) = 'EU'") == ie.AlwaysTrue()
+    assert _filter("SELECT * FROM db.t WHERE id BETWEEN 1 AND 3") == ie.And(
+        ie.GreaterThanOrEqual("id", 1), ie.LessThanOrEqual("id", 3))
+
+
+def test_change_files_are_pruned_by_key_columns_only():
+    assert _filter("SELECT * FROM db.t WHERE region = 'eu' AND id = 7", allowed={"id"}) == ie.EqualTo("id", 7)
+
+
+def test_no_pruning_on_the_null_supplying_side_of_an_outer_join():
+    assert _filter("SELECT * FROM db.t LEFT JOIN db.u ON t.id = u.id WHERE t.id = 1") == ie.AlwaysTrue()
+
+
+def test_columns_of_other_tables_are_not_this_tables():
+    assert _filter("SELECT * FROM db.t AS a JOIN db.u AS b ON a.id = b.id WHERE b.id = 1 AND a.amount < 3") == \
+        ie.LessThan("amount", 3)

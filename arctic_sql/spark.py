@@ -26,7 +26,12 @@ RUNTIME_CONF = {
 
 def local_session(warehouse: str, conf: dict[str, str] | None = None) -> SparkSession:
     """A local SparkSession bound to loopback, with the warehouse's spark-warehouse for plain tables."""
+    import sys
+
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (for the bucket partition transform) must run this interpreter, not whatever
+    # `python3` is first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = (

@@ -1,0 +1,56 @@
+"""Invariant 4 for writers: two processes committing to one table at once lose nothing.
+
+Each writer is a separate Python process with its own Spark driver, sharing only the warehouse and
+its SQLite catalog, like two jobs on one lake. Writer A upserts its keys; writer B upserts its own
+keys and, in between, runs UPDATEs over them, which must re-read and re-run whenever A's commits
+land underneath them rather than commit a stale result.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+WRITER = textwrap.dedent(
+    """
+    import sys, arctic_sql
+    warehouse, first, commits, update = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+    s = arctic_sql.connect(warehouse=warehouse, spark_conf={"spark.master": "local[1]",
+                                                          "spark.sql.shuffle.partitions": "2"})
+    for c in range(commits):
+        rows = ", ".join(f"({first + c * 5 + i}, 0)" for i in range(5))
+        s.sql(f"INSERT INTO db.t VALUES {rows}")
+        if update:
+            s.sql(f"UPDATE db.t SET v = v + 1 WHERE id >= {first}")
+    print("done", flush=True)
+    """
+)
+
+
+def test_two_writer_processes_lose_nothing(arctic, warehouse):
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v BIGINT, PRIMARY KEY (id))")
+    commits = 4
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, warehouse, str(first), str(commits), update],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for first, update in ((0, "0"), (1000, "1"))
+    ]
+    for writer in writers:
+        out, err = writer.communicate(timeout=900)
+        assert writer.returncode == 0, err[-2000:]
+        assert out.strip().endswith("done")
+
+    rows = dict(tuple(r) for r in arctic.sql("SELECT id, v FROM db.t").collect())
+    expected = {i: 0 for i in range(commits * 5)}
+    # Writer B's keys inserted by commit c were then updated by UPDATEs c..commits-1.
+    expected |= {1000 + c * 5 + i: commits - c for c in range(commits) for i in range(5)}
+    assert rows == expected
+    operations = [r[0] for r in arctic.sql("SELECT operation FROM db.t.history").collect()]
+    assert operations.count("insert") == 2 * commits and operations.count("update") == commits

@@ -68,10 +68,10 @@ def _load_catalog(
     from pyiceberg.catalog import load_catalog
 
     if config_file is not None:
-        import yaml
+        import strictyaml  # what pyiceberg itself reads .pyiceberg.yaml with
 
         with open(config_file, encoding="utf-8") as f:
-            config = yaml.safe_load(f) or {}
+            config = strictyaml.load(f.read()).data or {}
         catalogs = config.get("catalog", {})
         if name not in catalogs:
             raise InvalidArgumentError(f"Config file {config_file} has no catalog '{name}'")

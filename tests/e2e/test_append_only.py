@@ -1,0 +1,47 @@
+"""Tables without a primary key: one Iceberg table; appends, overwrites, copy-on-write DELETE/UPDATE."""
+
+from __future__ import annotations
+
+import pytest
+
+from arctic_sql.errors import UnsupportedOperationError
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(arctic, sql):
+    return sorted(tuple(r) for r in arctic.sql(sql).collect())
+
+
+def test_append_only_table_lifecycle(arctic):
+    arctic.sql("CREATE TABLE db.log (id BIGINT, msg STRING, day STRING) PARTITIONED BY (day)")
+    assert arctic.table("db.log").change is None
+    arctic.sql("INSERT INTO db.log VALUES (1, 'a', 'mon'), (1, 'a', 'mon'), (2, 'b', 'tue')")
+    assert _rows(arctic, "SELECT * FROM db.log") == [(1, "a", "mon"), (1, "a", "mon"), (2, "b", "tue")]
+    arctic.sql("INSERT OVERWRITE db.log VALUES (3, 'c', 'tue')")  # replaces only partition tue
+    assert _rows(arctic, "SELECT * FROM db.log") == [(1, "a", "mon"), (1, "a", "mon"), (3, "c", "tue")]
+    arctic.sql("UPDATE db.log SET msg = 'z' WHERE id = 1")
+    arctic.sql("DELETE FROM db.log WHERE day = 'tue'")
+    assert _rows(arctic, "SELECT * FROM db.log") == [(1, "z", "mon"), (1, "z", "mon")]
+    assert _rows(arctic, "SELECT * FROM db.log VERSION AS OF 2") == [(1, "a", "mon"), (1, "a", "mon"),
+                                                                   (3, "c", "tue")]
+    operations = [r[0] for r in arctic.sql("SELECT operation FROM db.log.history").collect()]
+    assert operations == ["insert", "overwrite", "update", "delete"]
+
+
+def test_merge_needs_a_primary_key(arctic):
+    arctic.sql("CREATE TABLE db.log (id BIGINT, msg STRING)")
+    with pytest.raises(UnsupportedOperationError, match="primary key"):
+        arctic.sql("MERGE INTO db.log t USING (SELECT 1 AS id, 'x' AS msg) s ON t.id = s.id "
+                   "WHEN NOT MATCHED THEN INSERT *")
+
+
+def test_sources_may_be_other_arctic_tables_and_spark_tables(arctic):
+    arctic.sql("CREATE TABLE db.a (id BIGINT, v STRING, PRIMARY KEY (id))")
+    arctic.sql("CREATE TABLE db.b (id BIGINT, v STRING, PRIMARY KEY (id))")
+    arctic.spark.createDataFrame([(1, "s1"), (2, "s2")], "id long, v string").createOrReplaceTempView("staging")
+    arctic.sql("INSERT INTO db.a SELECT * FROM staging")
+    arctic.sql("INSERT INTO db.b SELECT id, concat(v, '!') FROM db.a WHERE id = 1")
+    arctic.sql("MERGE INTO db.a t USING db.b s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    arctic.sql("DELETE FROM db.a WHERE id IN (SELECT id FROM staging WHERE v = 's2')")
+    assert _rows(arctic, "SELECT * FROM db.a") == [(1, "s1!")]

@@ -46,6 +46,7 @@ class Workload:
     scale: float
     commits: int
     seed: int = 42
+    fixed_batch_rows: int | None = None  # W2: keep the batch of the smaller scale while the table grows
 
     @property
     def initial_rows(self) -> int:
@@ -53,10 +54,15 @@ class Workload:
 
     @property
     def batch_rows(self) -> int:
+        if self.fixed_batch_rows is not None:
+            return self.fixed_batch_rows
         return max(10, round(self.initial_rows * BATCH_FRACTION))
 
     def directory(self, work: str) -> str:
-        return os.path.join(os.path.abspath(work), f"scale-{self.scale:g}-c{self.commits}-seed{self.seed}")
+        name = f"scale-{self.scale:g}-c{self.commits}-seed{self.seed}"
+        if self.fixed_batch_rows is not None:
+            name += f"-batch{self.fixed_batch_rows}"
+        return os.path.join(os.path.abspath(work), name)
 
 
 def load_path(directory: str) -> str:

@@ -51,6 +51,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="comma-separated subset of arctic,delta,iceberg")
     parser.add_argument("--w2", action="store_true",
                         help="W2 mode: run arctic-sql only, at --scale and at 10 x --scale")
+    parser.add_argument("--w2-batch", choices=("fixed", "proportional"), default="fixed",
+                        help="W2: the large scale keeps the small scale's batch size (fixed, default) or "
+                             "uses 1%% of its own table (proportional)")
     parser.add_argument("--keep-tables", action="store_true", help="keep the systems' tables after the run")
     args = parser.parse_args(argv)
     unknown = set(args.systems.split(",")) - set(SYSTEMS)
@@ -62,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # running one system -----------------------------------------------------------------------------
-def run_system(name: str, data: str, run_dir: str, timeout: float) -> dict:
+def run_system(name: str, data: str, run_dir: str, timeout: float, extra: list[str] | None = None) -> dict:
     """Run ``benchmarks.systems.<name>`` on ``data`` in a fresh ``run_dir``; return its result file."""
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
@@ -70,7 +73,7 @@ def run_system(name: str, data: str, run_dir: str, timeout: float) -> dict:
     log_path = os.path.join(run_dir, "output.log")
     start = time.time()
     command = [sys.executable, "-m", f"benchmarks.systems.{name}", "--data", data, "--work", run_dir,
-               "--out", out, "--deadline", str(start + COMMIT_BUDGET * timeout)]
+               "--out", out, "--deadline", str(start + COMMIT_BUDGET * timeout), *(extra or [])]
     load_before = os.getloadavg()
     print(f"--- {SYSTEMS[name]} (timeout {timeout:.0f} s, log {os.path.relpath(log_path)})", flush=True)
     with open(log_path, "w", encoding="utf-8") as log:
@@ -234,17 +237,21 @@ def run_w1_r1(args: argparse.Namespace) -> tuple[dict, bool]:
 
 def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
     scales = [args.scale, round(args.scale * 10, 6)]
-    runs, checks = {}, {}
-    for scale in scales:
-        workload = datagen.Workload(scale, args.commits, args.seed)
+    small = datagen.Workload(args.scale, args.commits, args.seed)
+    large = datagen.Workload(scales[1], args.commits, args.seed,
+                             fixed_batch_rows=small.batch_rows if args.w2_batch == "fixed" else None)
+    runs, checks, batches = {}, {}, {}
+    for scale, workload in zip(scales, (small, large), strict=True):
         data = datagen.generate(workload, args.work)
-        result = run_system("arctic", data, os.path.join(data, "runs", "arctic"), args.peer_timeout)
+        result = run_system("arctic", data, os.path.join(data, "runs", "arctic"), args.peer_timeout,
+                            extra=["--commits-only"])
         runs[f"{scale:g}"] = result
         checks[f"{scale:g}"] = check(result, datagen.read_manifest(data)["reference_checksums"])
+        batches[f"{scale:g}"] = {"initial_rows": workload.initial_rows, "batch_rows": workload.batch_rows}
         if not args.keep_tables:
             shutil.rmtree(os.path.join(data, "runs"), ignore_errors=True)
     w1 = {k: median(r.get("commit_s")) for k, r in runs.items()}
-    small, large = (w1[f"{s:g}"] for s in scales)
+    w1_small, w1_large = (w1[f"{s:g}"] for s in scales)
     mismatch = [k for k, c in checks.items() if c["agrees"] is False]
     doc = {
         "benchmark": "upsert-stream",
@@ -252,19 +259,25 @@ def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
         "versions": versions(),
-        "parameters": {"scales": scales, "commits": args.commits, "seed": args.seed,
-                       "peer_timeout_s": args.peer_timeout},
-        "figures": {"W1_median_commit_s": w1, "W2": ratio(large, small),
+        "parameters": {"scales": scales, "commits": args.commits, "seed": args.seed, "w2_batch": args.w2_batch,
+                       "rows": batches, "peer_timeout_s": args.peer_timeout},
+        "figures": {"W1_median_commit_s": w1, "W2": ratio(w1_large, w1_small),
                     "checksums_agree": not mismatch and all(c["agrees"] for c in checks.values())},
         "checksums": checks,
         "systems": runs,
     }
     print()
-    print(f"W2 (arctic-sql): W1 at scale {scales[1]:g} / W1 at scale {scales[0]:g}")
+    print(f"W2 (arctic-sql): W1 at scale {scales[1]:g} / W1 at scale {scales[0]:g}, {args.w2_batch} batch size")
     for key, value in w1.items():
         done = len(runs[key].get("commit_s", []))
-        print(f"  scale {key:>6}: W1 {fmt(value)} s over {done} commits, status {runs[key].get('status')}")
-    print(f"  W2 = {fmt(doc['figures']['W2'], 2)}   (1.0: commit cost follows the batch, not the table)")
+        print(f"  scale {key:>6} ({batches[key]['initial_rows']:,} rows, batches of {batches[key]['batch_rows']:,}): "
+              f"W1 {fmt(value)} s over {done} commits, status {runs[key].get('status')}")
+    meaning = ("1.0: commit cost follows the batch, not the table" if args.w2_batch == "fixed" else
+               "batches grow 10x too: 10 means cost proportional to the batch")
+    print(f"  W2 = {fmt(doc['figures']['W2'], 2)}   ({meaning})")
+    for key, result in runs.items():
+        for error in result.get("errors", []):
+            print(f"!! scale {key} failed at {error['step']}: {error['error'].strip().splitlines()[-1]}")
     _print_checks(checks)
     return doc, bool(mismatch)
 

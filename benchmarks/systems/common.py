@@ -34,6 +34,8 @@ def parse_args(description: str) -> argparse.Namespace:
     parser.add_argument("--out", required=True, help="result JSON file")
     parser.add_argument("--deadline", type=float, default=float("inf"),
                         help="epoch seconds after which no further commit starts")
+    parser.add_argument("--commits-only", action="store_true",
+                        help="skip the R1 timing and its baseline (W2 needs only the commits and the checksum)")
     return parser.parse_args()
 
 

@@ -49,7 +49,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _EPILOG = f"""\
 what runs:
   -f FILE and -e SQL run their statements in order, FILE first, then SQL. The whole script is
-  parsed before anything runs, and the first statement that fails stops the run (exit code 1).
+  parsed first (a syntax error runs nothing, and starts no Spark); then the first statement that
+  fails stops the run (exit code 1).
   Without -f or -e, statements are read from standard input: on a terminal an interactive shell
   (history in {HISTORY_FILE}; `quit;`, `exit;` or Ctrl-D leave; Ctrl-C clears the statement
   being typed); otherwise one statement after another without prompts, going on after a failed
@@ -427,12 +428,10 @@ class Shell:
 
     def run_lines(self, read_line: Callable[[str], str], *, interactive: bool) -> int:
         """The read-eval-print loop; ``read_line(prompt)`` raises EOFError at the end of input."""
-        from arctic_sql.errors import SqlParseError
-        from arctic_sql.parser import parse
-
         failed = False
         buffer = ""
         while True:
+            line: str | None
             try:
                 line = read_line(CONTINUATION_PROMPT if buffer else PROMPT)
             except KeyboardInterrupt:
@@ -442,39 +441,42 @@ class Shell:
                 buffer = ""
                 continue
             except EOFError:
-                if interactive:
+                if interactive:  # Ctrl-D leaves; a half-typed statement is dropped
                     self.out.write("\n")
                     break
-                line = None
-            if line is None:
-                if not buffer.strip():
-                    break
-                text, buffer = buffer, ""  # the last statement of a piped script may lack its `;`
-            else:
+                line = None  # a piped script: its last statement may lack the `;`
+            if line is not None:
                 if not buffer and line.strip().rstrip(";").strip().lower() in ("quit", "exit"):
                     break
                 buffer += line if line.endswith("\n") else line + "\n"
                 if not statement_complete(buffer):
                     continue
-                text, buffer = buffer, ""
-            try:
-                statements = parse(text)
-            except SqlParseError as e:
-                self.report(e)
-                failed = True
-                continue
-            for statement in statements:
-                try:
-                    failed |= not self.run(statement, interactive=interactive)
-                except KeyboardInterrupt:
-                    if not interactive:
-                        raise
-                    self.err.write("\nCancelled\n")
-                    failed = True
-                    break
+            text, buffer = buffer, ""
+            failed |= not self.run_text(text, interactive=interactive)
             if line is None:
                 break
         return EXIT_ERROR if failed and not interactive else EXIT_OK
+
+    def run_text(self, text: str, *, interactive: bool) -> bool:
+        """Run every statement of ``text``; ``False`` if one failed or was cancelled with Ctrl-C."""
+        from arctic_sql.errors import SqlParseError
+        from arctic_sql.parser import parse
+
+        try:
+            statements = parse(text)
+        except SqlParseError as e:
+            self.report(e)
+            return False
+        ok = True
+        for statement in statements:
+            try:
+                ok &= self.run(statement, interactive=interactive)
+            except KeyboardInterrupt:
+                if not interactive:
+                    raise
+                self.err.write("\nCancelled\n")
+                return False
+        return ok
 
 
 def _quote_identifier(name: str) -> str:
@@ -482,14 +484,17 @@ def _quote_identifier(name: str) -> str:
 
 
 def _with_jvm_hint(error: Exception, jvm_log: IO[bytes] | None) -> Exception:
-    """When the JVM would not start, its last words (JAVA_HOME not set, ...) say why."""
+    """When the JVM would not start, the first thing it said (JAVA_HOME not set, ...) says why."""
     if jvm_log is None or "JAVA_GATEWAY" not in str(error):
         return error
     jvm_log.seek(0)
-    lines = [ln.strip() for ln in jvm_log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-    if not lines:
+    said = jvm_log.read().decode("utf-8", "replace").splitlines()
+    cause = next((ln.strip() for ln in said if ln.strip() and not ln.startswith("WARNING")), None)
+    if cause is None:
         return error
-    return RuntimeError(f"{error_message(error)} ({lines[-1]})")
+    from arctic_sql.errors import ArcticError
+
+    return ArcticError(f"{error_message(error)} ({cause})")
 
 
 # entry point ------------------------------------------------------------------------------------

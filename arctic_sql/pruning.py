@@ -13,6 +13,8 @@ other columns, and a newer upsert that fails a non-key predicate must still hide
 from __future__ import annotations
 
 from pyiceberg import expressions as ie
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.schema import Schema
 from sqlglot import exp
 
 _COMPARISONS = {
@@ -111,16 +113,24 @@ class _Converter:
 
 def row_filter(
     where: exp.Expression | None,
-    columns: list[str],
+    schema: Schema,
     qualifiers: set[str],
     allowed: set[str] | None = None,
 ) -> ie.BooleanExpression:
-    """An inclusive pyiceberg filter for the conjuncts of ``where`` that only touch this table."""
+    """An inclusive pyiceberg filter for the conjuncts of ``where`` that only touch this table.
+
+    A conjunct pyiceberg cannot bind (a literal it cannot read as the column's type, say) is left out.
+    """
+    columns = [f.name for f in schema.fields]
     converter = _Converter({c.lower(): c for c in columns}, {q.lower() for q in qualifiers}, allowed)
     result: ie.BooleanExpression = ie.AlwaysTrue()
     for conjunct in conjuncts(where):
         converted = converter.convert(conjunct)
         if converted is not None:
+            try:
+                bind(schema, converted, case_sensitive=True)
+            except Exception:  # noqa: BLE001 - pruning is optional; the query still filters
+                continue
             result = converted if isinstance(result, ie.AlwaysTrue) else ie.And(result, converted)
     return result
 

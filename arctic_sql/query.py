@@ -94,12 +94,12 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
     from arctic_sql.pruning import pushable_where, row_filter
 
     where, qualifiers = pushable_where(node)
-    columns = [f.name for f in table.schema.fields]
+    schema = table.schema
     return session.read_table(
         table,
         version=_version_number(session, version, identifier),
-        base_filter=row_filter(where, columns, qualifiers),
-        change_filter=row_filter(where, columns, qualifiers, allowed=set(table.primary_key)),
+        base_filter=row_filter(where, schema, qualifiers),
+        change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),
     )
 
 

@@ -62,7 +62,9 @@ def write_files(df: DataFrame, table: ArcticTable, *, store: str) -> list[str]:
     target_size = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
     if directories:
         out = out.repartition(*[F.col(d) for d in directories])
-    out = out.sortWithinPartitions(*directories, *[F.col(f"`{k}`") for k in keys])
+    order = [*directories, *[F.col(f"`{k}`") for k in keys]]
+    if order:
+        out = out.sortWithinPartitions(*order)
     (
         out.write.mode("errorifexists")
         .option("maxRecordsPerFile", max(1, target_size // _ASSUMED_ROW_BYTES))

@@ -9,7 +9,6 @@ to build the Iceberg partition record: no footer or row needs to be read for it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import unquote
@@ -124,7 +123,9 @@ def helper_columns(spec: PartitionSpec, schema: Schema):  # -> list[Column]
             w = transform.width
             value = F.substring(col, 1, w) if isinstance(source_type, it.StringType) else col - F.pmod(col, F.lit(w))
         elif isinstance(transform, BucketTransform):
-            value = _bucket_udf(source_type, transform.num_buckets)(col)
+            from arctic_sql.format.bucket_udf import bucket_udf
+
+            value = bucket_udf(source_type, transform.num_buckets)(col)
         else:  # pragma: no cover - build_spec admits no other transform
             raise InvalidArgumentError(f"Unsupported partition transform {transform}")
         columns.append(value.alias(helper_name(position)))
@@ -137,38 +138,6 @@ def _micros(column: str, is_tz: bool):
     if is_tz:
         return F.expr(f"unix_micros(`{column}`)")
     return F.expr(f"unix_micros(to_utc_timestamp(cast(`{column}` as timestamp), current_timezone()))")
-
-
-def _bucket_udf(source_type: it.IcebergType, buckets: int):
-    import pandas as pd
-    from pyspark.sql import functions as F
-
-    bucket = BucketTransform(buckets).transform(source_type)
-
-    @F.pandas_udf("int")  # type: ignore[call-overload]
-    def iceberg_bucket(values: pd.Series) -> pd.Series:
-        return pd.Series([None if v is None or v is pd.NA else bucket(_internal(v)) for v in values], dtype="Int32")
-
-    return iceberg_bucket
-
-
-def _internal(value: object) -> object:
-    """The Python value Iceberg's bucket transform expects (dates as days, timestamps as micros)."""
-    import datetime
-
-    import pandas as pd
-
-    if isinstance(value, pd.Timestamp):
-        return int(value.value // 1000)
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.timezone.utc)
-        return int(value.timestamp() * 1_000_000)
-    if isinstance(value, datetime.date):
-        return (value - datetime.date(1970, 1, 1)).days
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
 
 
 def record_from_path(path: str, spec: PartitionSpec, schema: Schema) -> Record:

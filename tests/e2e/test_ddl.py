@@ -30,7 +30,7 @@ def test_partition_transforms_place_rows_in_iceberg_partitions(arctic, warehouse
     arctic.sql("INSERT OVERWRITE db.events SELECT id, ts, name, d, upper(payload) FROM db.events WHERE id < 3")
     assert [r[4] for r in sorted(arctic.sql("SELECT * FROM db.events").collect())] == ["X", "Y", "z"]
     # pyiceberg itself sees the base files in the right partitions, as any Iceberg reader would.
-    catalog = load_catalog("check", type="sql", uri=f"sqlite:///{warehouse}/catalog.db",
+    catalog = load_catalog("arctic", type="sql", uri=f"sqlite:///{warehouse}/catalog.db",
                            warehouse=f"file://{warehouse}")
     base = catalog.load_table(("db", "events"))
     partitions = sorted(

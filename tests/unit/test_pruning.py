@@ -7,14 +7,22 @@ from pyiceberg import expressions as ie
 from arctic_sql.parser import parse_one
 from arctic_sql.pruning import pushable_where, row_filter
 
-COLUMNS = ["id", "region", "amount"]
+from pyiceberg.schema import Schema
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "region", StringType()),
+    NestedField(3, "amount", DoubleType()),
+    NestedField(4, "ts", __import__("pyiceberg.types").types.TimestamptzType()),
+)
 
 
 def _filter(sql: str, allowed=None):
     select = parse_one(sql)
     table = next(select.find_all(__import__("sqlglot").exp.Table))
     where, qualifiers = pushable_where(table)
-    return row_filter(where, COLUMNS, qualifiers, allowed)
+    return row_filter(where, SCHEMA, qualifiers, allowed)
 
 
 def test_simple_comparisons_convert():
@@ -41,3 +49,8 @@ def test_no_pruning_on_the_null_supplying_side_of_an_outer_join():
 def test_columns_of_other_tables_are_not_this_tables():
     assert _filter("SELECT * FROM db.t AS a JOIN db.u AS b ON a.id = b.id WHERE b.id = 1 AND a.amount < 3") == \
         ie.LessThan("amount", 3)
+
+
+def test_literals_pyiceberg_cannot_read_are_left_out():
+    assert _filter("SELECT * FROM db.t WHERE ts > TIMESTAMP '2024-01-02 00:00:00 UTC' AND id = 1") == \
+        ie.EqualTo("id", 1)

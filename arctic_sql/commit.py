@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import time
 import uuid
@@ -123,6 +124,7 @@ def _commit_loop(
     commit_id = uuid.uuid4().hex
     for attempt in range(MAX_ATTEMPTS):
         store.refresh()
+        _fault_point("before-commit")
         try:
             with store.transaction() as tx:
                 apply(tx, commit_id)
@@ -192,6 +194,13 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
                     append.append_data_file(data_file)
 
     return _commit_loop(table, store, apply, written)
+
+
+def _fault_point(name: str) -> None:
+    """Crash the process here when ``ARCTIC_FAULT`` names this point: how the crash-safety tests
+    kill a writer between writing its files and committing them, as a lost executor or OOM would."""
+    if os.environ.get("ARCTIC_FAULT") == name:
+        os._exit(86)
 
 
 def _delete(paths: Iterable[str]) -> None:

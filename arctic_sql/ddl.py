@@ -292,7 +292,7 @@ def show_tables(session: Session, expression: statements.ShowTables, text: str) 
                 continue
             rows.append((database if not t.isTemporary else "", t.name, bool(t.isTemporary)))
     if like is not None:
-        pattern = like.name.replace("*", "*").lower()
+        pattern = like.name.lower()  # Spark: * is any text, | separates alternatives
         rows = [r for r in rows if any(fnmatch.fnmatch(r[1].lower(), p.strip()) for p in pattern.split("|"))]
     return session.result(sorted(rows, key=lambda r: (r[2], r[1])),
                           "namespace string, tableName string, isTemporary boolean")

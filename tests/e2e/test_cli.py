@@ -1,0 +1,198 @@
+"""The ``arctic-sql`` command run as a real process: -e, -f, output formats, errors, the stdin shell.
+
+Every CLI process starts its own JVM, so the Spark-backed cases share one warehouse (built once by
+the ``-e`` run) and there are five Spark-starting invocations in all.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from arctic_sql.cli import format_table, statement_complete
+
+pytestmark = pytest.mark.spark
+
+TIMEOUT = 900  # one JVM start plus a few small jobs; generous for a loaded machine
+
+SETUP = (
+    "CREATE DATABASE db; "
+    "CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)); "
+    "INSERT INTO db.t VALUES (1,'a'),(2,'b'); "
+    "INSERT INTO db.t VALUES (2,'c'); "
+    "SELECT * FROM db.t ORDER BY id"
+)
+
+# Read by the csv and json runs with --database db: unqualified names resolve there.
+SCRIPT = """\
+SELECT id, v FROM t ORDER BY id;
+-- a comment; with a semicolon
+SELECT CAST(NULL AS STRING) AS n, CAST(2.50 AS DECIMAL(5, 2)) AS d, DATE'2024-02-29' AS day,
+       TIMESTAMP'2024-01-01 10:00:00.5' AS ts, 'x;"y' AS s, 1.5D AS f, true AS ok
+"""
+
+
+def run_cli(warehouse: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arctic_sql.cli", "--warehouse", warehouse, *args],
+        input=stdin if stdin is not None else "",
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        timeout=TIMEOUT,
+    )
+
+
+@pytest.fixture(scope="module")
+def setup_run(tmp_path_factory):
+    """A warehouse holding the upserted table db.t, and the -e run that built it."""
+    warehouse = str(tmp_path_factory.mktemp("cli") / "warehouse")
+    return warehouse, run_cli(warehouse, "-e", SETUP)
+
+
+@pytest.fixture(scope="module")
+def script_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli-script") / "queries.sql"
+    path.write_text(SCRIPT, encoding="utf-8")
+    return str(path)
+
+
+def test_e_runs_statements_in_order_and_prints_only_results_as_a_table(setup_run):
+    _, result = setup_run
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "+----+---+\n| id | v |\n+----+---+\n|  1 | a |\n|  2 | c |\n+----+---+\n(2 rows)\n"
+    )
+    assert result.stderr == ""
+
+
+def test_csv_output_of_a_file(setup_run, script_file):
+    warehouse, _ = setup_run
+    result = run_cli(warehouse, "--output", "csv", "--database", "db", "-f", script_file)
+    assert result.returncode == 0, result.stderr
+    assert list(csv.reader(io.StringIO(result.stdout))) == [
+        ["id", "v"],
+        ["1", "a"],
+        ["2", "c"],
+        ["n", "d", "day", "ts", "s", "f", "ok"],
+        ["", "2.50", "2024-02-29", "2024-01-01 10:00:00.5", 'x;"y', "1.5", "true"],
+    ]
+    assert result.stderr == ""
+
+
+def test_json_lines_output_of_a_file(setup_run, script_file):
+    warehouse, _ = setup_run
+    result = run_cli(warehouse, "--output", "json", "--database", "db", "-f", script_file)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"id": 1, "v": "a"},
+        {"id": 2, "v": "c"},
+        {
+            "n": None,
+            "d": "2.50",
+            "day": "2024-02-29",
+            "ts": "2024-01-01 10:00:00.5",
+            "s": 'x;"y',
+            "f": 1.5,
+            "ok": True,
+        },
+    ]
+
+
+def test_a_failing_statement_stops_the_run_with_one_error_line(setup_run):
+    warehouse, _ = setup_run
+    result = run_cli(warehouse, "-e", "SELECT 41 AS before; SELECT * FROM db.nope; SELECT 43 AS after")
+    assert result.returncode == 1
+    assert "41" in result.stdout and "43" not in result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: ") and "nope" in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_shell_on_stdin_reads_multi_line_statements_and_continues_after_an_error(setup_run):
+    warehouse, _ = setup_run
+    session = (
+        "USE db;\n"
+        "SELECT v   -- the value; not the key\n"
+        "FROM t\n"
+        "WHERE id = 2;\n"
+        "SELECT * FROM no_such_table;\n"
+        "SELECT 'semi;colon' AS s,\n"
+        "       count(*) AS n FROM db.t;\n"
+        "quit;\n"
+        "SELECT 'after quit' AS never;\n"
+    )
+    result = run_cli(warehouse, stdin=session)
+    assert result.stdout == (
+        "+---+\n"
+        "| v |\n"
+        "+---+\n"
+        "| c |\n"
+        "+---+\n"
+        "(1 row)\n"
+        "+------------+---+\n"
+        "| s          | n |\n"
+        "+------------+---+\n"
+        "| semi;colon | 2 |\n"
+        "+------------+---+\n"
+        "(1 row)\n"
+    )
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "no_such_table" in lines[0], result.stderr
+    assert result.returncode == 1  # a piped script that had a failing statement
+
+
+def test_bad_output_format_is_a_usage_error():
+    result = run_cli("/nonexistent/warehouse", "--output", "xml", "-e", "SELECT 1")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: arctic-sql")
+    assert "invalid choice: 'xml'" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_syntax_error_anywhere_in_the_script_runs_nothing(tmp_path):
+    result = run_cli(str(tmp_path / "warehouse"), "-e", "CREATE DATABASE made; SELECT 'unclosed")
+    assert result.returncode == 1
+    assert result.stderr == "Error: Invalid SQL: missing closing ' (line 1, column 30)\n"
+    assert not (tmp_path / "warehouse").exists()  # no catalog was opened, so nothing was created
+
+
+# the pieces without Spark -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "complete"),
+    [
+        ("SELECT 1;\n", True),
+        ("SELECT 1;  -- done\n", True),
+        ("SELECT 1\n", False),
+        ("SELECT 1 -- not yet;\n", False),
+        ("SELECT ';\n", False),
+        ("SELECT 1 /* still ; open\n", False),
+        ("SELECT `a;\n", False),
+        ("SELECT 1 FROM;\n", True),  # complete, though it will not parse
+        ("SELECT 1; SELECT\n", False),
+    ],
+)
+def test_statement_complete(text, complete):
+    assert statement_complete(text) is complete
+
+
+def test_format_table_aligns_wide_characters_and_escapes_newlines():
+    assert format_table(["k", "v"], [("漢字", "a\nb"), ("x", None)]).splitlines() == [
+        "+------+------+",
+        "| k    | v    |",
+        "+------+------+",
+        "| 漢字 | a\\nb |",
+        "| x    | NULL |",
+        "+------+------+",
+        "(2 rows)",
+    ]

@@ -98,6 +98,10 @@ class Session:
         self.catalog = catalog
         self.current_database = database.lower()
         if not catalog.database_exists(self.current_database):
+            if self.current_database != "default":
+                from arctic_sql.errors import NoSuchDatabaseError
+
+                raise NoSuchDatabaseError(f"Database '{database}' does not exist")
             catalog.create_database(self.current_database, if_not_exists=True)
 
     # public API -------------------------------------------------------------------------------

@@ -19,6 +19,11 @@ _MISSING_DELIMITER = re.compile(r"Missing (?P<delimiter>.+) from \d+:(?P<offset>
 _BAD_NUMBER = re.compile(r"Numeric string contains invalid characters from \d+:(?P<offset>\d+)$")
 # "<class 'sqlglot.expressions.query.Where'>" in "Required keyword: 'this' missing for ...".
 _CLASS_REPR = re.compile(r"<class '(?:\w+\.)*(?P<name>\w+)'>")
+# "but got <Token token_type: TokenType.SENTINEL, text: SENTINEL, ...>": the end of the text.
+_END_TOKEN = re.compile(r"but got <Token token_type: TokenType\.SENTINEL[^>]*>")
+# "but got <Token token_type: TokenType.X, text: abc, ...>": show the text only.
+_TOKEN_REPR = re.compile(r"<Token token_type: TokenType\.\w+, text: (?P<text>.*?), line: \d+.*?>")
+_MISSING_ARG = re.compile(r"Required keyword: '\w+' missing for (?P<name>\w+)")
 
 
 def line_and_column(text: str, offset: int) -> tuple[int, int]:
@@ -32,6 +37,9 @@ def parse_error_to_arctic(error: ParseError, text: str, tokens: list[Token]) -> 
     details = error.errors[0] if error.errors else {}
     description = details.get("description") or str(error).splitlines()[0]
     description = _CLASS_REPR.sub(r"\g<name>", description)
+    description = _END_TOKEN.sub("but the statement ended", description)
+    description = _TOKEN_REPR.sub(lambda m: f"'{m['text']}'", description)
+    description = _MISSING_ARG.sub(lambda m: f"incomplete {m['name'].lower()} expression", description)
     line, column = details.get("line"), details.get("col")
     token = next((tok for tok in tokens if tok.line == line and tok.col == column), None)
     if token is not None:

@@ -162,3 +162,16 @@ def test_tokenizer_errors_name_the_problem(sql: str, message: str, line: int, co
     with pytest.raises(SqlParseError) as caught:
         parse(sql)
     assert str(caught.value) == f"Invalid SQL: {message} (line {line}, column {column})"
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT 1 FROM", "Invalid SQL: Expected table name but the statement ended (line 1, column 10)"),
+        ("SELECT (", "Invalid SQL: incomplete paren expression (line 1, column 8)"),
+    ],
+)
+def test_errors_name_the_problem_without_sqlglot_internals(sql, message):
+    with pytest.raises(SqlParseError) as raised:
+        parse(sql)
+    assert str(raised.value) == message

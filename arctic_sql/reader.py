@@ -4,8 +4,9 @@ The rule (DESIGN "Transactions and order"): for each key, the change with the hi
 above the partition's watermark wins over older changes and over the base; a winning delete removes
 the key. The planner already dropped change files at or below the watermark, so here:
 
-    latest  = newest change per key              (an aggregate over the change rows only)
-    result  = base LEFT ANTI JOIN latest.keys    (the changed keys are broadcast: no base shuffle)
+    changed = distinct keys of the change rows   (no order needed: any change overrides the base)
+    latest  = newest change per key              (a window over the change rows only)
+    result  = base LEFT ANTI JOIN changed        (the changed keys are broadcast: no base shuffle)
               UNION latest rows that are upserts
 
 The base side is never shuffled while the change data is small (``merge-on-read.broadcast-
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 TXN = "_arctic_txn"
 IS_DELETE = "_arctic_is_delete"
 FILE = "_arctic_file"
+RANK = "_arctic_rank"
 
 
 def read_files(spark: SparkSession, plan_schema, files: tuple[FileEntry, ...], *, all_nullable: bool = False):
@@ -41,25 +43,33 @@ def read_files(spark: SparkSession, plan_schema, files: tuple[FileEntry, ...], *
 
 def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> DataFrame:
     """The rows of ``plan``'s version of ``table``."""
+    from pyspark.sql.functions import broadcast
+
     base = read_files(spark, plan.schema, plan.base_files)
     if table.change is None or not plan.change_files:
         return base
-    latest = latest_changes(spark, table, plan)
     keys = table.primary_key
-    changed_keys = latest.select(*[f"`{k}`" for k in keys])
+    # Every key with a change above the watermark overrides the base, whatever that change is, so
+    # the anti-join side needs only the distinct changed keys: no transaction order, no file tags.
+    changed_keys = read_files(spark, plan.schema, plan.change_files, all_nullable=True)
+    changed_keys = changed_keys.select(*[f"`{k}`" for k in keys]).distinct()
     threshold = int(table.prop("merge-on-read.broadcast-threshold-rows"))  # type: ignore[call-overload]
     if plan.change_rows <= threshold:
-        from pyspark.sql.functions import broadcast
-
         changed_keys = broadcast(changed_keys)
+    latest = latest_changes(spark, table, plan)
     columns = [f"`{c}`" for c in base.columns]
     kept = base.join(changed_keys, on=keys, how="left_anti")
-    upserts = latest.where(~latest[IS_DELETE]).select(*columns)
-    return kept.unionByName(upserts)
+    return kept.unionByName(latest.where(~latest[IS_DELETE]).select(*columns))
 
 
 def latest_changes(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> DataFrame:
-    """The newest change per key among the plan's change files, with ``_arctic_txn``/``_arctic_is_delete``."""
+    """The newest change per key among the plan's change files, with ``_arctic_txn``/``_arctic_is_delete``.
+
+    Each file's transaction and kind come from the plan, joined on Spark's ``_metadata.file_path``
+    (a small broadcast): the files themselves carry only the table's columns. Within one
+    transaction a key appears once, so the newest row per key is unique.
+    """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     rows = read_files(spark, plan.schema, plan.change_files, all_nullable=True)
@@ -68,10 +78,5 @@ def latest_changes(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> D
         f"{FILE} string, {TXN} long, {IS_DELETE} boolean",
     )
     tagged = rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(files), on=FILE).drop(FILE)
-    keys = table.primary_key
-    values = [c for c in tagged.columns if c not in keys and c != TXN]
-    newest = F.max_by(F.struct(*[F.col(f"`{c}`") for c in values]), F.col(TXN)).alias("_arctic_newest")
-    merged = tagged.groupBy(*[F.col(f"`{k}`") for k in keys]).agg(newest, F.max(TXN).alias(TXN))
-    return merged.select(*[f"`{k}`" for k in keys], "_arctic_newest.*", TXN).select(
-        *[f"`{c}`" for c in rows.columns], IS_DELETE, TXN
-    )
+    newest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(F.col(TXN).desc())
+    return tagged.withColumn(RANK, F.row_number().over(newest_first)).where(F.col(RANK) == 1).drop(RANK)

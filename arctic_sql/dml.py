@@ -150,7 +150,11 @@ def write_changes(
     """
     from pyspark import StorageLevel
 
-    changes = _changes_frame(table, upserts, deletes, changes).persist(StorageLevel.MEMORY_AND_DISK)
+    changes = _changes_frame(table, upserts, deletes, changes)
+    # A statement that read the table (read_version) would compute that read twice, once for the
+    # key check and once for the write: keep its result. A plain source is cheaper to read again.
+    if read_version is not None:
+        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         check_keys(changes, table.primary_key, f"{operation.upper()} into {table.identifier}")
         paths = writer.write_files(changes, table, store="change")
@@ -170,15 +174,10 @@ def write_changes(
 
 def overwrite_rows(session: Session, table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``."""
-    from pyspark import StorageLevel
-
-    data = writer.align(rows, table.schema).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        if table.primary_key:
-            check_keys(data, table.primary_key, f"{operation.upper()} into {table.identifier}")
-        paths = writer.write_files(data, table, store="base")
-    finally:
-        data.unpersist()
+    data = writer.align(rows, table.schema)
+    if table.primary_key:
+        check_keys(data, table.primary_key, f"{operation.upper()} into {table.identifier}")
+    paths = writer.write_files(data, table, store="base")
     new_files = commit.data_files(table.base, paths)
     spec, schema = table.spec, table.schema
     from arctic_sql.format.partitioning import partition_path

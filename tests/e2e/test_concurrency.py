@@ -1,4 +1,5 @@
-"""Invariant 4 for writers: two processes committing to one table at once lose nothing.
+"""Invariants 1 and 4: two processes commit to one table at once; readers see whole commits, and
+nothing is lost.
 
 Each writer is a separate Python process with its own Spark driver, sharing only the warehouse and
 its SQLite catalog, like two jobs on one lake. Writer A upserts its keys; writer B upserts its own
@@ -42,6 +43,21 @@ def test_two_writer_processes_lose_nothing(arctic, warehouse):
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for first, update in ((0, "0"), (1000, "1"))
     ]
+    # Invariant 1 while they write: every read sees whole commits. Each commit of a writer adds five
+    # keys, and each UPDATE of writer B moves all its keys at once, so in any consistent read a
+    # writer's key count is a multiple of five and B's keys from one commit share one value.
+    reads = 0
+    while any(w.poll() is None for w in writers) and reads < 200:
+        rows = dict(tuple(r) for r in arctic.sql("SELECT id, v FROM db.t").collect())
+        a_keys = [k for k in rows if k < 1000]
+        b_keys = [k for k in rows if k >= 1000]
+        assert len(a_keys) % 5 == 0 and len(b_keys) % 5 == 0, rows
+        for c in range(commits):
+            values = {rows[k] for k in b_keys if (k - 1000) // 5 == c}
+            assert len(values) <= 1, rows
+            if values and c + 1 < commits and any((k - 1000) // 5 == c + 1 for k in b_keys):
+                assert values == {rows[1000 + (c + 1) * 5] + 1}, rows
+        reads += 1
     for writer in writers:
         out, err = writer.communicate(timeout=900)
         assert writer.returncode == 0, err[-2000:]

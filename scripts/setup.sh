@@ -11,8 +11,8 @@ if [ -z "$python_bin" ]; then
     if command -v "$candidate" >/dev/null 2>&1; then python_bin="$candidate"; break; fi
   done
 fi
-if [ -z "$python_bin" ] || ! "$python_bin" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'; then
-  echo "arctic-sql needs Python 3.10 or newer (3.11 recommended); none found on PATH" >&2
+if [ -z "$python_bin" ] || ! "$python_bin" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+  echo "arctic-sql needs Python 3.11 or newer; none found on PATH" >&2
   exit 1
 fi
 

@@ -155,3 +155,38 @@ def pushable_where(table_node: exp.Table) -> tuple[exp.Expression | None, set[st
     if not joins:
         qualifiers.add("")  # unqualified columns belong to the only table
     return select.args.get("where"), qualifiers
+
+
+MAX_LOOKUP_KEYS = 1024
+
+
+def key_lookups(
+    where: exp.Expression | None, schema: Schema, qualifiers: set[str], keys: list[str]
+) -> list[tuple] | None:
+    """The keys a point lookup asks for (``k = v`` or ``k IN (...)`` on every key column), or None.
+
+    Used to prune files by hash-tree node: a key can only be in the files of its node's path.
+    """
+    if not keys:
+        return None
+    converter = _Converter({f.name.lower(): f.name for f in schema.fields}, {q.lower() for q in qualifiers},
+                           set(keys))
+    choices: dict[str, set] = {}
+    for conjunct in conjuncts(where):
+        converted = converter.convert(conjunct)
+        if isinstance(converted, ie.EqualTo):
+            values = {converted.literal.value}
+        elif isinstance(converted, ie.In):
+            values = {lit.value for lit in converted.literals}
+        else:
+            continue
+        name = converted.term.name
+        choices[name] = choices[name] & values if name in choices else values
+    if set(choices) != set(keys):
+        return None
+    combos: list[tuple] = [()]
+    for key in keys:
+        combos = [c + (v,) for c in combos for v in sorted(choices[key], key=repr)]
+        if len(combos) > MAX_LOOKUP_KEYS:
+            return None
+    return combos

@@ -91,7 +91,7 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
     if not session.catalog.table_exists(identifier):
         return None
     table = session.catalog.load_table(identifier)
-    from arctic_sql.pruning import pushable_where, row_filter
+    from arctic_sql.pruning import key_lookups, pushable_where, row_filter
 
     where, qualifiers = pushable_where(node)
     schema = table.schema
@@ -100,7 +100,27 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
         version=_version_number(session, version, identifier),
         base_filter=row_filter(where, schema, qualifiers),
         change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),
+        key_hashes=_key_hashes(table, key_lookups(where, schema, qualifiers, table.primary_key)),
     )
+
+
+def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:  # noqa: ANN001
+    """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
+    if lookups is None:
+        return None
+    from arctic_sql.format.keyhash import spark_xxhash64
+
+    types = tuple(table.schema.find_field(k).field_type for k in table.primary_key)
+    hashes = set()
+    for key in lookups:
+        try:
+            value = spark_xxhash64(key, types)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if value is None:
+            return None
+        hashes.add(value)
+    return frozenset(hashes)
 
 
 def _version_number(session: Session, version: exp.Expression | None, identifier: TableIdentifier) -> int | None:

@@ -16,6 +16,7 @@ from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.format import versions
 from arctic_sql.format.layout import parse_file_path
 from arctic_sql.format.partitioning import partition_path
+from arctic_sql.format.tree import DataTreeNode
 
 
 @dataclass(frozen=True)
@@ -102,16 +103,30 @@ def _prune(store: Table, snapshot: Snapshot | None, files: list[FileEntry],
     return [f for f in files if f.path in keep]
 
 
+def _on_key_paths(files: list[FileEntry], key_hashes: frozenset[int] | None) -> list[FileEntry]:
+    """The files whose tree node lies on the path of one of the keys (hashes) looked up."""
+    if key_hashes is None:
+        return files
+    kept = []
+    for f in files:
+        node = DataTreeNode.of_id(f.node_id)
+        if any(h & node.mask == node.index for h in key_hashes):
+            kept.append(f)
+    return kept
+
+
 def plan_read(
     table: ArcticTable,
     version: int | None = None,
     base_filter: BooleanExpression = AlwaysTrue(),
     change_filter: BooleanExpression = AlwaysTrue(),
+    key_hashes: frozenset[int] | None = None,
 ) -> ReadPlan:
     """The files that hold ``version`` (default: the latest) and the watermarks that filter them.
 
     ``base_filter`` and ``change_filter`` prune files (see pruning.py); the change filter may only
-    constrain primary-key columns.
+    constrain primary-key columns. ``key_hashes`` (Spark xxhash64 of looked-up keys) keeps only the
+    files of those keys' tree nodes.
     """
     commits = versions.data_commits(table.base, table.change)
     latest = commits[-1].version if commits else 0
@@ -129,12 +144,13 @@ def plan_read(
 
     base_snapshot = versions.base_snapshot_for(table.base, version)
     marks = versions.watermarks_of(base_snapshot)
-    base_files = _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, "base"), base_filter)
+    base_files = _on_key_paths(
+        _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, "base"), base_filter), key_hashes)
     change_snapshot = versions.change_snapshot_for(table.change, version)
     change_files = [
         f
-        for f in _prune(table.change, change_snapshot, live_files(table.change, change_snapshot, "change"),
-                        change_filter)
+        for f in _on_key_paths(_prune(table.change, change_snapshot,
+                                      live_files(table.change, change_snapshot, "change"), change_filter), key_hashes)
         if marks.get(f.partition, 0) < f.sequence_number <= version
     ]
     return ReadPlan(

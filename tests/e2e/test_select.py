@@ -69,3 +69,38 @@ def test_filters_on_non_key_columns_never_resurrect_old_rows(orders):
     # value must not return the old row, even though the change file is not pruned by amount.
     assert orders.sql("SELECT * FROM db.orders WHERE amount = 10.0").collect() == []
     assert orders.sql("SELECT * FROM db.orders WHERE id = 2").collect() == []
+
+
+def test_python_key_hash_matches_spark_xxhash64(arctic):
+    import datetime
+
+    from pyiceberg import types as it
+
+    from arctic_sql.format.keyhash import spark_xxhash64
+
+    cases = [
+        ((5,), (it.LongType(),), "CAST(5 AS BIGINT)"),
+        ((-7,), (it.IntegerType(),), "CAST(-7 AS INT)"),
+        (("abc",), (it.StringType(),), "'abc'"),
+        (("a string longer than thirty-two bytes, with ünïcode",), (it.StringType(),),
+         "'a string longer than thirty-two bytes, with ünïcode'"),
+        ((1, "eu"), (it.LongType(), it.StringType()), "CAST(1 AS BIGINT), 'eu'"),
+        ((None, "x"), (it.LongType(), it.StringType()), "CAST(NULL AS BIGINT), 'x'"),
+        ((datetime.date(2024, 1, 2),), (it.DateType(),), "DATE '2024-01-02'"),
+    ]
+    for values, types, sql in cases:
+        spark_hash = arctic.spark.sql(f"SELECT xxhash64({sql})").collect()[0][0] & ((1 << 64) - 1)
+        assert spark_xxhash64(values, types) == spark_hash, sql
+
+
+def test_point_lookups_read_only_their_tree_nodes(arctic):
+    arctic.sql("CREATE TABLE db.kv (k BIGINT, v STRING, PRIMARY KEY (k)) "
+               "TBLPROPERTIES ('base.file-index.hash-bucket' = '8', 'change.file-index.hash-bucket' = '4')")
+    arctic.spark.range(200).selectExpr("id AS k", "CAST(id AS STRING) AS v").createOrReplaceTempView("kv_src")
+    arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
+    arctic.sql("INSERT INTO db.kv SELECT k, concat(v, '!') FROM kv_src WHERE k % 2 = 0")
+    everything = sum(_scanned_paths(arctic.sql("EXPLAIN SELECT * FROM db.kv").collect()[0][0]))
+    lookup = "SELECT * FROM db.kv WHERE k IN (10, 11)"
+    narrowed = sum(_scanned_paths(arctic.sql("EXPLAIN " + lookup).collect()[0][0]))
+    assert narrowed < everything
+    assert sorted(tuple(r) for r in arctic.sql(lookup).collect()) == [(10, "10!"), (11, "11")]

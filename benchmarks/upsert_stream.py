@@ -76,10 +76,12 @@ def run_system(name: str, data: str, run_dir: str, timeout: float, extra: list[s
                "--out", out, "--deadline", str(start + COMMIT_BUDGET * timeout), *(extra or [])]
     load_before = os.getloadavg()
     print(f"--- {SYSTEMS[name]} (timeout {timeout:.0f} s, log {os.path.relpath(log_path)})", flush=True)
+    repo = os.path.dirname(HERE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
     with open(log_path, "w", encoding="utf-8") as log:
         # Own session: a timeout kills the system's whole process group (its JVM included), nothing else.
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True,
-                                   cwd=os.path.dirname(HERE), start_new_session=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=repo, env=env,
+                                   start_new_session=True)
         echo = threading.Thread(target=_echo, args=(process.stdout, log), daemon=True)
         echo.start()
         timed_out = False
@@ -170,6 +172,20 @@ def versions() -> dict:
     return found
 
 
+def source_tree() -> dict:
+    """The commit of the arctic-sql tree the run used, and whether its code had uncommitted changes."""
+    repo = os.path.dirname(HERE)
+
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    dirty = git("status", "--porcelain", "--", "arctic_sql", "parser", "procedures")
+    return {"commit": git("rev-parse", "HEAD"), "code_dirty": bool(dirty) if dirty is not None else None}
+
+
 def machine() -> dict:
     return {"nproc": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
             "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
@@ -220,6 +236,7 @@ def run_w1_r1(args: argparse.Namespace) -> tuple[dict, bool]:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
         "versions": versions(),
+        "source": source_tree(),
         "parameters": {"scale": args.scale, "commits": args.commits, "seed": args.seed,
                        "initial_rows": manifest["initial_rows"], "batch_rows": manifest["batch_rows"],
                        "batch_mix": manifest["batch_mix"], "peer_timeout_s": args.peer_timeout},
@@ -259,6 +276,7 @@ def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
         "versions": versions(),
+        "source": source_tree(),
         "parameters": {"scales": scales, "commits": args.commits, "seed": args.seed, "w2_batch": args.w2_batch,
                        "rows": batches, "peer_timeout_s": args.peer_timeout},
         "figures": {"W1_median_commit_s": w1, "W2": ratio(w1_large, w1_small),
@@ -318,7 +336,7 @@ def _print_checks(checks: dict) -> None:
     bad = {n: c for n, c in checks.items() if c["agrees"] is False}
     if not bad:
         agreed = [n for n, c in checks.items() if c["agrees"]]
-        print(f"checksums: {', '.join(agreed) or 'none'} agree with the reference model"
+        print(f"checksums agree with the reference model: {', '.join(agreed) or 'none'}"
               + ("" if len(agreed) == len(checks) else
                  f"; no checksum from {', '.join(n for n in checks if n not in agreed)}"))
         return

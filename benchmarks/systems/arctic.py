@@ -65,7 +65,7 @@ def main() -> None:
                           MERGE.replace(TABLE, "warm.orders"),
                           R1_SQL.format(table="warm.orders")):
             s.sql(statement).collect()
-        # (warm.orders stays: DROP TABLE fails in this arctic-sql build, see README "Findings".)
+        # warm.orders stays: it lives in this run's own warehouse, which the orchestrator removes.
 
         step, statement = "load", "CREATE DATABASE IF NOT EXISTS bench"
         s.sql(statement)

@@ -189,6 +189,9 @@ class ArcticCatalog:
         keyed = bool(schema.identifier_field_ids)
         user = props.validate(properties, creating=True)
         base_props = {**user, **_STORE_DEFAULTS, FORMAT_KEY: "keyed" if keyed else "unkeyed", STORE_KEY: "base"}
+        if location is None and self.iceberg.properties.get("warehouse"):
+            # Amoro's layout: {table}/base and {table}/change side by side under the table's folder.
+            location = f"{self.iceberg.properties['warehouse'].rstrip('/')}/{identifier.database}/{identifier.name}"
         base_location = f"{location.rstrip('/')}/base" if location else None
         try:
             base = self.iceberg.create_table(

@@ -58,7 +58,7 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan) ->
         changed_keys = broadcast(changed_keys)
     latest = latest_changes(spark, table, plan)
     columns = [f"`{c}`" for c in base.columns]
-    kept = base.join(changed_keys, on=keys, how="left_anti")
+    kept = base.join(changed_keys, on=keys, how="left_anti").select(*columns)  # a join puts keys first
     return kept.unionByName(latest.where(~latest[IS_DELETE]).select(*columns))
 
 

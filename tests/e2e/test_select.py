@@ -40,6 +40,11 @@ def test_joins_ctes_and_aggregates_mix_arctic_and_spark_tables(orders):
     assert [tuple(r) for r in self_join] == [(1, 11.0, 10.0), (3, 30.0, 30.0), (4, 5.0, 5.0)]
 
 
+def test_select_star_keeps_the_declared_column_order(orders):
+    assert orders.sql("SELECT * FROM db.orders").columns == ["id", "region", "amount"]
+    assert orders.sql("SELECT * FROM db.orders VERSION AS OF 1").columns == ["id", "region", "amount"]
+
+
 def test_plain_spark_statements_pass_through(orders):
     assert orders.sql("SELECT upper(name) FROM regions WHERE code = 'us'").collect()[0][0] == "AMERICAS"
     orders.sql("CREATE TEMPORARY VIEW eu AS SELECT id, amount FROM db.orders WHERE region = 'eu'")

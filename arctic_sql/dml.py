@@ -64,20 +64,21 @@ def _column(table: ArcticTable, name: str) -> str:
 
 
 def check_keys(df: DataFrame, keys: list[str], what: str) -> None:
-    """Raise if a row of ``df`` has a null key or two rows share a key (one Spark job)."""
+    """Raise if a row of ``df`` has a null key or two rows share a key.
+
+    One aggregation job answers both questions; only when it finds a problem does a second job
+    fetch an example for the message.
+    """
     from pyspark.sql import functions as F
 
+    key_columns = [F.col(f"`{k}`") for k in keys]
     null = " OR ".join(f"`{k}` IS NULL" for k in keys)
-    bad = (
-        df.groupBy(*[F.col(f"`{k}`") for k in keys])
-        .agg(F.count(F.lit(1)).alias("_arctic_n"))
-        .where(f"_arctic_n > 1 OR {null}")
-        .limit(1)
-        .collect()
-    )
-    if not bad:
+    per_key = df.groupBy(*key_columns).agg(F.count(F.lit(1)).alias("_arctic_n"))
+    summary = per_key.agg(F.max("_arctic_n").alias("most"), F.max(F.expr(null).cast("int")).alias("nulls"))
+    most, nulls = summary.collect()[0]
+    if not most or (most <= 1 and not nulls):
         return
-    row = bad[0]
+    row = per_key.where(f"_arctic_n > 1 OR {null}").limit(1).collect()[0]
     shown = ", ".join(f"{k}={row[k]!r}" for k in keys)
     if any(row[k] is None for k in keys):
         raise PrimaryKeyViolationError(f"{what} writes a null primary key ({shown})")

@@ -54,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--w2-batch", choices=("fixed", "proportional"), default="fixed",
                         help="W2: the large scale keeps the small scale's batch size (fixed, default) or "
                              "uses 1%% of its own table (proportional)")
+    parser.add_argument("--w2-mode", choices=("interleaved", "separate"), default="interleaved",
+                        help="W2: both tables in one arctic-sql process, each commit on both back to back "
+                             "(interleaved, default), or one process per scale, one after the other (separate)")
     parser.add_argument("--keep-tables", action="store_true", help="keep the systems' tables after the run")
     args = parser.parse_args(argv)
     unknown = set(args.systems.split(",")) - set(SYSTEMS)
@@ -135,9 +138,9 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def check(result: dict, reference: list[dict], name: str = "checksum") -> dict:
+def check(result: dict, reference: list[dict], name: str = "checksum", commits: str = "commit_s") -> dict:
     """Compare a system's checksum with the reference model after the commits it finished."""
-    done = len(result.get("commit_s", []))
+    done = len(result.get(commits, []))
     got = result.get(name)
     if got is None:
         return {"agrees": None, "after_commits": done, "why": "no checksum (the run did not get that far)"}
@@ -254,21 +257,39 @@ def run_w1_r1(args: argparse.Namespace) -> tuple[dict, bool]:
 
 def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
     scales = [args.scale, round(args.scale * 10, 6)]
+    keys = [f"{scale:g}" for scale in scales]
     small = datagen.Workload(args.scale, args.commits, args.seed)
     large = datagen.Workload(scales[1], args.commits, args.seed,
                              fixed_batch_rows=small.batch_rows if args.w2_batch == "fixed" else None)
-    runs, checks, batches = {}, {}, {}
-    for scale, workload in zip(scales, (small, large), strict=True):
-        data = datagen.generate(workload, args.work)
-        result = run_system("arctic", data, os.path.join(data, "runs", "arctic"), args.peer_timeout,
-                            extra=["--commits-only"])
-        runs[f"{scale:g}"] = result
-        checks[f"{scale:g}"] = check(result, datagen.read_manifest(data)["reference_checksums"])
-        batches[f"{scale:g}"] = {"initial_rows": workload.initial_rows, "batch_rows": workload.batch_rows}
+    data = {key: datagen.generate(workload, args.work) for key, workload in zip(keys, (small, large), strict=True)}
+    references = {key: datagen.read_manifest(d)["reference_checksums"] for key, d in data.items()}
+    rows = {key: {"initial_rows": w.initial_rows, "batch_rows": w.batch_rows}
+            for key, w in zip(keys, (small, large), strict=True)}
+    commit_times, checks, runs = {}, {}, {}
+    if args.w2_mode == "interleaved":
+        # One arctic-sql process, both tables, each commit on both back to back: one JVM, one machine load.
+        run_dir = os.path.join(data[keys[0]], "runs", "arctic-w2")
+        result = run_system("arctic", data[keys[0]], run_dir, args.peer_timeout,
+                            extra=["--commits-only", "--data2", data[keys[1]]])
+        runs["interleaved"] = result
+        commit_times = {keys[0]: result.get("commit_s", []), keys[1]: result.get("commit_s_large", [])}
+        checks[keys[0]] = check(result, references[keys[0]])
+        checks[keys[1]] = check(result, references[keys[1]], "checksum_large", "commit_s_large")
+        loads = {keys[0]: result.get("load_s"), keys[1]: result.get("load_s_large")}
         if not args.keep_tables:
-            shutil.rmtree(os.path.join(data, "runs"), ignore_errors=True)
-    w1 = {k: median(r.get("commit_s")) for k, r in runs.items()}
-    w1_small, w1_large = (w1[f"{s:g}"] for s in scales)
+            shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        loads = {}
+        for key in keys:
+            run_dir = os.path.join(data[key], "runs", "arctic")
+            result = run_system("arctic", data[key], run_dir, args.peer_timeout, extra=["--commits-only"])
+            runs[key] = result
+            commit_times[key] = result.get("commit_s", [])
+            checks[key] = check(result, references[key])
+            loads[key] = result.get("load_s")
+            if not args.keep_tables:
+                shutil.rmtree(run_dir, ignore_errors=True)
+    w1 = {key: median(times) for key, times in commit_times.items()}
     mismatch = [k for k, c in checks.items() if c["agrees"] is False]
     doc = {
         "benchmark": "upsert-stream",
@@ -278,24 +299,25 @@ def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
         "versions": versions(),
         "source": source_tree(),
         "parameters": {"scales": scales, "commits": args.commits, "seed": args.seed, "w2_batch": args.w2_batch,
-                       "rows": batches, "peer_timeout_s": args.peer_timeout},
-        "figures": {"W1_median_commit_s": w1, "W2": ratio(w1_large, w1_small),
+                       "w2_mode": args.w2_mode, "rows": rows, "peer_timeout_s": args.peer_timeout},
+        "figures": {"W1_median_commit_s": w1, "W2": ratio(w1[keys[1]], w1[keys[0]]), "load_s": loads,
                     "checksums_agree": not mismatch and all(c["agrees"] for c in checks.values())},
+        "commit_s": commit_times,
         "checksums": checks,
         "systems": runs,
     }
     print()
-    print(f"W2 (arctic-sql): W1 at scale {scales[1]:g} / W1 at scale {scales[0]:g}, {args.w2_batch} batch size")
-    for key, value in w1.items():
-        done = len(runs[key].get("commit_s", []))
-        print(f"  scale {key:>6} ({batches[key]['initial_rows']:,} rows, batches of {batches[key]['batch_rows']:,}): "
-              f"W1 {fmt(value)} s over {done} commits, status {runs[key].get('status')}")
+    print(f"W2 (arctic-sql): W1 at scale {keys[1]} / W1 at scale {keys[0]}, {args.w2_batch} batch size, "
+          f"{args.w2_mode} runs")
+    for key in keys:
+        print(f"  scale {key:>6} ({rows[key]['initial_rows']:,} rows, batches of {rows[key]['batch_rows']:,}): "
+              f"W1 {fmt(w1[key])} s over {len(commit_times[key])} commits, load {fmt(loads[key], 1)} s")
     meaning = ("1.0: commit cost follows the batch, not the table" if args.w2_batch == "fixed" else
                "batches grow 10x too: 10 means cost proportional to the batch")
     print(f"  W2 = {fmt(doc['figures']['W2'], 2)}   ({meaning})")
     for key, result in runs.items():
         for error in result.get("errors", []):
-            print(f"!! scale {key} failed at {error['step']}: {error['error'].strip().splitlines()[-1]}")
+            print(f"!! {key} failed at {error['step']}: {error['error'].strip().splitlines()[-1]}")
     _print_checks(checks)
     return doc, bool(mismatch)
 

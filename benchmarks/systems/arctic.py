@@ -2,6 +2,10 @@
 
 Also measures, in the same Spark session, the R1 baseline: the final rows written once as one plain
 Parquet dataset and read back by Spark with the same aggregate.
+
+With ``--data2`` (W2, interleaved) it loads a second table from that larger workload and runs each
+commit on both tables back to back, so both scales are measured in the same JVM under the same
+machine load; the second table's figures carry the suffix ``_large``.
 """
 
 from __future__ import annotations
@@ -39,8 +43,17 @@ def checksum(s, table: str) -> dict:
             "sum_amount_cents": int(row["sum_amount_cents"] or 0), "count_by_status": by_status}
 
 
+def merge(s, table: str, batch_file: str) -> float:
+    """Run one commit's MERGE on ``table``; return its seconds."""
+    # The batch view: exactly the table's columns plus `op` (UPDATE SET * / INSERT * go by name).
+    s.spark.read.parquet(batch_file).select(*datagen.COLUMNS, "op").createOrReplaceTempView("batch")
+    with stopwatch() as t:
+        s.sql(MERGE.replace(TABLE, table))
+    return t()
+
+
 def main() -> None:
-    args = parse_args(__doc__)
+    args = parse_args(__doc__, pairs=True)
     result = Result(args.out, "arctic-sql", args.data)
     step, statement = "connect", None
     try:
@@ -69,33 +82,47 @@ def main() -> None:
 
         step, statement = "load", "CREATE DATABASE IF NOT EXISTS bench"
         s.sql(statement)
-        statement = CREATE
-        s.sql(CREATE)
-        statement = LOAD
-        with stopwatch() as t:
-            spark.read.parquet(datagen.load_path(args.data)).createOrReplaceTempView("load")
-            s.sql(LOAD)
-        result["load_s"] = t()
-        print(f"[arctic-sql] load: {result['load_s']:.2f} s", flush=True)
+        tables = {"": (TABLE, args.data)}
+        if args.data2:  # W2 interleaved: a second table, loaded from the larger workload
+            tables["_large"] = (TABLE + "_large", args.data2)
+        for suffix, (table, data) in tables.items():
+            statement = CREATE.replace(TABLE, table)
+            s.sql(statement)
+            statement = LOAD.replace(TABLE, table)
+            with stopwatch() as t:
+                spark.read.parquet(datagen.load_path(data)).createOrReplaceTempView("load")
+                s.sql(statement)
+            result["load_s" + suffix] = t()
+            print(f"[arctic-sql] load {table}: {result['load_s' + suffix]:.2f} s", flush=True)
 
         step, statement = "commits", MERGE
 
         def commit(index: int, path: str) -> float:
-            # The batch view: exactly the table's columns plus `op` (UPDATE SET * / INSERT * go by name).
-            spark.read.parquet(path).select(*datagen.COLUMNS, "op").createOrReplaceTempView("batch")
-            with stopwatch() as t:
-                s.sql(MERGE)
-            return t()
+            if not args.data2:
+                return merge(s, TABLE, path)
+            # W2 interleaved: the same commit on both tables back to back, so both see the same machine;
+            # which goes first alternates, so neither always follows the other.
+            large = lambda: merge(s, TABLE + "_large", datagen.batch_path(args.data2, index))
+            if index % 2:
+                seconds_large, seconds = large(), merge(s, TABLE, path)
+            else:
+                seconds, seconds_large = merge(s, TABLE, path), large()
+            result.doc.setdefault("commit_s_large", []).append(seconds_large)
+            print(f"[arctic-sql] commit {index + 1} on {TABLE}_large: {seconds_large:.3f} s", flush=True)
+            return seconds
 
         result["commit_notes"] = "one MERGE INTO statement per commit (one change-store transaction)."
+        if args.data2:
+            result.doc["commit_notes"] += f" Interleaved with the same commit on {TABLE}_large (commit_s_large)."
         run_commits(result, args.deadline, commit)
 
         if not args.commits_only:
             step, statement = "r1", R1_SQL.format(table=TABLE)
             time_r1(result, lambda: [tuple(r) for r in s.sql(R1_SQL.format(table=TABLE)).collect()])
 
-        step, statement = "checksum", CHECKSUM_SQL.format(table=TABLE)
-        result["checksum"] = checksum(s, TABLE)
+        for suffix, (table, _) in tables.items():
+            step, statement = "checksum", CHECKSUM_SQL.format(table=table)
+            result["checksum" + suffix] = checksum(s, table)
         if args.commits_only:
             result.finish()
             return

@@ -27,7 +27,7 @@ R1_SQL = "SELECT status, count(*) AS n, sum(amount) AS amount FROM {table} GROUP
 R1_RUNS = 3
 
 
-def parse_args(description: str) -> argparse.Namespace:
+def parse_args(description: str, *, pairs: bool = False) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", required=True, help="workload directory written by benchmarks.datagen")
     parser.add_argument("--work", required=True, help="an empty directory this system may write its table in")
@@ -36,6 +36,9 @@ def parse_args(description: str) -> argparse.Namespace:
                         help="epoch seconds after which no further commit starts")
     parser.add_argument("--commits-only", action="store_true",
                         help="skip the R1 timing and its baseline (W2 needs only the commits and the checksum)")
+    if pairs:
+        parser.add_argument("--data2", help="W2 interleaved: a second, larger workload run commit by commit "
+                                            "beside --data")
     return parser.parse_args()
 
 

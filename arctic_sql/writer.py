@@ -60,7 +60,9 @@ def write_files(df: DataFrame, table: ArcticTable, *, store: str) -> list[str]:
     else:
         out = out.drop(layout.OP_COLUMN) if layout.OP_COLUMN in out.columns else out
     target_size = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
-    if directories:
+    # Gather each directory's rows into one task, so it gets one file (or a few, at the size cap);
+    # a single-partition input (VALUES, one small batch file) already is one task.
+    if directories and out._jdf.rdd().getNumPartitions() > 1:
         out = out.repartition(*[F.col(d) for d in directories])
     order = [*directories, *[F.col(f"`{k}`") for k in keys]]
     if order:

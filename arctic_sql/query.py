@@ -32,7 +32,6 @@ class Resolved:
 
     expression: exp.Expression
     views: list[str] = field(default_factory=list)
-    tables: list[TableIdentifier] = field(default_factory=list)
 
 
 def table_identifier(node: exp.Table, default_database: str) -> TableIdentifier:
@@ -44,14 +43,12 @@ def _cte_names(expression: exp.Expression) -> set[str]:
     return {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
 
 
-def resolve(session: Session, expression: exp.Expression, skip: set[int] | None = None) -> Resolved:
+def resolve(session: Session, expression: exp.Expression) -> Resolved:
     """Replace arctic table references in ``expression`` (a copy) by temporary views."""
     expression = expression.copy()
     ctes = _cte_names(expression)
     resolved = Resolved(expression)
     for node in list(expression.find_all(exp.Table)):
-        if skip and id(node) in skip:
-            continue
         if not node.name or isinstance(node.this, exp.Func):
             continue  # table-valued functions and the like
         parts = [p.name for p in node.parts]
@@ -139,18 +136,3 @@ def _version_number(session: Session, version: exp.Expression | None, identifier
         except ValueError:
             pass
     raise InvalidArgumentError(f"VERSION AS OF on {identifier} needs a whole number, got {value.sql() if value else ''}")
-
-
-def references_arctic(session: Session, expression: exp.Expression) -> bool:
-    for node in expression.find_all(exp.Table):
-        parts = [p.name for p in node.parts]
-        if not parts or len(parts) > 3:
-            continue
-        try:
-            identifier = TableIdentifier.parse(".".join(parts[:2] if len(parts) == 3 else parts),
-                                               session.current_database)
-        except InvalidArgumentError:
-            continue
-        if session.catalog.table_exists(identifier):
-            return True
-    return False

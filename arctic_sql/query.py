@@ -34,11 +34,6 @@ class Resolved:
     views: list[str] = field(default_factory=list)
 
 
-def table_identifier(node: exp.Table, default_database: str) -> TableIdentifier:
-    parts = [p.name for p in node.parts]
-    return TableIdentifier.parse(".".join(parts), default_database)
-
-
 def _cte_names(expression: exp.Expression) -> set[str]:
     return {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
 

@@ -7,7 +7,17 @@
 
 from __future__ import annotations
 
-from arctic_sql.errors import ArcticError
+import os as _os
+
+# In a source checkout, parser/ and procedures/ sit beside this folder and are installed inside it
+# (pyproject's package-dir). Let `arctic_sql.parser` resolve there too, so the checkout runs as is.
+_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if _os.path.isfile(_os.path.join(_root, "parser", "__init__.py")) and not _os.path.isdir(
+    _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "parser")
+):
+    __path__.append(_root)  # noqa: F821 - a package's __path__
+
+from arctic_sql.errors import ArcticError  # noqa: E402
 
 __all__ = ["ArcticError", "connect"]
 __version__ = "0.1.0"

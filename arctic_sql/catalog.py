@@ -37,7 +37,6 @@ RESERVED_COLUMN_PREFIX = "arctic_"
 # pyiceberg must not replay a commit that lost a race: base commits carry a watermark it cannot
 # re-derive, and row-level changes must be re-validated. arctic-sql's committer retries (commit.py).
 _STORE_DEFAULTS = {"format-version": "2", "commit.retry.num-retries": "0"}
-_CHANGE_DEFAULTS = _STORE_DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -209,7 +208,7 @@ class ArcticCatalog:
                     _change_schema(schema),
                     location=f"{change_location}/change",
                     partition_spec=spec,
-                    properties={**_CHANGE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: "change"},
+                    properties={**_STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: "change"},
                 )
             except Exception:
                 self.iceberg.drop_table(identifier.base_id)

@@ -138,7 +138,7 @@ def plan_read(
             f"Version {version} of {table.identifier} does not exist or has expired (available: {available})"
         )
     if table.change is None:
-        snapshot = _unkeyed_snapshot(table.base, version)
+        snapshot = versions.snapshot_at(table.base, version)
         files = _prune(table.base, snapshot, live_files(table.base, snapshot, "base"), base_filter)
         return ReadPlan(version, table.schema, tuple(files), (), {}, snapshot.snapshot_id if snapshot else None)
 
@@ -146,7 +146,7 @@ def plan_read(
     marks = versions.watermarks_of(base_snapshot)
     base_files = _on_key_paths(
         _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, "base"), base_filter), key_hashes)
-    change_snapshot = versions.change_snapshot_for(table.change, version)
+    change_snapshot = versions.snapshot_at(table.change, version)
     change_files = [
         f
         for f in _on_key_paths(_prune(table.change, change_snapshot,
@@ -161,11 +161,3 @@ def plan_read(
         marks,
         base_snapshot.snapshot_id if base_snapshot else None,
     )
-
-
-def _unkeyed_snapshot(base: Table, version: int) -> Snapshot | None:
-    chosen = None
-    for snap in versions.snapshots_in_order(base):
-        if snap.sequence_number <= version:
-            chosen = snap
-    return chosen

@@ -103,9 +103,7 @@ def helper_columns(spec: PartitionSpec, schema: Schema):  # -> list[Column]
             if isinstance(source_type, it.DateType):
                 value = F.expr(f"unix_date(`{source.name}`)")
             elif is_ts:
-                value = F.expr(f"unix_micros(`{source.name}`)") if is_tz else F.expr(
-                    f"unix_micros(to_utc_timestamp(cast(`{source.name}` as timestamp), current_timezone()))"
-                )
+                value = _micros(source.name, is_tz)
             else:
                 value = col
         elif isinstance(transform, YearTransform):

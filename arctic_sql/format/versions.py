@@ -104,10 +104,10 @@ def base_snapshot_for(base: Table, version: int) -> Snapshot | None:
     return chosen
 
 
-def change_snapshot_for(change: Table, version: int) -> Snapshot | None:
-    """The newest change snapshot at or below ``version``."""
+def snapshot_at(store: Table, version: int) -> Snapshot | None:
+    """The newest snapshot of a store whose sequence number is at or below ``version``."""
     chosen = None
-    for snap in snapshots_in_order(change):
+    for snap in snapshots_in_order(store):
         if snap.sequence_number <= version:
             chosen = snap
     return chosen

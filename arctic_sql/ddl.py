@@ -212,13 +212,8 @@ def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
 
 
 # ALTER -------------------------------------------------------------------------------------------
-def _arctic_table(session: Session, node: exp.Table):  # -> ArcticTable | None
-    identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), session.current_database)
-    return session.catalog.load_table(identifier) if session.catalog.table_exists(identifier) else None
-
-
 def alter(session: Session, expression: exp.Alter, text: str) -> DataFrame | None:
-    table = _arctic_table(session, expression.this)
+    table = session.arctic_table(expression.this)
     if table is None:
         return None
     from arctic_sql.schema_changes import apply_alter
@@ -228,7 +223,7 @@ def alter(session: Session, expression: exp.Alter, text: str) -> DataFrame | Non
 
 
 def unset_properties(session: Session, expression: statements.UnsetTableProperties, text: str) -> DataFrame | None:
-    table = _arctic_table(session, expression.this)
+    table = session.arctic_table(expression.this)
     if table is None:
         return None
     keys = [props.canonical_key(k.name) for k in expression.expressions]
@@ -246,7 +241,7 @@ def unset_properties(session: Session, expression: statements.UnsetTableProperti
 def describe(session: Session, expression: exp.Describe, text: str) -> DataFrame | None:
     if not isinstance(expression.this, exp.Table):
         return None
-    table = _arctic_table(session, expression.this)
+    table = session.arctic_table(expression.this)
     if table is None:
         return None
     rows: list[tuple[str, str, str | None]] = []

@@ -19,7 +19,7 @@ from pyiceberg.table import Table
 from sqlglot import exp
 
 from arctic_sql import commit, writer
-from arctic_sql.catalog import ArcticTable, TableIdentifier
+from arctic_sql.catalog import ArcticTable
 from arctic_sql.errors import (
     CommitConflictError,
     InvalidArgumentError,
@@ -50,10 +50,7 @@ class _StaleRead(Exception):
 def _target(session: Session, node: exp.Expression) -> tuple[ArcticTable | None, exp.Table]:
     table_node = node.this if isinstance(node, exp.Schema) else node
     assert isinstance(table_node, exp.Table)
-    identifier = TableIdentifier.parse(".".join(p.name for p in table_node.parts), session.current_database)
-    if not session.catalog.table_exists(identifier):
-        return None, table_node
-    return session.catalog.load_table(identifier), table_node
+    return session.arctic_table(table_node), table_node
 
 
 def _column(table: ArcticTable, name: str) -> str:
@@ -214,30 +211,25 @@ def append_rows(session: Session, table: ArcticTable, rows: DataFrame, operation
     )
 
 
-def rewrite_table(session: Session, table: ArcticTable, build_rows, operation: str) -> None:
+def rewrite_table(session: Session, table: ArcticTable, build_rows, operation: str) -> None:  # noqa: ANN001
     """Copy-on-write for tables without a key: replace every file with ``build_rows(version)``."""
-    for _ in range(STATEMENT_ATTEMPTS):
-        table.base.refresh()
+
+    def once(version: int) -> None:
         snapshot = table.base.current_snapshot()
-        version = latest_version(table)
-        rows = build_rows(version)
-        paths = writer.write_files(writer.align(rows, table.schema), table, store="base")
-        new_files = commit.data_files(table.base, paths)
         read_id = snapshot.snapshot_id if snapshot else None
+        paths = writer.write_files(writer.align(build_rows(version), table.schema), table, store="base")
+        new_files = commit.data_files(table.base, paths)
 
         def build(store: Table) -> commit.BaseChange:
             current = store.current_snapshot()
             if (current.snapshot_id if current else None) != read_id:
-                raise CommitConflictError(f"{table.identifier} changed while {operation} ran")
+                raise _StaleRead()
             old = [f.data_file for f in live_files(store, current, "base")]
             return commit.BaseChange(delete=old, add=new_files, summary={versions.OPERATION: operation})
 
-        try:
-            commit.commit_base(table, build, paths)
-            return
-        except CommitConflictError:
-            continue
-    raise CommitConflictError(f"{operation.upper()} on {table.identifier} kept conflicting with other writers")
+        commit.commit_base(table, build, paths)
+
+    _retrying(table, operation, once)
 
 
 def _retrying(table: ArcticTable, operation: str, attempt_once) -> None:  # noqa: ANN001

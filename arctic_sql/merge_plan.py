@@ -157,18 +157,18 @@ class MergePlan:
                 return False
         return True
 
-    def _first(self, category: str, outcome: dict[str, str]) -> exp.Expression:
+    def _first(self, category: str) -> exp.Expression:
         """CASE over the clauses of a category: the change each would make ('upsert'/'delete')."""
         case = exp.Case()
         for clause in self.clauses:
             if clause.category == category:
                 result = layout.DELETE if clause.action == "delete" else layout.UPSERT
                 case = case.when(clause.condition.copy() if clause.condition else exp.true(),
-                                 exp.Literal.string(outcome.get(result, result)))
+                                 exp.Literal.string(result))
         return case if case.args.get("ifs") else exp.null()
 
     def _blind_changes(self, session: Session, view: str) -> DataFrame | None:
-        matched, unmatched = self._first("matched", {}), self._first("not_matched", {})
+        matched, unmatched = self._first("matched"), self._first("not_matched")
         src = exp.to_identifier(self.source_alias)
         frame = session.spark.sql(
             f"SELECT *, {to_spark_sql(matched)} AS _arctic_m, {to_spark_sql(unmatched)} AS _arctic_n "

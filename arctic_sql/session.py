@@ -116,6 +116,13 @@ class Session:
         assert result is not None
         return result
 
+    def arctic_table(self, node: exp.Table) -> ArcticTable | None:
+        """The arctic table a table name in a statement stands for, or None if it is not arctic's."""
+        from arctic_sql.catalog import TableIdentifier
+
+        identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), self.current_database)
+        return self.catalog.load_table(identifier) if self.catalog.table_exists(identifier) else None
+
     def table(self, name: str) -> ArcticTable:
         from arctic_sql.catalog import TableIdentifier
 

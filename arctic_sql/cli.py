@@ -564,8 +564,20 @@ def _interactive_lines() -> tuple[Callable[[str], str], Callable[[], None]]:
     return input, save
 
 
+# Long-running services are subcommands with their own arguments: `arctic-sql optimizer --help`.
+SUBCOMMANDS = {
+    "optimizer": "arctic_sql.optimizer.service",
+    "thriftserver": "arctic_sql.thrift.server",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``arctic-sql`` command; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        import importlib
+
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
     parser = build_arg_parser()
     args = parser.parse_args(argv)
     _check_args(parser, args)

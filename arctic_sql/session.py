@@ -148,8 +148,8 @@ class Session:
         except ArcticError:
             raise
         except Exception as e:  # Spark errors cross into arctic-sql here, once.
-            from pyspark.errors import PySparkException
             from py4j.protocol import Py4JError
+            from pyspark.errors import PySparkException
 
             if isinstance(e, (PySparkException, Py4JError)):
                 raise translate(e) from e
@@ -200,6 +200,12 @@ def _use(session: Session, expression: exp.Use, text: str) -> DataFrame:
     return session.ok()
 
 
+def _call(session: Session, expression: statements.Call, text: str) -> DataFrame:
+    from arctic_sql import procedures
+
+    return procedures.call(session, expression)
+
+
 _HANDLERS: dict[type, Any] = {
     exp.Use: _use,
     exp.Create: ddl.create,
@@ -214,4 +220,6 @@ _HANDLERS: dict[type, Any] = {
     exp.Delete: dml.delete,
     exp.Update: dml.update,
     exp.Merge: dml.merge,
+    statements.Call: _call,
 }
+

@@ -26,7 +26,10 @@ UPSERTED_ROWS = "arctic.upserted-rows"
 DELETED_ROWS = "arctic.deleted-rows"
 
 BEGIN = "begin"  # an empty change-store snapshot that reserves a transaction number
-NON_DATA_OPERATIONS = frozenset({BEGIN, "optimize", "create"})
+OPTIMIZE = "optimize"
+NON_DATA_OPERATIONS = frozenset({BEGIN, OPTIMIZE, "create"})
+# Commits that rewrite files without changing any row: they belong to the version before them.
+REWRITE_OPERATIONS = frozenset({OPTIMIZE})
 
 
 @dataclass(frozen=True)
@@ -105,9 +108,12 @@ def base_snapshot_for(base: Table, version: int) -> Snapshot | None:
 
 
 def snapshot_at(store: Table, version: int) -> Snapshot | None:
-    """The newest snapshot of a store whose sequence number is at or below ``version``."""
+    """The newest snapshot of a store that holds ``version``: its sequence number is at or below
+    ``version``, or it only rewrote files (optimizing) after a snapshot that is."""
     chosen = None
     for snap in snapshots_in_order(store):
-        if snap.sequence_number <= version:
+        if snap.sequence_number <= version or (chosen is not None and operation_of(snap) in REWRITE_OPERATIONS):
             chosen = snap
+        else:
+            break
     return chosen

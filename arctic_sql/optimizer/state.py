@@ -1,0 +1,161 @@
+"""Optimizing processes: what each one did, kept as one JSON file per process beside the table.
+
+A process record lives at ``{table}/optimizing/{process id}.json`` (outside both stores' ``data/``
+and ``metadata/`` folders, so orphan cleaning never sees it). It is rewritten on every change of
+status and, while the process runs, on every heartbeat, so maintenance can tell a running process
+(whose inputs and outputs must not be deleted) from one that died.
+
+Status is an explicit state machine::
+
+    PLANNED ─► EXECUTING ─► COMMITTING ─► SUCCESS      (all partitions committed)
+                  │              ├──────► PARTIAL      (some partitions dropped: inputs moved)
+                  │              ├──────► DROPPED      (every partition dropped: nothing committed)
+                  │              └──────► FAILED       (the commit itself failed)
+                  └──────────────────────► FAILED       (a task failed after its retries)
+
+A record left in an active status whose heartbeat is older than :data:`HEARTBEAT_TIMEOUT_MS`
+belongs to a process that crashed; readers report it as ``ABANDONED``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass, field, fields
+
+import pyarrow.fs as pafs
+
+from arctic_sql import storage
+from arctic_sql.catalog import ArcticTable
+from arctic_sql.errors import ArcticError
+
+PLANNED, EXECUTING, COMMITTING = "PLANNED", "EXECUTING", "COMMITTING"
+SUCCESS, PARTIAL, DROPPED, FAILED, ABANDONED = "SUCCESS", "PARTIAL", "DROPPED", "FAILED", "ABANDONED"
+ACTIVE = frozenset({PLANNED, EXECUTING, COMMITTING})
+TRANSITIONS: dict[str, frozenset[str]] = {
+    PLANNED: frozenset({EXECUTING, FAILED}),
+    EXECUTING: frozenset({COMMITTING, FAILED}),
+    COMMITTING: frozenset({SUCCESS, PARTIAL, DROPPED, FAILED}),
+}
+# Amoro's optimizer.heart-beat-timeout is 1 min; a running process heartbeats every HEARTBEAT_MS.
+HEARTBEAT_MS = 10_000
+HEARTBEAT_TIMEOUT_MS = 60_000
+_FAILURE_REASON_LIMIT = 4000  # as Amoro's failedReason
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class ProcessRecord:
+    """One optimizing process of one table (a row of ``db.t.optimizing``)."""
+
+    process_id: str
+    table: str
+    mode: str
+    trigger: str  # manual (CALL / ALTER TABLE COMPACT) or the service's reason
+    status: str
+    started_at_ms: int
+    heartbeat_ms: int
+    output_prefix: str  # every file the process writes lies under this folder
+    base_snapshot_id: int | None = None  # the snapshots the plan read
+    change_snapshot_id: int | None = None
+    ended_at_ms: int | None = None
+    partitions: list[str] = field(default_factory=list)
+    input_files: int = 0
+    input_bytes: int = 0
+    output_files: int = 0
+    output_bytes: int = 0
+    task_time_ms: int = 0  # summed task execution time (what quota scheduling counts)
+    retries: int = 0
+    failure_reason: str | None = None
+
+    @property
+    def effective_status(self) -> str:
+        if self.status in ACTIVE and now_ms() - self.heartbeat_ms > HEARTBEAT_TIMEOUT_MS:
+            return ABANDONED
+        return self.status
+
+    @property
+    def is_running(self) -> bool:
+        return self.effective_status in ACTIVE
+
+
+def table_root(table: ArcticTable) -> str:
+    location = table.base.location().rstrip("/")
+    return location[: -len("/base")] if location.endswith("/base") else location
+
+
+def _folder(table: ArcticTable) -> str:
+    return f"{table_root(table)}/optimizing"
+
+
+def new_record(table: ArcticTable, mode: str, trigger: str, base_snapshot_id: int | None,
+               change_snapshot_id: int | None) -> ProcessRecord:
+    process_id = f"{now_ms():013d}-{uuid.uuid4().hex[:8]}"  # sorts by start time
+    started = now_ms()
+    return ProcessRecord(
+        process_id=process_id,
+        table=str(table.identifier),
+        mode=mode,
+        trigger=trigger,
+        status=PLANNED,
+        started_at_ms=started,
+        heartbeat_ms=started,
+        output_prefix=f"{table.base.location().rstrip('/')}/data/optimize-{process_id}",
+        base_snapshot_id=base_snapshot_id,
+        change_snapshot_id=change_snapshot_id,
+    )
+
+
+def save(table: ArcticTable, record: ProcessRecord) -> None:
+    """Write the record (whole-file replace: readers see the old or the new one)."""
+    fs, path = storage.filesystem(f"{_folder(table)}/{record.process_id}.json")
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    tmp = f"{path}.{uuid.uuid4().hex[:6]}.tmp"
+    with fs.open_output_stream(tmp) as out:
+        out.write(json.dumps(asdict(record), sort_keys=True).encode())
+    fs.move(tmp, path)
+
+
+def transition(table: ArcticTable, record: ProcessRecord, status: str, *, failure: str | None = None) -> None:
+    """Move ``record`` to ``status`` (checked against the state machine) and save it."""
+    if status not in TRANSITIONS.get(record.status, frozenset()):
+        raise ArcticError(f"Optimizing process {record.process_id} cannot go from {record.status} to {status}")
+    record.status = status
+    record.heartbeat_ms = now_ms()
+    if status not in ACTIVE:
+        record.ended_at_ms = record.heartbeat_ms
+    if failure is not None:
+        record.failure_reason = failure[:_FAILURE_REASON_LIMIT]
+    save(table, record)
+
+
+def heartbeat(table: ArcticTable, record: ProcessRecord) -> None:
+    record.heartbeat_ms = now_ms()
+    save(table, record)
+
+
+def processes(table: ArcticTable) -> list[ProcessRecord]:
+    """Every recorded optimizing process of ``table``, oldest first."""
+    fs, path = storage.filesystem(_folder(table))
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    known = {f.name for f in fields(ProcessRecord)}
+    records = []
+    for info in sorted(infos, key=lambda i: i.base_name):
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".json"):
+            continue
+        try:
+            with fs.open_input_stream(info.path) as stream:
+                raw = json.loads(stream.read())
+        except (OSError, ValueError):
+            continue  # removed or being replaced while we listed
+        records.append(ProcessRecord(**{k: v for k, v in raw.items() if k in known}))
+    return records
+
+
+def running_processes(table: ArcticTable) -> list[ProcessRecord]:
+    """The processes still running: maintenance must keep their input snapshots and output files."""
+    return [r for r in processes(table) if r.is_running]

@@ -39,7 +39,11 @@ def _cte_names(expression: exp.Expression) -> set[str]:
 
 
 def resolve(session: Session, expression: exp.Expression) -> Resolved:
-    """Replace arctic table references in ``expression`` (a copy) by temporary views."""
+    """Replace arctic table references in ``expression`` (a copy) by temporary views, and the
+    ``get_latest_version``/``get_latest_timestamp`` functions by their values."""
+    from arctic_sql.history import replace_functions
+
+    expression = replace_functions(session, expression)
     expression = expression.copy()
     ctes = _cte_names(expression)
     resolved = Resolved(expression)
@@ -83,20 +87,24 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
     if not session.catalog.table_exists(identifier):
         return None
     table = session.catalog.load_table(identifier)
+    from arctic_sql import history
     from arctic_sql.pruning import key_lookups, pushable_where, row_filter
+
+    if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
+        return history.changes_between(session, table, history.version_range(session, table, version))
 
     where, qualifiers = pushable_where(node)
     schema = table.schema
     return session.read_table(
         table,
-        version=_version_number(session, version, identifier),
+        version=history.version_as_of(session, table, version) if version is not None else None,
         base_filter=row_filter(where, schema, qualifiers),
         change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),
         key_hashes=_key_hashes(table, key_lookups(where, schema, qualifiers, table.primary_key)),
     )
 
 
-def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:  # noqa: ANN001
+def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:
     """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
     if lookups is None:
         return None
@@ -113,21 +121,3 @@ def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:  #
             return None
         hashes.add(value)
     return frozenset(hashes)
-
-
-def _version_number(session: Session, version: exp.Expression | None, identifier: TableIdentifier) -> int | None:
-    if version is None:
-        return None
-    kind = (version.text("kind") or "AS OF").upper()
-    what = version.name.upper()
-    if kind != "AS OF" or what != "VERSION":
-        raise InvalidArgumentError(
-            f"{what} {kind} on {identifier} is not supported yet; use VERSION AS OF <number>"
-        )
-    value = version.args.get("expression")
-    if isinstance(value, exp.Literal):
-        try:
-            return int(value.this)
-        except ValueError:
-            pass
-    raise InvalidArgumentError(f"VERSION AS OF on {identifier} needs a whole number, got {value.sql() if value else ''}")

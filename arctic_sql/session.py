@@ -165,6 +165,12 @@ class Session:
 
     def run_spark(self, expression: exp.Expression, text: str) -> DataFrame:
         """Run a statement on Spark, after pointing its arctic table references at merged views."""
+        if not isinstance(expression, exp.Command):
+            from arctic_sql.history import replace_functions
+
+            replaced = replace_functions(self, expression)  # get_latest_version() and friends
+            if replaced is not expression:
+                expression, text = replaced, to_spark_sql(replaced)
         if isinstance(expression, exp.Command) or not any(True for _ in expression.find_all(exp.Table)):
             return self.spark.sql(text)
         resolved = query.resolve(self, expression)
@@ -200,6 +206,17 @@ def _use(session: Session, expression: exp.Use, text: str) -> DataFrame:
     return session.ok()
 
 
+def _describe_history(session: Session, expression: statements.DescribeHistory, text: str) -> DataFrame:
+    """``DESCRIBE HISTORY db.t``: the same rows as ``SELECT * FROM db.t.history``."""
+    from arctic_sql.errors import NoSuchTableError
+    from arctic_sql.metadata_tables import metadata_table
+
+    table = session.arctic_table(expression.this)
+    if table is None:
+        raise NoSuchTableError(f"Table or view not found: {expression.this.sql()}")
+    return metadata_table(session, table, "history")
+
+
 def _call(session: Session, expression: statements.Call, text: str) -> DataFrame:
     from arctic_sql import procedures
 
@@ -221,5 +238,6 @@ _HANDLERS: dict[type, Any] = {
     exp.Update: dml.update,
     exp.Merge: dml.merge,
     statements.Call: _call,
+    statements.DescribeHistory: _describe_history,
 }
 

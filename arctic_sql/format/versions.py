@@ -27,7 +27,8 @@ DELETED_ROWS = "arctic.deleted-rows"
 
 BEGIN = "begin"  # an empty change-store snapshot that reserves a transaction number
 OPTIMIZE = "optimize"
-NON_DATA_OPERATIONS = frozenset({BEGIN, OPTIMIZE, "create"})
+CHANGE_TTL = "change-ttl"  # drops change files already merged into the base from the change store
+NON_DATA_OPERATIONS = frozenset({BEGIN, OPTIMIZE, CHANGE_TTL, "create"})
 # Commits that rewrite files without changing any row: they belong to the version before them.
 REWRITE_OPERATIONS = frozenset({OPTIMIZE})
 
@@ -73,36 +74,96 @@ def snapshots_in_order(table: Table) -> list[Snapshot]:
 
 
 def data_commits(base: Table, change: Table | None) -> list[Commit]:
-    """Every retained data commit, oldest first. Optimizing and reservations are not versions."""
+    """Every retained, readable data commit, oldest first. Optimizing and reservations are not versions."""
+    return history(base, change).commits
+
+
+@dataclass(frozen=True)
+class History:
+    """The versions a table still has: what ``VERSION AS OF`` and ``VERSION BETWEEN`` may name."""
+
+    commits: list[Commit]  # readable data commits, oldest first
+    complete: bool  # no snapshot was ever expired: changes can be read from version 0 on
+
+    @property
+    def oldest(self) -> int:
+        return self.commits[0].version if self.commits else 0
+
+    @property
+    def latest(self) -> int:
+        return self.commits[-1].version if self.commits else 0
+
+    @property
+    def first_start(self) -> int:
+        """The smallest start an incremental read ``(start, end]`` may have."""
+        return 0 if self.complete else self.oldest
+
+    def describe(self) -> str:
+        if not self.commits:
+            return "none"
+        first, last = self.commits[0], self.commits[-1]
+        return (f"oldest version {first.version} at {_iso(first.committed_at_ms)}, "
+                f"newest version {last.version} at {_iso(last.committed_at_ms)}")
+
+
+def _iso(ms: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def merged_point(snapshot: Snapshot) -> int:
+    """The newest transaction a base snapshot's merged state includes (its watermarks and ``arctic.txn``)."""
+    return max([*watermarks_of(snapshot).values(), int(summary_of(snapshot).get(TXN, 0))], default=0)
+
+
+def _is_complete(chain: list[Snapshot]) -> bool:
+    # Expiration removes the oldest snapshots; the survivor's parent id then names a missing one.
+    return not chain or chain[0].parent_snapshot_id is None
+
+
+def history(base: Table, change: Table | None) -> History:
+    """The table's data commits that can still be read, and whether any history was expired.
+
+    After expiration a version ``v`` stays readable only while both snapshots that hold it are
+    retained: the base snapshot whose merged state is at or before ``v`` and the change snapshot
+    at ``v``. A crash between expiring the two stores therefore never exposes a half-expired version.
+    """
+    base_chain = snapshots_in_order(base)
     commits: list[Commit] = []
     if change is None:
-        for snap in snapshots_in_order(base):
+        for snap in base_chain:
             op = operation_of(snap)
             if op not in NON_DATA_OPERATIONS:
                 commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, "base", snap.snapshot_id,
                                       summary_of(snap)))
-        return commits
-    for snap in snapshots_in_order(change):
+        return History(commits, _is_complete(base_chain))
+    change_chain = snapshots_in_order(change)
+    for snap in change_chain:
         op = operation_of(snap)
         if op not in NON_DATA_OPERATIONS:
             commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, "change", snap.snapshot_id,
                                   summary_of(snap)))
-    for snap in snapshots_in_order(base):
+    for snap in base_chain:
         summary = summary_of(snap)
         if TXN in summary and operation_of(snap) not in NON_DATA_OPERATIONS:
             commits.append(Commit(int(summary[TXN]), snap.timestamp_ms, operation_of(snap), "base",
                                   snap.snapshot_id, summary))
-    return sorted(commits, key=lambda c: c.version)
+    floor = 0
+    if not _is_complete(base_chain):
+        floor = merged_point(base_chain[0])
+    if not _is_complete(change_chain):
+        floor = max(floor, change_chain[0].sequence_number)
+    readable = [c for c in commits if c.version >= floor]
+    complete = _is_complete(base_chain) and _is_complete(change_chain)
+    return History(sorted(readable, key=lambda c: c.version), complete)
 
 
 def base_snapshot_for(base: Table, version: int) -> Snapshot | None:
     """The newest base snapshot whose merged state is at or before ``version``."""
     chosen = None
     for snap in snapshots_in_order(base):
-        marks = watermarks_of(snap)
-        summary = summary_of(snap)
-        newest = max([*marks.values(), int(summary.get(TXN, 0))], default=0)
-        if newest <= version:
+        if merged_point(snap) <= version:
             chosen = snap
     return chosen
 

@@ -137,9 +137,9 @@ def _commit_loop(
             log.info("commit to %s lost a race (attempt %d); retrying in %.2fs", table.identifier, attempt + 1, wait)
             time.sleep(wait)
         except BaseException:
-            _delete(written)
+            delete_files(written)
             raise
-    _delete(written)
+    delete_files(written)
     raise CommitConflictError(f"Commit to {table.identifier} kept conflicting with other writers")
 
 
@@ -203,7 +203,8 @@ def _fault_point(name: str) -> None:
         os._exit(86)
 
 
-def _delete(paths: Iterable[str]) -> None:
+def delete_files(paths: Iterable[str]) -> None:
+    """Delete files that no commit references (missing ones are fine)."""
     for path in paths:
         fs, inner = storage.filesystem(path)
         try:

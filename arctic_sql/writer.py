@@ -39,13 +39,16 @@ def align(df: DataFrame, schema: Schema, *, all_nullable: bool = False) -> DataF
     )
 
 
-def write_files(df: DataFrame, table: ArcticTable, *, store: str) -> list[str]:
-    """Write ``df`` into ``store`` (``base`` or ``change``) of ``table``; return the new file locations."""
+def write_files(df: DataFrame, table: ArcticTable, *, store: str, location: str | None = None) -> list[str]:
+    """Write ``df`` into ``store`` (``base`` or ``change``) of ``table``; return the new file locations.
+
+    ``location`` is a new folder under the store's ``data/`` (default: a fresh one per write).
+    """
     from pyspark.sql import functions as F
 
     target_store = table.base if store == "base" else table.change
     assert target_store is not None
-    location = layout.new_write_location(target_store.location())
+    location = location or layout.new_write_location(target_store.location())
     schema = table.schema
     partition_cols = helper_columns(table.spec, schema)
     directories = [helper_name(i) for i in range(len(partition_cols))]

@@ -85,7 +85,7 @@ class ProcessRecord:
 
 def table_root(table: ArcticTable) -> str:
     location = table.base.location().rstrip("/")
-    return location[: -len("/base")] if location.endswith("/base") else location
+    return location.removesuffix("/base")
 
 
 def _folder(table: ArcticTable) -> str:

@@ -1,0 +1,137 @@
+"""What the evaluator and planner see: files with their node, size, rows and key range; the
+table's optimizing settings. Built from Iceberg metadata; the planner itself never reads a file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyiceberg.conversions import from_bytes
+from pyiceberg.manifest import DataFile
+
+from arctic_sql.format.tree import DataTreeNode
+
+if TYPE_CHECKING:
+    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.scan import FileEntry
+
+KeyBounds = tuple[tuple[Any, Any], ...]
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """One live data file, as optimizing sees it."""
+
+    path: str
+    store: str  # base | change
+    node_id: int
+    partition: str
+    record_count: int
+    file_size: int
+    sequence_number: int = 0
+    is_delete: bool = False
+    key_bounds: KeyBounds | None = None  # (min, max) per key column; None: unknown, overlaps everything
+    data_file: DataFile | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def node(self) -> DataTreeNode:
+        return DataTreeNode.of_id(self.node_id)
+
+    @property
+    def is_change(self) -> bool:
+        return self.store == "change"
+
+
+def overlaps(a: PlanFile, b: PlanFile) -> bool:
+    """Whether two files may hold a common key: every key column's ranges intersect.
+
+    Per-column bounds are a conservative test for composite keys: if any column's ranges are
+    disjoint no key can be in both files; otherwise they may share one.
+    """
+    if a.key_bounds is None or b.key_bounds is None:
+        return True
+    for (lo_a, hi_a), (lo_b, hi_b) in zip(a.key_bounds, b.key_bounds, strict=True):
+        if None in (lo_a, hi_a, lo_b, hi_b):
+            continue
+        if hi_a < lo_b or hi_b < lo_a:
+            return False
+    return True
+
+
+def plan_files(table: ArcticTable, entries: list[FileEntry]) -> list[PlanFile]:
+    """PlanFiles for scanned entries, with key ranges decoded from the Iceberg column bounds."""
+    schema = table.schema
+    key_fields = [schema.find_field(k) for k in table.primary_key]
+    result = []
+    for e in entries:
+        bounds = None
+        if key_fields:
+            lower, upper = e.data_file.lower_bounds or {}, e.data_file.upper_bounds or {}
+            if all(f.field_id in lower and f.field_id in upper for f in key_fields):
+                bounds = tuple(
+                    (from_bytes(f.field_type, lower[f.field_id]), from_bytes(f.field_type, upper[f.field_id]))
+                    for f in key_fields
+                )
+        result.append(PlanFile(e.path, e.store, e.node_id, e.partition, e.record_count, e.file_size,
+                               e.sequence_number, e.is_delete, bounds, e.data_file))
+    return result
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A table's optimizing properties (DESIGN "Self-optimizing"; defaults are Amoro's)."""
+
+    target_size: int = 128 * 1024 * 1024
+    fragment_ratio: int = 8
+    min_target_size_ratio: float = 0.75
+    base_buckets: int = 4
+    change_buckets: int = 4
+    keyed: bool = True
+    minor_file_count: int = 12
+    minor_interval_ms: int = 3_600_000
+    major_duplicate_ratio: float = 0.1
+    major_delete_rows: int = 1_000_000
+    major_delete_ratio: float = 0.2
+    major_min_rows: int = 100_000
+    major_small_file_count: int = 64
+    major_interval_ms: int = -1
+    full_interval_ms: int = -1
+    max_file_count: int = 10_000
+
+    @property
+    def fragment_size(self) -> int:
+        return self.target_size // self.fragment_ratio
+
+    @property
+    def min_target_size(self) -> int:
+        return int(self.target_size * self.min_target_size_ratio)
+
+    @property
+    def write_level(self) -> int:
+        """Tree level of the nodes base files are written at (log2 of the base bucket count)."""
+        return (self.base_buckets - 1).bit_length() if self.keyed else 0
+
+    @classmethod
+    def of(cls, table: ArcticTable) -> Settings:
+        def p(key: str) -> Any:
+            return table.prop(key)
+
+        prefix = "self-optimizing."
+        return cls(
+            target_size=int(p(prefix + "target-size")),
+            fragment_ratio=int(p(prefix + "fragment-ratio")),
+            min_target_size_ratio=float(p(prefix + "min-target-size-ratio")),
+            base_buckets=int(p("base.file-index.hash-bucket")) if table.is_keyed else 1,
+            change_buckets=int(p("change.file-index.hash-bucket")) if table.is_keyed else 1,
+            keyed=table.is_keyed,
+            minor_file_count=int(p(prefix + "minor.trigger.file-count")),
+            minor_interval_ms=int(p(prefix + "minor.trigger.interval")),
+            major_duplicate_ratio=float(p(prefix + "major.trigger.duplicate-ratio")),
+            major_delete_rows=int(p(prefix + "major.trigger.delete-rows")),
+            major_delete_ratio=float(p(prefix + "major.trigger.delete-ratio")),
+            major_min_rows=int(p(prefix + "major.trigger.min-rows")),
+            major_small_file_count=int(p(prefix + "major.trigger.small-file-count")),
+            major_interval_ms=int(p(prefix + "major.trigger.interval")),
+            full_interval_ms=int(p(prefix + "full.trigger.interval")),
+            max_file_count=int(p(prefix + "max-file-count")),
+        )

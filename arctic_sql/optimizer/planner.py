@@ -1,0 +1,258 @@
+"""The optimizing planner: from a partition's files to tasks. Pure Python; no Spark, no I/O.
+
+Per partition (DESIGN "Planning"):
+
+1. Base files are written at the *write level*: the tree level of ``base.file-index.hash-bucket``.
+   Each file's node is either at or below that level (it belongs to one target node, its ancestor
+   there) or above it (an *upper* file: its rows spread over every target node below it).
+2. The non-empty nodes form disjoint subtrees (a pre-order walk keeps each node whose ancestors are
+   all empty as a subtree root). A subtree rooted above the write level makes every target node
+   under it a task and assigns its upper files down to each: the task keeps only its own node's
+   rows, so every input row is written by exactly one task and no two tasks write one file.
+3. Inside a target node, files whose key ranges overlap are grouped (union-find). A group with
+   change data or an upper file must be rewritten (the new watermark hides every change file of the
+   partition); which other groups are rewritten depends on the mode. One task per target node.
+
+Across partitions, a plan takes change files in transaction order up to ``max-file-count`` (the
+watermark advances to the last one taken) and stops adding partitions once the input budget is
+spent (at least one partition always goes).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from arctic_sql.format.tree import DataTreeNode
+from arctic_sql.optimizer.evaluator import FULL, MAJOR, MINOR, classify
+from arctic_sql.optimizer.inputs import PlanFile, Settings, overlaps
+
+
+@dataclass(frozen=True)
+class Task:
+    """One Spark job: merge these files and write the rows of ``target_node`` (None: no tree)."""
+
+    partition: str
+    target_node: int | None
+    base_files: tuple[PlanFile, ...]
+    change_files: tuple[PlanFile, ...]
+    has_upper_files: bool = False  # some inputs lie above the target node: keep only its rows
+
+    @property
+    def input_files(self) -> tuple[PlanFile, ...]:
+        return self.base_files + self.change_files
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(f.file_size for f in self.input_files)
+
+
+@dataclass
+class PartitionPlan:
+    partition: str
+    mode: str
+    reason: str
+    tasks: list[Task]
+    from_watermark: int  # the partition's watermark when planned
+    to_watermark: int  # the watermark after commit: the newest change transaction merged
+
+    @property
+    def rewritten_base(self) -> list[PlanFile]:
+        """Base files the commit removes (an upper file assigned to several tasks counts once)."""
+        seen: dict[str, PlanFile] = {}
+        for task in self.tasks:
+            for f in task.base_files:
+                seen.setdefault(f.path, f)
+        return list(seen.values())
+
+    @property
+    def change_inputs(self) -> list[PlanFile]:
+        seen: dict[str, PlanFile] = {}
+        for task in self.tasks:
+            for f in task.change_files:
+                seen.setdefault(f.path, f)
+        return list(seen.values())
+
+    @property
+    def input_files_count(self) -> int:
+        return len(self.rewritten_base) + len(self.change_inputs)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(f.file_size for f in self.rewritten_base) + sum(f.file_size for f in self.change_inputs)
+
+
+def take_change_prefix(change: list[PlanFile], max_files: int) -> tuple[list[PlanFile], int | None]:
+    """The change files of the oldest transactions that fit in ``max_files`` (whole transactions
+    only, at least one), and the newest transaction taken."""
+    by_txn: dict[int, list[PlanFile]] = defaultdict(list)
+    for f in change:
+        by_txn[f.sequence_number].append(f)
+    taken: list[PlanFile] = []
+    last = None
+    for txn in sorted(by_txn):
+        if taken and len(taken) + len(by_txn[txn]) > max_files:
+            break
+        taken.extend(by_txn[txn])
+        last = txn
+    return taken, last
+
+
+def subtree_roots(nodes: Iterable[DataTreeNode]) -> list[DataTreeNode]:
+    """The non-empty nodes none of whose ancestors is non-empty, in pre-order."""
+    present = set(nodes)
+    roots = []
+    for node in sorted(present, key=_preorder_key):
+        ancestor, is_root = node, True
+        while ancestor.mask:
+            ancestor = ancestor.parent()
+            if ancestor in present:
+                is_root = False
+                break
+        if is_root:
+            roots.append(node)
+    return roots
+
+
+def _preorder_key(node: DataTreeNode) -> tuple[int, ...]:
+    """Sort key of a pre-order walk: the path of left (0) / right (1) turns from the root."""
+    return tuple((node.index >> bit) & 1 for bit in range(node.level))
+
+
+def _at_level(node: DataTreeNode, level: int) -> list[DataTreeNode]:
+    """``node``'s ancestor at ``level``, or all its descendants there."""
+    if node.level >= level:
+        mask = (1 << level) - 1
+        return [DataTreeNode(mask, node.index & mask)]
+    found = [node]
+    while found[0].level < level:
+        found = [child for n in found for child in n.children()]
+    return found
+
+
+def _groups(files: list[PlanFile]) -> list[list[PlanFile]]:
+    """Files grouped so that files with overlapping key ranges share a group (union-find)."""
+    parent = list(range(len(files)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(files)):
+        for j in range(i + 1, len(files)):
+            if overlaps(files[i], files[j]):
+                parent[find(i)] = find(j)
+    grouped: dict[int, list[PlanFile]] = defaultdict(list)
+    for i, f in enumerate(files):
+        grouped[find(i)].append(f)
+    return list(grouped.values())
+
+
+def _rewrite(group: list[PlanFile], upper: set[str], mode: str, settings: Settings) -> bool:
+    """Whether a key-range group of one target node is rewritten in ``mode``."""
+    if any(f.is_change or f.path in upper for f in group):
+        return True  # the new watermark hides its change data; an upper file is rewritten whole
+    kinds = [classify(f, settings) for f in group]
+    if mode == MINOR:
+        return kinds.count("fragment") >= 2
+    if mode == MAJOR:
+        return kinds.count("fragment") + kinds.count("undersized") >= 2
+    return len(group) >= 2 or kinds != ["segment"]  # full: all but a lone clean segment
+
+
+def plan_partition(partition: str, base: list[PlanFile], change: list[PlanFile], mode: str,
+                   settings: Settings) -> list[Task]:
+    """The tasks that optimize one partition in ``mode``; ``change`` are the change files to merge."""
+    if mode not in (MINOR, MAJOR, FULL):
+        raise ValueError(f"unknown optimizing mode {mode}")
+    files = [*base, *change]
+    if not settings.keyed:
+        return _plan_unkeyed(partition, base, mode, settings)
+    level = settings.write_level
+    by_target: dict[DataTreeNode, list[PlanFile]] = defaultdict(list)
+    upper: set[str] = set()
+    by_node: dict[DataTreeNode, list[PlanFile]] = defaultdict(list)
+    for f in files:
+        by_node[f.node].append(f)
+    for root in subtree_roots(by_node):
+        members = [f for node, fs in by_node.items() if node.is_descendant_of(root) for f in fs]
+        for f in members:
+            targets = _at_level(f.node, level)
+            if len(targets) > 1 or f.node.level < level:
+                upper.add(f.path)
+            for target in targets:
+                by_target[target].append(f)
+    tasks = []
+    for target in sorted(by_target, key=lambda n: n.id):
+        chosen = [f for g in _groups(by_target[target]) if _rewrite(g, upper, mode, settings) for f in g]
+        if not chosen:
+            continue
+        tasks.append(Task(
+            partition=partition,
+            target_node=target.id,
+            base_files=tuple(f for f in chosen if not f.is_change),
+            change_files=tuple(f for f in chosen if f.is_change),
+            has_upper_files=any(f.path in upper for f in chosen),
+        ))
+    return tasks
+
+
+def _plan_unkeyed(partition: str, base: list[PlanFile], mode: str, settings: Settings) -> list[Task]:
+    """A table without a key has no tree and no change data: bin-pack the files the mode takes."""
+    kinds = {f.path: classify(f, settings) for f in base}
+    taken = {MINOR: ("fragment",), MAJOR: ("fragment", "undersized"), FULL: ("fragment", "undersized", "segment")}
+    chosen = sorted((f for f in base if kinds[f.path] in taken[mode]), key=lambda f: f.path)
+    if len(chosen) < 2:
+        return []
+    bins: list[list[PlanFile]] = [[]]
+    for f in chosen:  # Iceberg's bin packing would do as well; inputs of one bin stay together
+        if bins[-1] and sum(x.file_size for x in bins[-1]) + f.file_size > settings.target_size:
+            bins.append([])
+        bins[-1].append(f)
+    return [Task(partition, None, tuple(b), ()) for b in bins if len(b) >= 2 or mode == FULL and b]
+
+
+@dataclass
+class PartitionInput:
+    """A partition's live files at planning time, and the mode it should get."""
+
+    partition: str
+    mode: str
+    reason: str
+    base: list[PlanFile]
+    change: list[PlanFile]  # above the watermark
+    watermark: int
+
+
+@dataclass
+class Plan:
+    partitions: list[PartitionPlan] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # partitions left for a later run (budget)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(p.input_bytes for p in self.partitions)
+
+
+def plan(inputs: list[PartitionInput], settings: Settings, budget_bytes: int | None = None) -> Plan:
+    """Plan partitions, costliest first, until the input budget is spent."""
+    result = Plan()
+    candidates = []
+    for p in inputs:
+        change, last_txn = take_change_prefix(p.change, settings.max_file_count)
+        tasks = plan_partition(p.partition, p.base, change, p.mode, settings)
+        if tasks:
+            to = max(p.watermark, last_txn) if last_txn is not None else p.watermark
+            candidates.append(PartitionPlan(p.partition, p.mode, p.reason, tasks, p.watermark, to))
+    spent = 0
+    for candidate in sorted(candidates, key=lambda c: (-c.input_bytes, c.partition)):
+        if budget_bytes is not None and result.partitions and spent + candidate.input_bytes > budget_bytes:
+            result.skipped.append(candidate.partition)
+            continue
+        result.partitions.append(candidate)
+        spent += candidate.input_bytes
+    result.partitions.sort(key=lambda c: c.partition)
+    return result

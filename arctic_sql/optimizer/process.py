@@ -1,0 +1,281 @@
+"""One optimizing process of one table, end to end: gather, evaluate, plan, execute, commit, record.
+
+Used by ``CALL system.optimize``, ``ALTER TABLE ... COMPACT`` and the background service alike, so
+what an operator sees in ``db.t.optimizing`` is the same whoever started it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from sqlglot import exp
+
+from arctic_sql import commit, storage
+from arctic_sql.errors import ArcticError, InvalidArgumentError
+from arctic_sql.format import versions
+from arctic_sql.optimizer import committer, evaluator, executor, planner, state
+from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
+from arctic_sql.scan import live_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from arctic_sql.catalog import ArcticTable
+
+log = logging.getLogger(__name__)
+
+AUTO = "auto"
+MODES = (*evaluator.MODES, AUTO)
+
+
+@dataclass
+class PartitionResult:
+    """A row of ``CALL system.optimize``'s output."""
+
+    partition: str
+    mode: str
+    reason: str
+    input_files_count: int
+    input_bytes: int
+    output_files_count: int | None
+    output_bytes: int | None
+    duration_ms: int
+    committed: bool
+
+    def row(self) -> tuple:
+        return (self.partition, self.mode, self.input_files_count, self.input_bytes, self.output_files_count,
+                self.output_bytes, self.duration_ms, self.committed)
+
+
+OUTPUT_SCHEMA = ("partition string, mode string, input_files_count long, input_bytes long, "
+                 "output_files_count long, output_bytes long, duration_ms long, committed boolean")
+
+
+@dataclass
+class Snapshot:
+    """A table's optimizing inputs at one moment: per partition its files above the watermark."""
+
+    base_snapshot_id: int | None
+    change_snapshot_id: int | None
+    base: dict[str, list[PlanFile]]
+    change: dict[str, list[PlanFile]]
+    watermarks: dict[str, int]
+    histories: dict[str, evaluator.History]
+
+    @property
+    def partitions(self) -> list[str]:
+        return sorted(set(self.base) | set(self.change))
+
+
+def partition_filter(table: ArcticTable, where: str | None) -> BooleanExpression | None:
+    """The pyiceberg filter of a ``where`` that may only name partition columns (None: all)."""
+    if where is None or not where.strip():
+        return None
+    from arctic_sql.parser import parse_one
+    from arctic_sql.pruning import row_filter
+
+    spec, schema = table.spec, table.schema
+    if not spec.fields:
+        raise InvalidArgumentError(f"Table {table.identifier} is not partitioned; optimize it without 'where'")
+    predicate = parse_one(f"SELECT 1 WHERE {where}").args["where"].this
+    allowed = {schema.find_column_name(f.source_id).lower() for f in spec.fields}  # type: ignore[union-attr]
+    named = {c.name.lower() for c in predicate.find_all(exp.Column)}
+    if not named or named - allowed:
+        raise InvalidArgumentError(
+            f"Optimize 'where' may only use partition columns of {table.identifier} ({', '.join(sorted(allowed))}),"
+            f" got: {where}"
+        )
+    result = row_filter(predicate, schema, {""})
+    if isinstance(result, AlwaysTrue):
+        raise InvalidArgumentError(f"Optimize 'where' cannot be evaluated on partitions: {where}")
+    return result
+
+
+def gather(table: ArcticTable, where: str | None = None) -> Snapshot:
+    """Read the current metadata of both stores (no data file is opened)."""
+    table.base.refresh()
+    if table.change is not None:
+        table.change.refresh()
+    base_snap = table.base.current_snapshot()
+    change_snap = table.change.current_snapshot() if table.change is not None else None
+    marks = versions.watermarks_of(base_snap)
+    base_entries = live_files(table.base, base_snap, "base")
+    change_entries = [
+        f for f in (live_files(table.change, change_snap, "change") if table.change is not None else [])
+        if f.sequence_number > marks.get(f.partition, 0)
+    ]
+    selected = None
+    filt = partition_filter(table, where)
+    if filt is not None:
+        selected = {task.file.file_path for store, snap in ((table.base, base_snap), (table.change, change_snap))
+                    if store is not None and snap is not None
+                    for task in store.scan(row_filter=filt, snapshot_id=snap.snapshot_id).plan_files()}
+        selected = {f.partition for f in [*base_entries, *change_entries] if f.path in selected}
+    base: dict[str, list[PlanFile]] = defaultdict(list)
+    change: dict[str, list[PlanFile]] = defaultdict(list)
+    for f in plan_files(table, base_entries):
+        if selected is None or f.partition in selected:
+            base[f.partition].append(f)
+    for f in plan_files(table, change_entries):
+        if selected is None or f.partition in selected:
+            change[f.partition].append(f)
+    return Snapshot(
+        base_snap.snapshot_id if base_snap else None,
+        change_snap.snapshot_id if change_snap else None,
+        dict(base), dict(change), marks, _histories(table, change),
+    )
+
+
+def _histories(table: ArcticTable, change: dict[str, list[PlanFile]]) -> dict[str, evaluator.History]:
+    """Per partition: when each mode last ran (from optimize commits) and its oldest unmerged change."""
+    last: dict[str, dict[str, int]] = defaultdict(dict)
+    base_snaps = versions.snapshots_in_order(table.base)
+    for snap in base_snaps:
+        summary = versions.summary_of(snap)
+        if versions.operation_of(snap) == versions.OPTIMIZE and committer.PARTITIONS in summary:
+            for partition, mode in json.loads(summary[committer.PARTITIONS]).items():
+                last[partition][mode] = snap.timestamp_ms
+    committed_at = {}
+    if table.change is not None:
+        committed_at = {s.sequence_number: s.timestamp_ms for s in versions.snapshots_in_order(table.change)}
+    created = base_snaps[0].timestamp_ms if base_snaps else None
+    histories = {}
+    for partition in set(last) | set(change):
+        oldest = min((committed_at.get(f.sequence_number) for f in change.get(partition, [])
+                      if committed_at.get(f.sequence_number) is not None), default=None)
+        marks = last.get(partition, {})
+        histories[partition] = evaluator.History(marks.get(evaluator.MINOR), marks.get(evaluator.MAJOR),
+                                                 marks.get(evaluator.FULL), oldest, created)
+    return histories
+
+
+def decide(table: ArcticTable, snap: Snapshot, mode: str, settings: Settings,
+           now_ms: int | None = None) -> list[planner.PartitionInput]:
+    """Each partition's mode: the requested one, or for ``auto`` what the triggers say."""
+    now_ms = now_ms if now_ms is not None else state.now_ms()
+    inputs = []
+    for partition in snap.partitions:
+        base, change = snap.base.get(partition, []), snap.change.get(partition, [])
+        if mode == AUTO:
+            metrics = evaluator.measure(partition, base, change, settings)
+            history = snap.histories.get(partition, evaluator.History(created_ms=None))
+            decision = evaluator.evaluate(metrics, settings, history, now_ms)
+            log.info("evaluate %s partition %s: %s (%s)", table.identifier, partition or "(table)",
+                     decision.mode or "no optimizing", decision.reason)
+            if decision.mode is None:
+                continue
+            chosen, reason = decision.mode, decision.reason
+        else:
+            chosen, reason = mode, "requested"
+        inputs.append(planner.PartitionInput(partition, chosen, reason, base, change,
+                                             snap.watermarks.get(partition, 0)))
+    return inputs
+
+
+def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO, where: str | None = None,
+             dry_run: bool = False, trigger: str = "manual", budget_bytes: int | None = None,
+             now_ms: int | None = None) -> list[PartitionResult]:
+    """Optimize ``table`` once; return one result per partition planned."""
+    mode = (mode or AUTO).lower()
+    if mode not in MODES:
+        raise InvalidArgumentError(f"Unknown optimizing mode '{mode}'; use one of {', '.join(MODES)}")
+    settings = Settings.of(table)
+    snap = gather(table, where)
+    plan = planner.plan(decide(table, snap, mode, settings, now_ms), settings, budget_bytes)
+    for skipped in plan.skipped:
+        log.info("optimize %s: partition %s left for the next run (input budget spent)", table.identifier,
+                 skipped or "(table)")
+    if dry_run or not plan.partitions:
+        return [PartitionResult(p.partition, p.mode, p.reason, p.input_files_count, p.input_bytes,
+                                None, None, 0, False) for p in plan.partitions]
+    process_mode = max((p.mode for p in plan.partitions), key=lambda m: evaluator.RANK[m])
+    record = state.new_record(table, process_mode, trigger, snap.base_snapshot_id, snap.change_snapshot_id)
+    record.partitions = [p.partition for p in plan.partitions]
+    record.input_files = sum(p.input_files_count for p in plan.partitions)
+    record.input_bytes = plan.input_bytes
+    state.save(table, record)
+    return _run(spark, table, plan, record)
+
+
+def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: state.ProcessRecord
+         ) -> list[PartitionResult]:
+    started = time.monotonic()
+    beat = _Heartbeat(table, record)
+    tasks = [t for p in plan.partitions for t in p.tasks]
+    retries = int(table.prop("self-optimizing.execute.num-retries"))  # type: ignore[call-overload]
+    try:
+        state.transition(table, record, state.EXECUTING)
+        beat.start()
+        results = executor.run_tasks(spark, table, tasks, record.output_prefix, retries)
+        record.task_time_ms = sum(r.duration_ms for r in results)
+        record.retries = sum(r.attempts - 1 for r in results)
+        outputs: dict[str, list] = defaultdict(list)
+        for r in results:
+            outputs[r.task.partition].extend(commit.data_files(table.base, r.paths))
+        with beat.paused():
+            state.transition(table, record, state.COMMITTING)
+        outcome = committer.commit_plan(table, plan.partitions, outputs, record.process_id, record.mode)
+    except BaseException as e:
+        beat.stop()
+        if record.status in (state.PLANNED, state.EXECUTING):
+            # Nothing was committed; once committing, commit_base cleans up itself (and must not
+            # when the commit's state is unknown: the files may be referenced).
+            storage.delete_tree(record.output_prefix)
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if record.status in state.ACTIVE:
+            state.transition(table, record, state.FAILED, failure=message)
+        log.error("optimize %s failed: %s", table.identifier, message)
+        if isinstance(e, ArcticError):
+            raise
+        raise ArcticError(f"Optimizing {table.identifier} failed: {message}") from e
+    beat.stop()
+    committed = set(outcome.committed)
+    record.output_files = sum(len(outputs[p]) for p in committed)
+    record.output_bytes = sum(f.file_size_in_bytes for p in committed for f in outputs[p])
+    final = state.SUCCESS if not outcome.dropped else state.PARTIAL if committed else state.DROPPED
+    reasons = "; ".join(f"{p or '(table)'}: {why}" for p, why in outcome.dropped.items())
+    state.transition(table, record, final, failure=reasons or None)
+    duration = int((time.monotonic() - started) * 1000)
+    log.info("optimize %s: %s %s, %d partition(s) committed, %d dropped, %d -> %d files in %d ms",
+             table.identifier, record.mode, final, len(committed), len(outcome.dropped), record.input_files,
+             record.output_files, duration)
+    return [
+        PartitionResult(p.partition, p.mode, p.reason, p.input_files_count, p.input_bytes,
+                        len(outputs[p.partition]), sum(f.file_size_in_bytes for f in outputs[p.partition]),
+                        duration, p.partition in committed)
+        for p in plan.partitions
+    ]
+
+
+class _Heartbeat:
+    """Rewrites the process record every ``state.HEARTBEAT_MS`` while tasks run."""
+
+    def __init__(self, table: ArcticTable, record: state.ProcessRecord) -> None:
+        self.table, self.record = table, record
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="arctic-optimize-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(state.HEARTBEAT_MS / 1000):
+            with self._lock:
+                if self.record.status in state.ACTIVE:
+                    state.heartbeat(self.table, self.record)
+
+    def paused(self) -> threading.Lock:
+        return self._lock
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _ts(ms: int) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
 
 
 def _count(summary: dict[str, str], key: str) -> int:
@@ -52,7 +52,7 @@ def snapshots(session: Session, table: ArcticTable) -> DataFrame:
                                 "committed_at timestamp, operation string, summary map<string,string>")
 
 
-def _key_range(table: ArcticTable, data_file) -> tuple[str | None, str | None]:  # noqa: ANN001
+def _key_range(table: ArcticTable, data_file) -> tuple[str | None, str | None]:
     from pyiceberg.conversions import from_bytes
 
     keys = table.schema.identifier_field_ids
@@ -102,7 +102,25 @@ def partitions(session: Session, table: ArcticTable) -> DataFrame:
                                 "change_rows long, watermark long")
 
 
-_TABLES = {"history": history, "snapshots": snapshots, "files": files, "partitions": partitions}
+def optimizing(session: Session, table: ArcticTable) -> DataFrame:
+    """One row per optimizing process (manual or by the service), oldest first."""
+    from arctic_sql.optimizer import state
+
+    rows = [
+        (r.process_id, r.mode, r.effective_status, r.trigger, _ts(r.started_at_ms),
+         _ts(r.ended_at_ms) if r.ended_at_ms else None,
+         (r.ended_at_ms or r.heartbeat_ms) - r.started_at_ms, ",".join(r.partitions), r.input_files, r.input_bytes,
+         r.output_files, r.output_bytes, r.task_time_ms, r.retries, r.failure_reason)
+        for r in state.processes(table)
+    ]
+    return session.result(rows, "process_id string, mode string, status string, trigger string, "
+                                "started_at timestamp, ended_at timestamp, duration_ms long, partitions string, "
+                                "input_files long, input_bytes long, output_files long, output_bytes long, "
+                                "task_time_ms long, retries long, failure_reason string")
+
+
+_TABLES = {"history": history, "snapshots": snapshots, "files": files, "partitions": partitions,
+           "optimizing": optimizing}
 
 
 def metadata_table(session: Session, table: ArcticTable, name: str) -> DataFrame:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from arctic_sql.session import Session
 
 _view_ids = itertools.count(1)
-METADATA_TABLES = ("history", "snapshots", "files", "partitions")
+METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing")
 
 
 @dataclass

@@ -223,6 +223,18 @@ def _call(session: Session, expression: statements.Call, text: str) -> DataFrame
     return procedures.call(session, expression)
 
 
+def _compact(session: Session, expression: statements.CompactTable, text: str) -> DataFrame:
+    """``ALTER TABLE t COMPACT MINOR|MAJOR|FULL`` (MaxCompute): ``CALL system.optimize`` in that mode."""
+    from arctic_sql.errors import NoSuchTableError
+    from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
+
+    table = session.arctic_table(expression.this)
+    if table is None:
+        raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
+    results = optimize(session.spark, table, str(expression.args["kind"]).lower())
+    return session.result([r.row() for r in results], OUTPUT_SCHEMA)
+
+
 _HANDLERS: dict[type, Any] = {
     exp.Use: _use,
     exp.Create: ddl.create,
@@ -239,5 +251,6 @@ _HANDLERS: dict[type, Any] = {
     exp.Merge: dml.merge,
     statements.Call: _call,
     statements.DescribeHistory: _describe_history,
+    statements.CompactTable: _compact,
 }
 

@@ -83,6 +83,21 @@ def build_arg_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_catalog_arguments(parser)
+    parser.add_argument("-e", dest="execute", metavar="SQL", help="run these ;-separated statements and exit")
+    parser.add_argument("-f", dest="file", metavar="FILE", help="run the statements in FILE and exit")
+    parser.add_argument(
+        "--output", choices=OUTPUT_FORMATS, default="table", help="result format (default: table)"
+    )
+    parser.add_argument("--database", metavar="DB", help="database to use first (must exist)")
+    parser.add_argument(
+        "--debug", action="store_true", help="show stack traces, Python warnings and Spark's console output"
+    )
+    return parser
+
+
+def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
+    """The warehouse and catalog options every ``arctic-sql`` command shares (see :func:`connect_options`)."""
     parser.add_argument(
         "--warehouse",
         default="./warehouse",
@@ -100,16 +115,14 @@ def build_arg_parser() -> argparse.ArgumentParser:
         help="pyiceberg catalog property (repeatable)",
     )
     parser.add_argument("--catalog-name", default=None, metavar="NAME", help="catalog name (default: arctic)")
-    parser.add_argument("-e", dest="execute", metavar="SQL", help="run these ;-separated statements and exit")
-    parser.add_argument("-f", dest="file", metavar="FILE", help="run the statements in FILE and exit")
-    parser.add_argument(
-        "--output", choices=OUTPUT_FORMATS, default="table", help="result format (default: table)"
-    )
-    parser.add_argument("--database", metavar="DB", help="database to use first (must exist)")
-    parser.add_argument(
-        "--debug", action="store_true", help="show stack traces, Python warnings and Spark's console output"
-    )
-    return parser
+
+
+def connect_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of :func:`arctic_sql.connect` for parsed catalog options."""
+    options: dict[str, Any] = {"warehouse": args.warehouse, "catalog_properties": catalog_properties(args)}
+    if args.catalog_name is not None:
+        options["catalog_name"] = args.catalog_name
+    return options
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -349,15 +362,10 @@ class Shell:
     def _connect(self) -> Session:
         import arctic_sql
 
-        options: dict[str, Any] = {
-            "catalog_properties": catalog_properties(self.args),
-            "spark_conf": {"spark.ui.showConsoleProgress": "false"},
-        }
-        if self.args.catalog_name is not None:
-            options["catalog_name"] = self.args.catalog_name
+        options = {**connect_options(self.args), "spark_conf": {"spark.ui.showConsoleProgress": "false"}}
         try:
             with self._jvm_output_hidden():
-                session = arctic_sql.connect(warehouse=self.args.warehouse, **options)
+                session = arctic_sql.connect(**options)
         except Exception as e:
             raise _with_jvm_hint(e, self._jvm_log) from e
         if self.args.database is not None:

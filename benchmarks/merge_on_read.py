@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+
+from benchmarks import arrow_merge
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
@@ -114,24 +114,9 @@ def _tagged(spark, plan, rows):
 
 def pyarrow_merge(plan) -> list[tuple]:
     """One process: read base and change files with pyarrow, keep the newest change per key."""
-    def local(path: str) -> str:
-        return path.removeprefix("file://")
-
-    base = pa.concat_tables([pq.read_table(local(f.path), columns=["id", "status", "amount"])
-                             for f in plan.base_files])
-    parts = []
-    for f in plan.change_files:
-        t = pq.read_table(local(f.path), columns=["id", "status", "amount"])
-        parts.append(t.append_column("txn", pa.array([f.sequence_number] * len(t), pa.int64()))
-                     .append_column("del", pa.array([f.is_delete] * len(t), pa.bool_())))
-    change = pa.concat_tables(parts).sort_by([("id", "ascending"), ("txn", "descending")])
-    ids = change.column("id").to_numpy()
-    first = np.ones(len(ids), dtype=bool)
-    first[1:] = ids[1:] != ids[:-1]
-    newest = change.filter(pa.array(first))
-    kept = base.filter(pc.invert(pc.is_in(base.column("id"), value_set=newest.column("id"))))
-    upserts = newest.filter(pc.invert(newest.column("del"))).select(["id", "status", "amount"])
-    merged = pa.concat_tables([kept, upserts.cast(kept.schema)])
+    merged = arrow_merge.merge([f.path for f in plan.base_files],
+                               [(f.path, f.sequence_number, f.is_delete) for f in plan.change_files],
+                               "id", ["id", "status", "amount"])
     grouped = merged.group_by("status").aggregate([("id", "count"), ("amount", "sum")])
     return sorted((r["status"], r["id_count"], round(r["amount_sum"], 2)) for r in grouped.to_pylist())
 

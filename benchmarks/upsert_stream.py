@@ -387,7 +387,15 @@ def _plot(doc: dict, path: str) -> None:
     ax.set(xlabel="commit", ylabel="seconds", yscale="log",
            title=f"upsert-stream commit latency, scale {p['scale']:g} ({p['initial_rows']:,} rows)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    save_figure(fig, doc, path)
+
+
+def save_figure(fig, doc: dict, path: str) -> None:
+    """Write ``fig`` (legend on every axis) as a PNG at ``path`` and record it in ``doc``."""
+    import matplotlib.pyplot as plt
+
+    for ax in fig.axes:
+        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

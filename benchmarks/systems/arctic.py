@@ -6,10 +6,15 @@ Parquet dataset and read back by Spark with the same aggregate.
 With ``--data2`` (W2, interleaved) it loads a second table from that larger workload and runs each
 commit on both tables back to back, so both scales are measured in the same JVM under the same
 machine load; the second table's figures carry the suffix ``_large``.
+
+With ``--optimize`` (figures O1 and R2 of ``benchmarks/optimizing.py``), after R1 and the checksum it
+runs ``CALL system.optimize(table => 'bench.orders', mode => 'full')`` once (timed), then the R1
+query again (R2) and the checksum of the optimized table; the plain Parquet copy follows as usual.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -29,6 +34,7 @@ MERGE = (
     "WHEN MATCHED THEN UPDATE SET * "
     "WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *"
 )
+OPTIMIZE = f"CALL system.optimize(table => '{TABLE}', mode => 'full')"
 CHECKSUM_SQL = (
     "SELECT count(*) AS n, sum(order_id) AS sum_order_id, "
     "sum(CAST(round(amount * 100) AS BIGINT)) AS sum_amount_cents FROM {table}"
@@ -52,48 +58,95 @@ def merge(s, table: str, batch_file: str) -> float:
     return t()
 
 
+def start(result: Result, work: str, data: str, *, optimize: bool = False):
+    """A session on a fresh warehouse under ``work``, warmed up (untimed): returns it."""
+    import pyspark
+
+    import arctic_sql
+
+    result["versions"] = {"arctic_sql": arctic_sql.__version__, "pyspark": pyspark.__version__}
+    with stopwatch() as t:
+        s = arctic_sql.connect(warehouse=os.path.join(work, "warehouse"))
+        s.spark.range(10).selectExpr("sum(id)").collect()  # start the JVM and run a first job
+    result["startup_s"] = t()
+    spark = s.spark
+    # The first CREATE, parse, MERGE, read (and CALL) pay one-off JIT/class loading.
+    warm = os.path.join(work, "warm.parquet")
+    spark.read.parquet(datagen.batch_path(data, 0)).limit(100).write.parquet(warm)
+    spark.read.parquet(warm).createOrReplaceTempView("batch")
+    statements = ["CREATE DATABASE IF NOT EXISTS warm", CREATE.replace(TABLE, "warm.orders"),
+                  MERGE.replace(TABLE, "warm.orders"), MERGE.replace(TABLE, "warm.orders"),
+                  R1_SQL.format(table="warm.orders")]
+    if optimize:
+        statements.append(OPTIMIZE.replace(TABLE, "warm.orders"))
+    for statement in statements:
+        s.sql(statement).collect()
+    # warm.orders stays: it lives in this run's own warehouse, which the orchestrator removes.
+    s.sql("CREATE DATABASE IF NOT EXISTS bench")
+    return s
+
+
+def load(s, result: Result, table: str, data: str, suffix: str = "") -> None:
+    """CREATE ``table`` and load it from ``data``'s initial rows (timed: ``load_s{suffix}``)."""
+    s.sql(CREATE.replace(TABLE, table))
+    with stopwatch() as t:
+        s.spark.read.parquet(datagen.load_path(data)).createOrReplaceTempView("load")
+        s.sql(LOAD.replace(TABLE, table))
+    result["load_s" + suffix] = t()
+    print(f"[arctic-sql] load {table}: {result['load_s' + suffix]:.2f} s", flush=True)
+
+
+def optimize(s, result: Result, work: str) -> None:
+    """O1 and R2: a full optimize of the table (timed once), then R1's query again and the checksum.
+
+    First the files the optimize will read (the current version's base and change files, by tree
+    node) go to ``work/optimize_plan.json`` for L1 (``benchmarks.arrow_merge``), which merges the
+    same files in one pyarrow process after this process has exited.
+    """
+    from arctic_sql.format.tree import DataTreeNode
+    from arctic_sql.scan import plan_read
+
+    plan = plan_read(s.table(TABLE))
+    files = [*plan.base_files, *plan.change_files]
+    levels = {DataTreeNode.of_id(f.node_id).level for f in files}
+    nodes: dict[str, dict[str, list]] = {}
+    for f in files:
+        entry = nodes.setdefault(str(f.node_id), {"base": [], "change": []})
+        if f.store == "base":
+            entry["base"].append(f.path)
+        else:
+            entry["change"].append([f.path, f.sequence_number, f.is_delete])
+    doc = {"key": "order_id", "compression": s.spark.conf.get("spark.sql.parquet.compression.codec", "snappy"),
+           "same_level": len(levels) == 1, "base_files": len(plan.base_files),
+           "change_files": len(plan.change_files), "input_bytes": sum(f.file_size for f in files),
+           "nodes": nodes}
+    result["optimize_plan"] = os.path.join(work, "optimize_plan.json")
+    with open(result["optimize_plan"], "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    result["optimize_input"] = {k: doc[k] for k in ("base_files", "change_files", "input_bytes", "same_level")}
+    with stopwatch() as t:
+        rows = s.sql(OPTIMIZE).collect()
+    result["o1_s"] = t()
+    result["optimize_rows"] = [r.asDict() for r in rows]
+    print(f"[arctic-sql] O1 full optimize: {result['o1_s']:.2f} s", flush=True)
+    time_r1(result, lambda: [tuple(r) for r in s.sql(R1_SQL.format(table=TABLE)).collect()], key="r2_s")
+    result["checksum_optimized"] = checksum(s, TABLE)
+
+
 def main() -> None:
-    args = parse_args(__doc__, pairs=True)
+    args = parse_args(__doc__, pairs=True, optimize=True)
     result = Result(args.out, "arctic-sql", args.data)
-    step, statement = "connect", None
+    step, statement = "connect and warm-up", None
     try:
-        import pyspark
-
-        import arctic_sql
-
-        result["versions"] = {"arctic_sql": arctic_sql.__version__, "pyspark": pyspark.__version__}
-        with stopwatch() as t:
-            s = arctic_sql.connect(warehouse=os.path.join(args.work, "warehouse"))
-            s.spark.range(10).selectExpr("sum(id)").collect()  # start the JVM and run a first job
-        result["startup_s"] = t()
+        s = start(result, args.work, args.data, optimize=args.optimize)
         spark = s.spark
 
-        step = "warm-up"  # untimed: the first CREATE, parse, MERGE and read pay one-off JIT/class loading
-        warm = os.path.join(args.work, "warm.parquet")
-        spark.read.parquet(datagen.batch_path(args.data, 0)).limit(100).write.parquet(warm)
-        spark.read.parquet(warm).createOrReplaceTempView("batch")
-        for statement in ("CREATE DATABASE IF NOT EXISTS warm",
-                          CREATE.replace(TABLE, "warm.orders"),
-                          MERGE.replace(TABLE, "warm.orders"),
-                          MERGE.replace(TABLE, "warm.orders"),
-                          R1_SQL.format(table="warm.orders")):
-            s.sql(statement).collect()
-        # warm.orders stays: it lives in this run's own warehouse, which the orchestrator removes.
-
-        step, statement = "load", "CREATE DATABASE IF NOT EXISTS bench"
-        s.sql(statement)
+        step, statement = "load", LOAD
         tables = {"": (TABLE, args.data)}
         if args.data2:  # W2 interleaved: a second table, loaded from the larger workload
             tables["_large"] = (TABLE + "_large", args.data2)
         for suffix, (table, data) in tables.items():
-            statement = CREATE.replace(TABLE, table)
-            s.sql(statement)
-            statement = LOAD.replace(TABLE, table)
-            with stopwatch() as t:
-                spark.read.parquet(datagen.load_path(data)).createOrReplaceTempView("load")
-                s.sql(statement)
-            result["load_s" + suffix] = t()
-            print(f"[arctic-sql] load {table}: {result['load_s' + suffix]:.2f} s", flush=True)
+            load(s, result, table, data, suffix)
 
         step, statement = "commits", MERGE
 
@@ -126,6 +179,9 @@ def main() -> None:
         if args.commits_only:
             result.finish()
             return
+        if args.optimize:
+            step, statement = "optimize", OPTIMIZE
+            optimize(s, result, args.work)
 
         step, statement = "plain-parquet baseline", None
         plain = os.path.join(args.work, "plain.parquet")

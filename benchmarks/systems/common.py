@@ -27,7 +27,8 @@ R1_SQL = "SELECT status, count(*) AS n, sum(amount) AS amount FROM {table} GROUP
 R1_RUNS = 3
 
 
-def parse_args(description: str, *, pairs: bool = False) -> argparse.Namespace:
+def parse_args(description: str, *, pairs: bool = False, optimize: bool = False,
+               stream: bool = False) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", required=True, help="workload directory written by benchmarks.datagen")
     parser.add_argument("--work", required=True, help="an empty directory this system may write its table in")
@@ -39,6 +40,13 @@ def parse_args(description: str, *, pairs: bool = False) -> argparse.Namespace:
     if pairs:
         parser.add_argument("--data2", help="W2 interleaved: a second, larger workload run commit by commit "
                                             "beside --data")
+    if optimize:
+        parser.add_argument("--optimize", action="store_true",
+                            help="after R1: a full optimize (O1), the query again (R2) and the checksum")
+    if stream:
+        parser.add_argument("--every", type=int, default=1, help="time the R1 query after every k-th commit")
+        parser.add_argument("--service-interval", type=float, default=None,
+                            help="run the self-optimizing service beside the stream, polling every S seconds")
     return parser.parse_args()
 
 

@@ -151,16 +151,26 @@ def _groups(files: list[PlanFile]) -> list[list[PlanFile]]:
     return list(grouped.values())
 
 
-def _rewrite(group: list[PlanFile], upper: set[str], mode: str, settings: Settings) -> bool:
-    """Whether a key-range group of one target node is rewritten in ``mode``."""
-    if any(f.is_change or f.path in upper for f in group):
-        return True  # the new watermark hides its change data; an upper file is rewritten whole
-    kinds = [classify(f, settings) for f in group]
-    if mode == MINOR:
-        return kinds.count("fragment") >= 2
-    if mode == MAJOR:
-        return kinds.count("fragment") + kinds.count("undersized") >= 2
-    return len(group) >= 2 or kinds != ["segment"]  # full: all but a lone clean segment
+_SMALL = {MINOR: ("fragment",), MAJOR: ("fragment", "undersized")}
+
+
+def _chosen_groups(groups: list[list[PlanFile]], upper: set[str], mode: str, settings: Settings
+                   ) -> list[list[PlanFile]]:
+    """The key-range groups of one target node that ``mode`` rewrites.
+
+    A group with change data or an upper file must be rewritten (the new watermark hides its change
+    data; an upper file is rewritten whole). Minor and major also compact the node's small files
+    (fragments; for major undersized segments too) once there are two of them, even when their key
+    ranges are disjoint (increasing keys). Full rewrites all but a lone clean segment.
+    """
+    must = [g for g in groups if any(f.is_change or f.path in upper for f in g)]
+    if mode == FULL:
+        return [g for g in groups if g in must or len(g) >= 2 or classify(g[0], settings) != "segment"]
+    small = [g for g in groups if any(classify(f, settings) in _SMALL[mode] for f in g if not f.is_change)]
+    small_files = sum(1 for g in small for f in g if not f.is_change and classify(f, settings) in _SMALL[mode])
+    if small_files < 2:
+        return must
+    return [g for g in groups if g in must or g in small]
 
 
 def plan_partition(partition: str, base: list[PlanFile], change: list[PlanFile], mode: str,
@@ -187,7 +197,7 @@ def plan_partition(partition: str, base: list[PlanFile], change: list[PlanFile],
                 by_target[target].append(f)
     tasks = []
     for target in sorted(by_target, key=lambda n: n.id):
-        chosen = [f for g in _groups(by_target[target]) if _rewrite(g, upper, mode, settings) for f in g]
+        chosen = [f for g in _chosen_groups(_groups(by_target[target]), upper, mode, settings) for f in g]
         if not chosen:
             continue
         tasks.append(Task(

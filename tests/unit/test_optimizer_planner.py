@@ -178,8 +178,8 @@ MODE_FILES = [
 
 
 @pytest.mark.parametrize(("mode", "rewritten"), [
-    (MINOR, {"f1", "f2"}),  # groups with two fragments
-    (MAJOR, {"f1", "f2", "u1", "u2"}),  # groups with two fragments or undersized segments
+    (MINOR, {"f1", "f2", "f3", "s1", "f4"}),  # every group holding a fragment (the node has >= 2)
+    (MAJOR, {"f1", "f2", "u1", "u2", "f3", "s1", "u3", "f4"}),  # ... or an undersized segment
     (FULL, {"f1", "f2", "u1", "u2", "f3", "s1", "u3", "f4"}),  # everything but the lone clean segment
 ])
 def test_what_each_mode_rewrites(mode, rewritten):
@@ -201,9 +201,6 @@ def test_change_data_is_merged_in_every_mode():
             [(5, {"s"}, {"c"})]
 
 
-@pytest.mark.xfail(strict=True, reason="fragments with disjoint key ranges (monotonic keys) never share a "
-                                       "group, so minor and major leave them uncompacted while the small-file "
-                                       "triggers keep firing; only full compacts them")
 @pytest.mark.parametrize("mode", [MINOR, MAJOR])
 def test_fragments_of_one_node_are_compacted_even_with_disjoint_key_ranges(mode):
     fragments = [base(f"f{i}", 4, FRAGMENT, keys=(10 * i, 10 * i + 9)) for i in range(20)]

@@ -3,7 +3,9 @@
 Random sequences of INSERT, INSERT OVERWRITE, DELETE, UPDATE and MERGE run on tables with 1, 2, 4
 and 8 buckets, partitioned and not. After every statement the table must hold exactly the model's
 rows; at the end every retained version read with ``VERSION AS OF`` must equal the model's state
-after the commit that made it.
+after the commit that made it, and random ``VERSION BETWEEN`` ranges must return, per key changed in
+the range, the model's last change (invariant 3): applied to the state at the start, they give the
+state at the end. A range that crosses an INSERT OVERWRITE must be refused.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import random
 
 import pytest
+
+from arctic_sql.errors import VersionNotFoundError
 
 pytestmark = pytest.mark.spark
 
@@ -36,6 +40,10 @@ class Model:
     def __init__(self, partitioned: bool) -> None:
         self.partitioned = partitioned
         self.rows: dict[tuple, tuple] = {}
+        # What the last statement wrote per key: the row (upsert) or None (delete); and whether it
+        # was an INSERT OVERWRITE, which records no per-key changes.
+        self.changes: dict[tuple, tuple | None] = {}
+        self.overwrote = False
 
     def key(self, row: tuple) -> tuple:
         return (row[0], row[1]) if self.partitioned else (row[0],)
@@ -43,8 +51,14 @@ class Model:
     def upsert(self, rows: list[tuple]) -> None:
         for row in rows:
             self.rows[self.key(row)] = row
+            self.changes[self.key(row)] = row
+
+    def delete(self, key: tuple) -> None:
+        del self.rows[key]
+        self.changes[key] = None
 
     def overwrite(self, rows: list[tuple]) -> None:
+        self.overwrote = True
         if self.partitioned:
             touched = {r[1] for r in rows}
             self.rows = {k: r for k, r in self.rows.items() if r[1] not in touched}
@@ -70,6 +84,7 @@ def _random_rows(rng: random.Random, model: Model, count: int) -> list[tuple]:
 
 def _step(rng: random.Random, model: Model) -> str:
     """Pick a statement, apply it to the model, return its SQL."""
+    model.changes, model.overwrote = {}, False
     kind = rng.choices(["insert", "overwrite", "delete", "update", "merge"], weights=[5, 1, 2, 2, 3])[0]
     if kind == "insert" or not model.rows:
         rows = _random_rows(rng, model, rng.randint(1, 8))
@@ -81,13 +96,15 @@ def _step(rng: random.Random, model: Model) -> str:
         return f"INSERT OVERWRITE db.t VALUES {_values(rows)}"
     if kind == "delete":
         m, r = rng.choice([2, 3, 5]), rng.randint(0, 4)
-        model.rows = {k: row for k, row in model.rows.items() if not (row[0] % m == r % m)}
+        for k, row in list(model.rows.items()):
+            if row[0] % m == r % m:
+                model.delete(k)
         return f"DELETE FROM db.t WHERE id % {m} = {r % m}"
     if kind == "update":
         limit = rng.randint(0, 99)
         for k, row in list(model.rows.items()):
             if row[2] < limit:
-                model.rows[k] = (row[0], row[1], row[2] + 1, "u")
+                model.upsert([(row[0], row[1], row[2] + 1, "u")])
         return f"UPDATE db.t SET v = v + 1, s = 'u' WHERE v < {limit}"
     # MERGE: a CDC batch with deletes, updates of existing keys and inserts of new ones.
     batch = _random_rows(rng, model, rng.randint(1, 8))
@@ -96,12 +113,12 @@ def _step(rng: random.Random, model: Model) -> str:
         key = model.key(row)
         if key in model.rows:
             if row[4] == "D":
-                del model.rows[key]
+                model.delete(key)
             elif row[2] % 2 == 0:  # WHEN MATCHED AND s.v % 2 = 0 THEN UPDATE SET v = t.v + s.v, s = s.s
                 old = model.rows[key]
-                model.rows[key] = (old[0], old[1], old[2] + row[2], row[3])
+                model.upsert([(old[0], old[1], old[2] + row[2], row[3])])
         elif row[4] != "D":
-            model.rows[key] = row[:4]
+            model.upsert([row[:4]])
     on = "t.id = s.id AND t.p = s.p" if model.partitioned else "t.id = s.id"
     return (
         f"MERGE INTO db.t AS t USING (SELECT * FROM VALUES {_values(source)} AS src(id, p, v, s, op)) AS s "
@@ -135,13 +152,73 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
         f"'change.file-index.hash-bucket' = '{max(1, buckets // 2) if partitioned else buckets * 2}')"
     )
     model = Model(partitioned)
-    states: dict[int, list[tuple]] = {}
+    states: dict[int, list[tuple]] = {0: []}
+    log = Log()
     for _ in range(10):
         sql = _step(rng, model)
+        before = _latest_version(arctic)
         arctic.sql(sql)
         assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted(), sql
-        states[_latest_version(arctic)] = model.sorted()
+        version = _latest_version(arctic)
+        assert version > before or (not model.changes and not model.overwrote), sql  # no-op statements commit nothing
+        states[version] = model.sorted()
+        if version > before:
+            log.record(version, model)
     for version, expected in states.items():
         if version == 0:
             continue
         assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == expected, version
+    check_incremental_reads(arctic, rng, model, states, log)
+
+
+class Log:
+    """Per version, what the model says its statement changed."""
+
+    def __init__(self) -> None:
+        self.changes: dict[int, dict[tuple, tuple | None]] = {}
+        self.overwrites: set[int] = set()
+
+    def record(self, version: int, model: Model) -> None:
+        self.changes[version] = dict(model.changes)
+        if model.overwrote:
+            self.overwrites.add(version)
+
+    def between(self, start: int, end: int, model: Model) -> list[tuple]:
+        """The model's last change per key in (start, end], as incremental-read rows."""
+        last: dict[tuple, tuple] = {}
+        for version in sorted(v for v in self.changes if start < v <= end):
+            for key, row in self.changes[version].items():
+                if row is None:
+                    deleted = (key[0], key[1] if model.partitioned else None, None, None)
+                    last[key] = (*deleted, "delete", version)
+                else:
+                    last[key] = (*row, "upsert", version)
+        return sorted(last.values(), key=lambda r: (r[0], r[1] or ""))
+
+
+def _apply(state: list[tuple], changes: list[tuple], model: Model) -> list[tuple]:
+    rows = {model.key(r): r for r in state}
+    for change in changes:
+        key = model.key(change)
+        if change[4] == "delete":
+            rows.pop(key, None)
+        else:
+            rows[key] = change[:4]
+    return sorted(rows.values(), key=lambda r: (r[0], r[1]))
+
+
+def check_incremental_reads(arctic, rng: random.Random, model: Model, states: dict[int, list[tuple]],
+                            log: Log) -> None:
+    """Random ``VERSION BETWEEN`` ranges against the model's log (start exclusive, end inclusive)."""
+    versions = sorted(states)
+    ranges = {(0, versions[-1])} | {tuple(sorted(rng.sample(versions, 2))) for _ in range(4)}
+    for start, end in sorted(ranges):
+        sql = f"SELECT id, p, v, s, _change_type, _change_version FROM db.t VERSION BETWEEN {start} AND {end}"
+        crossed = [v for v in log.overwrites if start < v <= end]
+        if crossed:
+            with pytest.raises(VersionNotFoundError, match=f"crosses the OVERWRITE at version {min(crossed)}"):
+                arctic.sql(sql).collect()
+            continue
+        got = sorted((tuple(r) for r in arctic.sql(sql).collect()), key=lambda r: (r[0], r[1] or ""))
+        assert got == log.between(start, end, model), (start, end)
+        assert _apply(states[start], got, model) == states[end], (start, end)

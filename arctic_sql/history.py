@@ -169,7 +169,7 @@ def _timestamp_micros(session: Session, value: exp.Expression, where: str) -> in
     return int(micros)
 
 
-def _version_at(history: versions.History, micros: int) -> int | None:
+def version_at(history: versions.History, micros: int) -> int | None:
     """The newest version committed at or before ``micros``; None when every retained commit is later."""
     at = [c.version for c in history.commits if c.committed_at_ms * 1000 <= micros]
     return max(at) if at else None
@@ -186,7 +186,7 @@ def version_as_of(session: Session, table: ArcticTable, node: exp.Version) -> in
     value = node.args["expression"]
     if node.name.upper() == "TIMESTAMP":
         micros = _timestamp_micros(session, value, where)
-        version = _version_at(history, micros)
+        version = version_at(history, micros)
         if version is None:
             raise VersionNotFoundError(
                 f"Timestamp {_utc(micros)} is before the oldest retained commit of {table.identifier} "
@@ -216,7 +216,7 @@ def version_range(session: Session, table: ArcticTable, node: exp.Version) -> Ra
             raise InvalidArgumentError(f"{where}: the start {_utc(t1)} is after the end {_utc(t2)}")
         bounds = []
         for micros in (t1, t2):
-            version = _version_at(history, micros)
+            version = version_at(history, micros)
             if version is None and not history.complete:
                 raise VersionNotFoundError(
                     f"{where}: {_utc(micros)} is before the oldest retained commit, whose changes have "

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from arctic_sql.session import Session
 
-_MODULES: tuple[str, ...] = ("optimize",)
+_MODULES: tuple[str, ...] = ("optimize", "maintenance")
 _REQUIRED = object()
 
 

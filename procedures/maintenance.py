@@ -1,0 +1,81 @@
+"""History maintenance procedures: expiration, change-data TTL, orphan removal, rollback, purge.
+
+>>> session.sql("CALL system.expire_snapshots(table => 'db.t', retain_last => 5)")  # doctest: +SKIP
+>>> session.sql("CALL system.remove_orphan_files('db.t', dry_run => true)")  # doctest: +SKIP
+>>> session.sql("CALL system.rollback_to_version('db.t', get_latest_version('db.t', 2))")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING
+
+from arctic_sql.procedures import Parameter, procedure
+
+from arctic_sql import maintenance
+
+if TYPE_CHECKING:
+    from arctic_sql.session import Session
+
+
+def _ms(moment: datetime.datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+@procedure(
+    "expire_snapshots",
+    (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("retain_last", "long", None)),
+    maintenance.EXPIRE_OUTPUT,
+)
+def expire_snapshots(session: Session, table: str, older_than: datetime.datetime | None,
+                     retain_last: int | None) -> list[tuple]:
+    """Expire versions older than ``older_than`` (default: now - ``snapshot.keep.duration``) beyond the
+    newest ``retain_last`` (default: ``snapshot.keep.min-count``); delete files no kept version needs."""
+    result = maintenance.expire_snapshots(session.table(table), _ms(older_than), retain_last)
+    return [result.row()]
+
+
+@procedure("purge", (Parameter("table"),), maintenance.EXPIRE_OUTPUT)
+def purge(session: Session, table: str) -> list[tuple]:
+    """Drop all history before the current version (MaxCompute's purge)."""
+    return [maintenance.purge(session.table(table)).row()]
+
+
+@procedure(
+    "expire_change_data",
+    (Parameter("table"), Parameter("older_than", "timestamp", None)),
+    "removed_change_files_count long",
+)
+def expire_change_data(session: Session, table: str, older_than: datetime.datetime | None) -> list[tuple]:
+    """Drop merged change files older than ``older_than`` (default: now - ``change.data.ttl.minutes``)."""
+    return [(maintenance.expire_change_data(session.table(table), _ms(older_than)),)]
+
+
+@procedure(
+    "remove_orphan_files",
+    (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("dry_run", "boolean", False)),
+    "orphan_file_location string",
+)
+def remove_orphan_files(session: Session, table: str, older_than: datetime.datetime | None,
+                        dry_run: bool) -> list[tuple]:
+    """Delete files no retained snapshot references, older than ``older_than`` (default: now -
+    ``clean-orphan-file.min-existing-time-minutes``); ``dry_run`` only lists them."""
+    return [(p,) for p in maintenance.remove_orphan_files(session.table(table), _ms(older_than), bool(dry_run))]
+
+
+@procedure("rollback_to_version", (Parameter("table"), Parameter("version", "long")), maintenance.ROLLBACK_OUTPUT)
+def rollback_to_version(session: Session, table: str, version: int) -> list[tuple]:
+    """Make a version's rows current again, as a new commit."""
+    return [maintenance.rollback_to_version(session, session.table(table), version).row()]
+
+
+@procedure(
+    "rollback_to_timestamp",
+    (Parameter("table"), Parameter("timestamp", "timestamp")),
+    maintenance.ROLLBACK_OUTPUT,
+)
+def rollback_to_timestamp(session: Session, table: str, timestamp: datetime.datetime) -> list[tuple]:
+    """Make the rows of the newest version committed at or before ``timestamp`` current again."""
+    ms = _ms(timestamp)
+    assert ms is not None
+    return [maintenance.rollback_to_timestamp(session, session.table(table), ms).row()]

@@ -78,7 +78,7 @@ def run_system(name: str, data: str, run_dir: str, timeout: float, extra: list[s
     command = [sys.executable, "-m", f"benchmarks.systems.{name}", "--data", data, "--work", run_dir,
                "--out", out, "--deadline", str(start + COMMIT_BUDGET * timeout), *(extra or [])]
     load_before = os.getloadavg()
-    print(f"--- {SYSTEMS[name]} (timeout {timeout:.0f} s, log {os.path.relpath(log_path)})", flush=True)
+    print(f"--- {SYSTEMS.get(name, name)} (timeout {timeout:.0f} s, log {os.path.relpath(log_path)})", flush=True)
     repo = os.path.dirname(HERE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
     with open(log_path, "w", encoding="utf-8") as log:
@@ -94,7 +94,7 @@ def run_system(name: str, data: str, run_dir: str, timeout: float, extra: list[s
             timed_out = True
             _kill_group(process)
         echo.join(timeout=10)
-    result = {"system": SYSTEMS[name], "status": "no result file", "commit_s": [], "errors": []}
+    result = {"system": SYSTEMS.get(name, name), "status": "no result file", "commit_s": [], "errors": []}
     if os.path.exists(out):
         with open(out, encoding="utf-8") as f:
             result = json.load(f)

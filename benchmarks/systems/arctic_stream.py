@@ -23,6 +23,7 @@ from benchmarks.systems.common import R1_SQL, Result, parse_args, run_commits, s
 COMMITTED = ("SUCCESS", "PARTIAL")
 # The service's JVM start-up must not land in the stream's first commits: wait for its first pass.
 SERVICE_READY_TIMEOUT_S = 180
+READY_LINE = "optimizer for group"  # the service logs "optimizer for group '...' started" once Spark is up
 
 
 def start_service(warehouse: str, interval: float, log_path: str) -> subprocess.Popen:
@@ -34,18 +35,20 @@ def start_service(warehouse: str, interval: float, log_path: str) -> subprocess.
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def wait_until_ready(service: subprocess.Popen, deadline_s: float) -> float:
-    """Seconds until the service is past its start-up (Python imports, JVM): its process group's
-    CPU time stops rising (under 0.2 s in 2 s) on an idle table."""
+def wait_until_ready(service: subprocess.Popen, log_path: str, deadline_s: float) -> float:
+    """Seconds until the service is up (its "started" log line: Spark is running) and idle (its
+    process group's CPU time rises by under 0.2 s in 2 s): its start-up stays out of the stream."""
     started = time.monotonic()
     last = None
     while time.monotonic() - started < deadline_s:
         if service.poll() is not None:
-            raise RuntimeError(f"the optimizer service exited with code {service.returncode}")
+            raise RuntimeError(f"the optimizer service exited with code {service.returncode} (see {log_path})")
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            up = READY_LINE in f.read()
         cpu = _group_cpu_s(service.pid)
-        if last is not None and cpu - last < 0.2 and time.monotonic() - started > 5:
+        if up and last is not None and cpu - last < 0.2:
             return time.monotonic() - started
-        last = cpu
+        last = cpu if up else None
         time.sleep(2)
     return time.monotonic() - started
 
@@ -123,7 +126,7 @@ def main() -> None:
             step = "service"
             log_path = os.path.join(args.work, "optimizer-service.log")
             service = start_service(os.path.join(args.work, "warehouse"), args.service_interval, log_path)
-            ready = wait_until_ready(service, SERVICE_READY_TIMEOUT_S)
+            ready = wait_until_ready(service, log_path, SERVICE_READY_TIMEOUT_S)
             result["service"] = {"interval_s": args.service_interval, "log": log_path, "ready_after_s": ready}
             print(f"[arctic-sql] optimizer service up after {ready:.0f} s", flush=True)
 

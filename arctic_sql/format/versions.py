@@ -118,8 +118,9 @@ def merged_point(snapshot: Snapshot) -> int:
 
 
 def _is_complete(chain: list[Snapshot]) -> bool:
-    # Expiration removes the oldest snapshots; the survivor's parent id then names a missing one.
-    return not chain or chain[0].parent_snapshot_id is None
+    # Expiration removes the oldest snapshots (and pyiceberg clears the survivor's parent id), so a
+    # store still has its whole history exactly when its oldest snapshot is its first: sequence 1.
+    return not chain or chain[0].sequence_number <= 1
 
 
 def history(base: Table, change: Table | None) -> History:

@@ -39,18 +39,10 @@ def align(df: DataFrame, schema: Schema, *, all_nullable: bool = False) -> DataF
     )
 
 
-def write_files(df: DataFrame, table: ArcticTable, *, store: str, location: str | None = None) -> list[str]:
-    """Write ``df`` into ``store`` (``base`` or ``change``) of ``table``; return the new file locations.
-
-    ``location`` is a new folder under the store's ``data/`` (default: a fresh one per write).
-    """
-    from pyspark.sql import functions as F
-
-    target_store = table.base if store == "base" else table.change
-    assert target_store is not None
-    location = location or layout.new_write_location(target_store.location())
-    schema = table.schema
-    partition_cols = helper_columns(table.spec, schema)
+def laid_out(df: DataFrame, table: ArcticTable, store: str) -> tuple[DataFrame, list[str]]:
+    """``df`` with the columns that become directories (partition values, tree node, kind of change)
+    for ``store``, and their names in directory order."""
+    partition_cols = helper_columns(table.spec, table.schema)
     directories = [helper_name(i) for i in range(len(partition_cols))]
     out = df.select("*", *partition_cols)
     keys = table.primary_key
@@ -62,10 +54,35 @@ def write_files(df: DataFrame, table: ArcticTable, *, store: str, location: str 
         directories.append(layout.OP_COLUMN)
     else:
         out = out.drop(layout.OP_COLUMN) if layout.OP_COLUMN in out.columns else out
+    return out, directories
+
+
+def write_files(df: DataFrame, table: ArcticTable, *, store: str, location: str | None = None) -> list[str]:
+    """Write ``df`` into ``store`` (``base`` or ``change``) of ``table``; return the new file locations.
+
+    ``location`` is a new folder under the store's ``data/`` (default: a fresh one per write).
+    """
+    out, directories = laid_out(df, table, store)
+    return write_laid_out(out, table, directories, store=store, location=location)
+
+
+def write_laid_out(out: DataFrame, table: ArcticTable, directories: list[str], *, store: str,
+                   location: str | None = None, clustered: bool = False) -> list[str]:
+    """Write rows that carry their directory columns (see :func:`laid_out`).
+
+    ``clustered``: each Spark partition already holds whole directories (the optimizer shuffles by
+    them once for its merge), so no second shuffle is needed for one file per directory.
+    """
+    from pyspark.sql import functions as F
+
+    target_store = table.base if store == "base" else table.change
+    assert target_store is not None
+    location = location or layout.new_write_location(target_store.location())
+    keys = table.primary_key
     target_size = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
     # Gather each directory's rows into one task, so it gets one file (or a few, at the size cap);
     # a single-partition input (VALUES, one small batch file) already is one task.
-    if directories and out._jdf.rdd().getNumPartitions() > 1:
+    if not clustered and directories and out._jdf.rdd().getNumPartitions() > 1:
         out = out.repartition(*[F.col(d) for d in directories])
     order = [*directories, *[F.col(f"`{k}`") for k in keys]]
     if order:

@@ -20,6 +20,7 @@ from sqlglot import exp
 from arctic_sql import commit, storage
 from arctic_sql.errors import ArcticError, InvalidArgumentError
 from arctic_sql.format import versions
+from arctic_sql.format.partitioning import partition_path
 from arctic_sql.optimizer import committer, evaluator, executor, planner, state
 from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
 from arctic_sql.scan import live_files
@@ -182,7 +183,7 @@ def decide(table: ArcticTable, snap: Snapshot, mode: str, settings: Settings,
 def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO, where: str | None = None,
              dry_run: bool = False, trigger: str = "manual", budget_bytes: int | None = None,
              now_ms: int | None = None) -> list[PartitionResult]:
-    """Optimize ``table`` once; return one result per partition planned."""
+    """Optimize ``table`` once; return one result per partition planned (``budget_bytes``: input cap)."""
     mode = (mode or AUTO).lower()
     if mode not in MODES:
         raise InvalidArgumentError(f"Unknown optimizing mode '{mode}'; use one of {', '.join(MODES)}")
@@ -213,12 +214,14 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
     try:
         state.transition(table, record, state.EXECUTING)
         beat.start()
-        results = executor.run_tasks(spark, table, tasks, record.output_prefix, retries)
-        record.task_time_ms = sum(r.duration_ms for r in results)
-        record.retries = sum(r.attempts - 1 for r in results)
+        execution = executor.run_tasks(spark, table, tasks, record.output_prefix, retries)
+        # Task time, as quota scheduling counts it: the run's time on the cores its tasks could use.
+        record.task_time_ms = execution.duration_ms * min(len(tasks), spark.sparkContext.defaultParallelism)
+        record.retries = execution.attempts - 1
         outputs: dict[str, list] = defaultdict(list)
-        for r in results:
-            outputs[r.task.partition].extend(commit.data_files(table.base, r.paths))
+        spec, schema = table.spec, table.schema
+        for data_file in commit.data_files(table.base, execution.paths):
+            outputs[partition_path(spec, schema, data_file.partition)].append(data_file)
         with beat.paused():
             state.transition(table, record, state.COMMITTING)
         outcome = committer.commit_plan(table, plan.partitions, outputs, record.process_id, record.mode)

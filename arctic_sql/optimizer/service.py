@@ -1,0 +1,268 @@
+"""The background optimizer: ``arctic-sql optimizer --warehouse DIR [--group NAME] [--interval S]``.
+
+A long-running process that keeps the tables of one optimizer group optimized (DESIGN "The service"):
+every ``--interval`` seconds it lists the catalog's tables, skips those whose snapshots did not move
+since they were last found idle, evaluates the triggers of the rest (metadata only), and optimizes the
+pending ones one at a time in the order of the scheduling policy:
+
+- ``quota`` (default, as Amoro): a table may use up to ``self-optimizing.quota`` of the group's cores
+  (``ceil(quota x cores)``, or a thread count when the quota is above 1); the table furthest below its
+  quota goes first, occupation = task time in the last hour / 1 hour / quota threads.
+- ``balanced``: the table optimized longest ago goes first.
+
+One table's failure is logged, recorded in its ``db.t.optimizing`` and does not stop the others; a
+failed table is tried again on a later round. A crash at any point leaves only unreferenced files.
+Where ``table-expire.enabled`` (and ``clean-orphan-file.enabled``) are set, the service also runs
+snapshot expiration (hourly) and orphan cleaning (daily) when maintenance is available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from arctic_sql.catalog import TableIdentifier
+from arctic_sql.optimizer import process, state
+from arctic_sql.optimizer.inputs import Settings
+
+if TYPE_CHECKING:
+    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.session import Session
+
+log = logging.getLogger("arctic_sql.optimizer")
+
+HOUR_MS = 3_600_000
+REFRESH_MS = 60_000  # re-evaluate an unchanged table this often (interval triggers are time-based)
+MAINTENANCE_INTERVALS_MS = {"expire": HOUR_MS, "orphans": 24 * HOUR_MS}  # Amoro's process-factories defaults
+
+
+@dataclass
+class TableState:
+    """What the service remembers of a table between rounds."""
+
+    snapshots: tuple[int | None, int | None] = (None, None)
+    evaluated_ms: int = 0
+    idle: bool = False
+    maintained_ms: dict[str, int] = field(default_factory=dict)
+
+
+def quota_threads(quota: float, cores: int) -> int:
+    """Amoro: a quota above 1 is a thread count; at most 1 is a share of the group's threads."""
+    return int(quota) if quota > 1 else max(1, math.ceil(quota * cores))
+
+
+def occupation(records: list[state.ProcessRecord], threads: int, now_ms: int) -> float:
+    """Task time spent in the last hour / one hour / the table's quota threads (Amoro's quota occupation).
+
+    A process's task time is spread evenly over its run; only the part inside the last hour counts.
+    """
+    spent = 0.0
+    since = now_ms - HOUR_MS
+    for r in records:
+        end = r.ended_at_ms or r.heartbeat_ms
+        if end <= since or not r.task_time_ms:
+            continue
+        span = max(1, end - r.started_at_ms)
+        spent += r.task_time_ms * (end - max(r.started_at_ms, since)) / span
+    return spent / HOUR_MS / threads
+
+
+def last_optimized_ms(records: list[state.ProcessRecord]) -> int:
+    ended = [r.ended_at_ms for r in records if r.status in (state.SUCCESS, state.PARTIAL) and r.ended_at_ms]
+    return max(ended, default=0)
+
+
+class Service:
+    def __init__(self, session: Session, group: str = "default", policy: str = "quota",
+                 cores: int | None = None) -> None:
+        self.session = session
+        self.group = group
+        self.policy = policy
+        self.cores = cores or session.spark.sparkContext.defaultParallelism
+        self.tables: dict[str, TableState] = {}
+        self.stopping = threading.Event()
+
+    # one round -----------------------------------------------------------------------------------
+    def run_once(self) -> int:
+        """One round over the group's tables; returns how many tables were optimized."""
+        pending = []
+        for table in self._group_tables():
+            try:
+                if self._pending(table):
+                    pending.append(table)
+            except Exception as e:  # noqa: BLE001 - one table's trouble must not stop the others
+                log.error("%s: evaluation failed: %s", table.identifier, _one_line(e))
+        optimized = 0
+        for table in self._schedule(pending):
+            if self.stopping.is_set():
+                break
+            optimized += self._optimize(table)
+        for table in self._group_tables():
+            self._maintain(table)
+        return optimized
+
+    def _group_tables(self) -> list[ArcticTable]:
+        catalog = self.session.catalog
+        tables = []
+        for database in catalog.list_databases():
+            for name in catalog.list_tables(database):
+                try:
+                    table = catalog.load_table(TableIdentifier(database, name))
+                except Exception as e:  # noqa: BLE001 - dropped while we listed, or unreadable
+                    log.warning("%s.%s: cannot load: %s", database, name, _one_line(e))
+                    continue
+                if not table.prop("self-optimizing.enabled"):
+                    continue
+                if table.prop("self-optimizing.group") != self.group:
+                    continue
+                tables.append(table)
+        return tables
+
+    def _pending(self, table: ArcticTable) -> bool:
+        """Whether any partition of ``table`` has optimizing due; cheap when nothing moved."""
+        key = str(table.identifier)
+        remembered = self.tables.setdefault(key, TableState())
+        snapshots = (_snapshot_id(table.base), _snapshot_id(table.change) if table.change is not None else None)
+        now = state.now_ms()
+        if remembered.idle and snapshots == remembered.snapshots and now - remembered.evaluated_ms < REFRESH_MS:
+            return False  # nothing committed since we found it idle
+        snap = process.gather(table)
+        inputs = process.decide(table, snap, process.AUTO, Settings.of(table), now)
+        remembered.snapshots, remembered.evaluated_ms, remembered.idle = snapshots, now, not inputs
+        for p in inputs:
+            log.info("%s: partition %s needs %s optimizing: %s", key, p.partition or "(table)", p.mode, p.reason)
+        return bool(inputs)
+
+    def _schedule(self, tables: list[ArcticTable]) -> list[ArcticTable]:
+        now = state.now_ms()
+        records = {str(t.identifier): state.processes(t) for t in tables}
+        if self.policy == "balanced":
+            order = sorted(tables, key=lambda t: (last_optimized_ms(records[str(t.identifier)]), str(t.identifier)))
+        else:
+            def occupied(t: ArcticTable) -> float:
+                threads = quota_threads(float(t.prop("self-optimizing.quota")), self.cores)  # type: ignore[arg-type]
+                return occupation(records[str(t.identifier)], threads, now)
+
+            order = sorted(tables, key=lambda t: (occupied(t), str(t.identifier)))
+        if len(order) > 1:
+            log.info("schedule (%s): %s", self.policy, ", ".join(str(t.identifier) for t in order))
+        return order
+
+    def _optimize(self, table: ArcticTable) -> int:
+        budget = int(table.prop("self-optimizing.max-input-bytes")) * self.cores  # type: ignore[call-overload]
+        try:
+            results = process.optimize(self.session.spark, table, process.AUTO, trigger="service",
+                                       budget_bytes=budget)
+        except Exception as e:  # noqa: BLE001 - recorded in db.t.optimizing; retried next round
+            log.error("%s: optimizing failed: %s", table.identifier, _one_line(e))
+            return 0
+        finally:
+            self.tables.pop(str(table.identifier), None)  # re-evaluate next round
+        for r in results:
+            log.info("%s: partition %s %s: %d files (%d bytes) -> %s files, %s in %d ms", table.identifier,
+                     r.partition or "(table)", r.mode, r.input_files_count, r.input_bytes, r.output_files_count,
+                     "committed" if r.committed else "dropped", r.duration_ms)
+        return int(any(r.committed for r in results))
+
+    def _maintain(self, table: ArcticTable) -> None:
+        """Expiration and orphan cleaning on schedule, where the table enables them."""
+        try:
+            from arctic_sql import maintenance
+        except ImportError:
+            return
+        remembered = self.tables.setdefault(str(table.identifier), TableState())
+        now = state.now_ms()
+        jobs = (("expire", "table-expire.enabled", "expire_snapshots"),
+                ("orphans", "clean-orphan-file.enabled", "remove_orphan_files"))
+        for name, enabled, function in jobs:
+            if not table.prop(enabled) or not hasattr(maintenance, function):
+                continue
+            if now - remembered.maintained_ms.get(name, 0) < MAINTENANCE_INTERVALS_MS[name]:
+                continue
+            remembered.maintained_ms[name] = now
+            try:
+                result = getattr(maintenance, function)(self.session, table)
+                log.info("%s: %s: %s", table.identifier, function, result)
+            except Exception as e:  # noqa: BLE001 - logged; tried again next interval
+                log.error("%s: %s failed: %s", table.identifier, function, _one_line(e))
+
+    # the loop ------------------------------------------------------------------------------------
+    def run(self, interval_s: float) -> None:
+        log.info("optimizer for group '%s' started: policy %s, %d cores, every %.1f s", self.group, self.policy,
+                 self.cores, interval_s)
+        while not self.stopping.is_set():
+            try:
+                self.run_once()
+            except Exception as e:  # noqa: BLE001 - a catalog hiccup; the next round tries again
+                log.error("round failed: %s", _one_line(e))
+            self.stopping.wait(interval_s)
+        log.info("optimizer stopped")
+
+
+def _snapshot_id(store) -> int | None:
+    snap = store.current_snapshot()
+    return snap.snapshot_id if snap else None
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    from arctic_sql.cli import add_catalog_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="arctic-sql optimizer",
+        description="Keep the tables of an optimizer group optimized, in the background.",
+    )
+    add_catalog_arguments(parser)
+    parser.add_argument("--group", default="default", help="optimizer group to serve (self-optimizing.group)")
+    parser.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between rounds")
+    parser.add_argument("--policy", choices=("quota", "balanced"), default="quota", help="scheduling policy")
+    parser.add_argument("--cores", type=int, default=None, help="cores of the group (default: Spark's)")
+    parser.add_argument("--once", action="store_true", help="run one round and exit")
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import arctic_sql
+    from arctic_sql.cli import connect_options
+
+    args = build_arg_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("py4j", "pyiceberg", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    if args.interval <= 0:
+        log.error("--interval must be positive, got %s", args.interval)
+        return 2
+    session = arctic_sql.connect(**connect_options(args), spark_conf={"spark.ui.showConsoleProgress": "false"})
+    service = Service(session, args.group, args.policy, args.cores)
+
+    def stop(signum: int, frame: object) -> None:
+        log.info("signal %d: stopping after the current step", signum)
+        service.stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        if args.once:
+            service.run_once()
+        else:
+            service.run(args.interval)
+    finally:
+        session.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -188,7 +188,7 @@ class Service:
                 continue
             remembered.maintained_ms[name] = now
             try:
-                result = getattr(maintenance, function)(self.session, table)
+                result = getattr(maintenance, function)(table)  # defaults from the table properties
                 log.info("%s: %s: %s", table.identifier, function, result)
             except Exception as e:  # noqa: BLE001 - logged; tried again next interval
                 log.error("%s: %s failed: %s", table.identifier, function, _one_line(e))

@@ -383,15 +383,6 @@ def remove_orphan_files(table: ArcticTable, older_than_ms: int | None = None, dr
     return orphans
 
 
-# the background optimizer's share ---------------------------------------------------------------
-def scheduled_maintenance(table: ArcticTable) -> tuple[ExpireResult | None, list[str]]:
-    """What the optimizer service runs on its schedule: expiration where ``table-expire.enabled``
-    (with the change-data TTL), orphan cleaning where ``clean-orphan-file.enabled``."""
-    expired = expire_snapshots(table) if table.prop("table-expire.enabled") else None
-    orphans = remove_orphan_files(table) if table.prop("clean-orphan-file.enabled") else []
-    return expired, orphans
-
-
 # rollback ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RollbackResult:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks import datagen
@@ -19,6 +20,20 @@ from benchmarks.systems.common import (
     stopwatch,
     time_r1,
 )
+
+
+def merge(path: str, batch: pa.Table) -> None:
+    """One commit: the batch (the table's columns and ``op``) as one copy-on-write ``DeltaTable.merge``."""
+    from deltalake import DeltaTable
+
+    (
+        DeltaTable(path)
+        .merge(source=batch, predicate="t.order_id = s.order_id", source_alias="s", target_alias="t")
+        .when_matched_delete(predicate="s.op = 'D'")
+        .when_matched_update_all(except_cols=["op"])
+        .when_not_matched_insert_all(predicate="s.op <> 'D'", except_cols=["op"])
+        .execute()
+    )
 
 
 def main() -> None:
@@ -45,14 +60,7 @@ def main() -> None:
         def commit(index: int, batch_file: str) -> float:
             batch = pq.read_table(batch_file)
             with stopwatch() as t:
-                (
-                    DeltaTable(path)
-                    .merge(source=batch, predicate="t.order_id = s.order_id", source_alias="s", target_alias="t")
-                    .when_matched_delete(predicate="s.op = 'D'")
-                    .when_matched_update_all(except_cols=["op"])
-                    .when_not_matched_insert_all(predicate="s.op <> 'D'", except_cols=["op"])
-                    .execute()
-                )
+                merge(path, batch)
             return t()
 
         result["commit_notes"] = "one DeltaTable.merge(...).execute() per commit (copy-on-write)."

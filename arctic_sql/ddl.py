@@ -31,13 +31,18 @@ ARCTIC_PROVIDERS = {"arctic", "mixed_iceberg", "iceberg"}
 def create(session: Session, expression: exp.Create, text: str) -> DataFrame | None:
     kind = (expression.kind or "").upper()
     if kind in ("DATABASE", "SCHEMA"):
-        name = expression.this.name
+        name = _namespace_name(expression.this)
         session.catalog.create_database(name, if_not_exists=bool(expression.args.get("exists")))
         session.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{name}`")
         return session.ok()
     if kind != "TABLE" or not _is_arctic_create(expression):
         return None
     return create_table(session, expression)
+
+
+def _namespace_name(node: exp.Expression) -> str:
+    # sqlglot reads the name in CREATE/DROP SCHEMA (not DATABASE) as a table's db part: Table(db=x).
+    return node.name or node.text("db")
 
 
 def _properties(expression: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
@@ -48,8 +53,11 @@ def _properties(expression: exp.Expression, kind: type[exp.Expression]) -> list[
 def _is_arctic_create(expression: exp.Create) -> bool:
     if expression.args.get("temporary") or any(True for _ in _properties(expression, exp.TemporaryProperty)):
         return False
-    formats = _properties(expression, exp.FileFormatProperty)
-    return not formats or formats[0].name.lower() in ARCTIC_PROVIDERS
+    formats = [f.name for f in _properties(expression, exp.FileFormatProperty)]
+    # In ``PRIMARY KEY (id) USING arctic`` sqlglot reads the USING as the key's index parameters.
+    formats += [k.args["include"].args["using"].name for k in _properties(expression, exp.PrimaryKey)
+                if k.args.get("include") is not None and k.args["include"].args.get("using") is not None]
+    return not formats or formats[0].lower() in ARCTIC_PROVIDERS
 
 
 def _literal_value(node: exp.Expression) -> str:
@@ -114,10 +122,13 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
     primary_key = [k.name for k in keys_nodes[0].expressions] if keys_nodes else []
     primary_key += [c.name for c in column_defs if any(
         isinstance(cc.kind, exp.PrimaryKeyColumnConstraint) for cc in c.constraints)]
+    # Amoro's form for CTAS, where there is no column list: CREATE TABLE t PRIMARY KEY (id) USING arctic AS ...
+    primary_key += [k.name for p in _properties(expression, exp.PrimaryKey) for k in p.expressions]
     query_node = expression.expression
     user_props = props.validate(_table_properties(expression), creating=True)
     exists = bool(expression.args.get("exists"))
-    if session.catalog.table_exists(identifier):
+    replace = bool(expression.args.get("replace"))
+    if session.catalog.table_exists(identifier) and not replace:
         if exists:
             return session.ok()
         raise TableAlreadyExistsError(f"Table {identifier} already exists")
@@ -161,6 +172,10 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
                     "so that a key never moves between partitions"
                 )
     location = [p for p in _properties(expression, exp.LocationProperty)]
+    if replace and session.catalog.table_exists(identifier):
+        # CREATE OR REPLACE (what dbt-spark sends for iceberg models): the query is planned and
+        # checked above, before the old table goes. Not atomic: a reader in between finds no table.
+        session.catalog.drop_table(identifier, purge=True)
     table = session.catalog.create_table(
         identifier, schema, spec, user_props, location=location[0].name if location else None
     )
@@ -191,7 +206,7 @@ def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
     if len(targets) != 1:
         raise InvalidArgumentError("DROP takes one name at a time")
     if kind in ("DATABASE", "SCHEMA"):
-        name = targets[0].name
+        name = _namespace_name(targets[0])
         if not session.catalog.database_exists(name) and not session.spark.catalog.databaseExists(name):
             if expression.args.get("exists"):
                 return session.ok()
@@ -289,8 +304,49 @@ def show_tables(session: Session, expression: statements.ShowTables, text: str) 
     if like is not None:
         pattern = like.name.lower()  # Spark: * is any text, | separates alternatives
         rows = [r for r in rows if any(fnmatch.fnmatch(r[1].lower(), p.strip()) for p in pattern.split("|"))]
-    return session.result(sorted(rows, key=lambda r: (r[2], r[1])),
-                          "namespace string, tableName string, isTemporary boolean")
+    rows.sort(key=lambda r: (r[2], r[1]))
+    if expression.args.get("extended"):
+        return _show_tables_extended(session, database, rows, names)
+    return session.result(rows, "namespace string, tableName string, isTemporary boolean")
+
+
+def _show_tables_extended(session: Session, database: str, rows: list[tuple], arctic_names: set[str]) -> DataFrame:
+    """SHOW TABLE EXTENDED: Spark's ``information`` text for arctic tables, Spark's own for the rest.
+
+    Tools parse this text (dbt-spark reads ``Type:`` and ``Provider:`` from it for its relation cache).
+    """
+    spark_info: dict[tuple[str, bool], str] = {}
+    if any(r[1] not in arctic_names for r in rows):
+        namespace = f" IN `{database}`" if session.spark.catalog.databaseExists(database) else ""
+        for row in session.spark.sql(f"SHOW TABLE EXTENDED{namespace} LIKE '*'").collect():
+            spark_info[(row[1], bool(row[2]))] = row[3]
+    result = []
+    for namespace, name, temporary in rows:
+        if name in arctic_names and not temporary:
+            information = _arctic_information(session, TableIdentifier(database, name))
+        else:
+            information = spark_info.get((name, temporary), "")
+        result.append((namespace, name, temporary, information))
+    return session.result(result, "namespace string, tableName string, isTemporary boolean, information string")
+
+
+def _arctic_information(session: Session, identifier: TableIdentifier) -> str:
+    table = session.catalog.load_table(identifier)
+    schema = table.schema
+    lines = [
+        "Catalog: spark_catalog", f"Database: {identifier.database}", f"Table: {identifier.name}",
+        "Type: MANAGED", "Provider: arctic", f"Location: {table.base.location().removesuffix('/base')}",
+        f"Primary Key: {', '.join(table.primary_key) or '(none: append-only)'}",
+    ]
+    if table.spec.fields:
+        lines.append("Partition Columns: [" + ", ".join(
+            f"`{schema.find_column_name(f.source_id)}`" for f in table.spec.fields) + "]")
+    shown = table.user_properties()
+    lines.append("Table Properties: [" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]")
+    lines.append("Schema: root")
+    lines += [f" |-- {f.name}: {type_string(f.field_type)} (nullable = {str(not f.required).lower()})"
+              for f in schema.fields]
+    return "\n".join(lines) + "\n"
 
 
 def show_databases(session: Session, expression: statements.ShowDatabases, text: str) -> DataFrame:

@@ -24,7 +24,8 @@ from .statements import (
 
 def _show_tables_sql(self: ArcticGenerator, expression: ShowTables) -> str:
     namespace = ".".join(self.sql(expression, key) for key in ("catalog", "this") if expression.args.get(key))
-    return f"SHOW TABLES{f' IN {namespace}' if namespace else ''}{_like_sql(self, expression)}"
+    keyword = "TABLE EXTENDED" if expression.args.get("extended") else "TABLES"
+    return f"SHOW {keyword}{f' IN {namespace}' if namespace else ''}{_like_sql(self, expression)}"
 
 
 def _show_databases_sql(self: ArcticGenerator, expression: ShowDatabases) -> str:

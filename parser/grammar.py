@@ -58,6 +58,7 @@ class ArcticParser(SparkParser):
     SHOW_PARSERS: t.ClassVar = {
         **SparkParser.SHOW_PARSERS,
         "TABLES": lambda self: self._parse_show_tables(),
+        "TABLE EXTENDED": lambda self: self._parse_show_tables(extended=True),
         "DATABASES": lambda self: self._parse_show_databases(),
         "SCHEMAS": lambda self: self._parse_show_databases(),
         "NAMESPACES": lambda self: self._parse_show_databases(),
@@ -117,16 +118,17 @@ class ArcticParser(SparkParser):
 
     # SHOW --------------------------------------------------------------------------------------
 
-    def _parse_show_tables(self) -> ShowTables | exp.Command:
-        start = self._tokens[self._index - 2]  # the SHOW token
+    def _parse_show_tables(self, extended: bool = False) -> ShowTables | exp.Command:
+        start = self._tokens[self._index - (3 if extended else 2)]  # the SHOW token
         parts = self._parse_show_namespace()
         like = self._parse_show_pattern()
-        if len(parts) > 2:
-            # A nested namespace: not one of ours, so Spark gets the text unchanged.
+        if len(parts) > 2 or (extended and self._index < len(self._tokens)):
+            # A nested namespace, or SHOW TABLE EXTENDED ... PARTITION (...): not one of ours, so
+            # Spark gets the text unchanged.
             return self._parse_as_command(start)
         database = parts[-1] if parts else None
         catalog = parts[0] if len(parts) == 2 else None
-        return self.expression(ShowTables(this=database, catalog=catalog, like=like))
+        return self.expression(ShowTables(this=database, catalog=catalog, like=like, extended=extended or None))
 
     def _parse_show_databases(self) -> ShowDatabases | exp.Command:
         start = self._tokens[self._index - 2]

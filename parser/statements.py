@@ -14,14 +14,15 @@ from sqlglot import exp
 
 
 class ShowTables(exp.Expression):
-    """``SHOW TABLES [IN|FROM [catalog.]db] [[LIKE] 'pattern']``.
+    """``SHOW TABLES [IN|FROM [catalog.]db] [[LIKE] 'pattern']``, or ``SHOW TABLE EXTENDED ...``.
 
     ``this``: the database as an ``exp.Identifier``, or None for the current one.
     ``catalog``: the catalog as an ``exp.Identifier`` when the name had two parts, else None.
     ``like``: the pattern as a string ``exp.Literal``, or None.
+    ``extended``: True for ``SHOW TABLE EXTENDED`` (one more column, ``information``).
     """
 
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": False, "catalog": False, "like": False}
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": False, "catalog": False, "like": False, "extended": False}
 
 
 class ShowDatabases(exp.Expression):

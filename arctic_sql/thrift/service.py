@@ -66,6 +66,19 @@ def _rpc(response: type, **defaults: Any) -> Callable[[Callable[..., Any]], Call
     return wrap
 
 
+def _metadata_call(name: str, kind: int, columns: list, rows_of: Callable[[Session, Any], list]) -> Callable:
+    """A metadata call: its rows (``rows_of(arctic session, request)``) as a finished operation."""
+    response = getattr(tt, f"T{name}Resp")
+
+    def call(self: ArcticThriftService, req: Any) -> Any:
+        session = self._session(req.sessionHandle)
+        op = self._register(Operation(session, kind, columns, rows_of(session.arctic, req)))
+        return response(status=SUCCESS, operationHandle=op.handle)
+
+    call.__name__ = call.__qualname__ = name
+    return _rpc(response)(call)
+
+
 def _is_user_error(error: BaseException) -> bool:
     from arctic_sql.errors import ArcticError
 
@@ -251,65 +264,34 @@ class ArcticThriftService:
         )
 
     # metadata --------------------------------------------------------------------------------
-    def _metadata(self, req: Any, kind: int, columns: list, rows_of: Callable[[Session], list]) -> Any:
-        session = self._session(req.sessionHandle)
-        op = self._register(Operation(session, kind, columns, rows_of(session.arctic)))
-        return op.handle
-
-    @_rpc(tt.TGetCatalogsResp)
-    def GetCatalogs(self, req: tt.TGetCatalogsReq) -> tt.TGetCatalogsResp:
-        # Like Spark's Thrift server: one unnamed catalog, so no rows.
-        handle = self._metadata(req, tt.TOperationType.GET_CATALOGS, metadata.CATALOG_COLUMNS, lambda s: [])
-        return tt.TGetCatalogsResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetSchemasResp)
-    def GetSchemas(self, req: tt.TGetSchemasReq) -> tt.TGetSchemasResp:
-        handle = self._metadata(req, tt.TOperationType.GET_SCHEMAS, metadata.SCHEMA_COLUMNS,
-                                lambda s: metadata.schemas(s, req.schemaName))
-        return tt.TGetSchemasResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetTablesResp)
-    def GetTables(self, req: tt.TGetTablesReq) -> tt.TGetTablesResp:
-        handle = self._metadata(req, tt.TOperationType.GET_TABLES, metadata.TABLE_COLUMNS,
-                                lambda s: metadata.tables(s, req.schemaName, req.tableName, req.tableTypes))
-        return tt.TGetTablesResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetTableTypesResp)
-    def GetTableTypes(self, req: tt.TGetTableTypesReq) -> tt.TGetTableTypesResp:
-        handle = self._metadata(req, tt.TOperationType.GET_TABLE_TYPES, metadata.TABLE_TYPE_COLUMNS,
-                                lambda s: metadata.table_types())
-        return tt.TGetTableTypesResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetColumnsResp)
-    def GetColumns(self, req: tt.TGetColumnsReq) -> tt.TGetColumnsResp:
-        handle = self._metadata(req, tt.TOperationType.GET_COLUMNS, metadata.COLUMN_COLUMNS,
-                                lambda s: metadata.columns(s, req.schemaName, req.tableName, req.columnName))
-        return tt.TGetColumnsResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetTypeInfoResp)
-    def GetTypeInfo(self, req: tt.TGetTypeInfoReq) -> tt.TGetTypeInfoResp:
-        handle = self._metadata(req, tt.TOperationType.GET_TYPE_INFO, metadata.TYPE_INFO_COLUMNS,
-                                lambda s: metadata.type_info())
-        return tt.TGetTypeInfoResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetFunctionsResp)
-    def GetFunctions(self, req: tt.TGetFunctionsReq) -> tt.TGetFunctionsResp:
-        handle = self._metadata(req, tt.TOperationType.GET_FUNCTIONS, metadata.FUNCTION_COLUMNS,
-                                lambda s: metadata.functions(s, req.schemaName, req.functionName))
-        return tt.TGetFunctionsResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetPrimaryKeysResp)
-    def GetPrimaryKeys(self, req: tt.TGetPrimaryKeysReq) -> tt.TGetPrimaryKeysResp:
-        handle = self._metadata(req, tt.TOperationType.GET_FUNCTIONS, metadata.PRIMARY_KEY_COLUMNS,
-                                lambda s: metadata.primary_keys(s, req.schemaName, req.tableName))
-        return tt.TGetPrimaryKeysResp(status=SUCCESS, operationHandle=handle)
-
-    @_rpc(tt.TGetCrossReferenceResp)
-    def GetCrossReference(self, req: tt.TGetCrossReferenceReq) -> tt.TGetCrossReferenceResp:
-        # arctic tables declare no foreign keys
-        handle = self._metadata(req, tt.TOperationType.GET_FUNCTIONS, metadata.CROSS_REFERENCE_COLUMNS,
-                                lambda s: [])
-        return tt.TGetCrossReferenceResp(status=SUCCESS, operationHandle=handle)
+    # One result set each, computed when the call arrives (see metadata.py).
+    GetCatalogs = _metadata_call(  # like Spark's Thrift server: one unnamed catalog, so no rows
+        "GetCatalogs", tt.TOperationType.GET_CATALOGS, metadata.CATALOG_COLUMNS, lambda s, r: [])
+    GetSchemas = _metadata_call(
+        "GetSchemas", tt.TOperationType.GET_SCHEMAS, metadata.SCHEMA_COLUMNS,
+        lambda s, r: metadata.schemas(s, r.schemaName))
+    GetTables = _metadata_call(
+        "GetTables", tt.TOperationType.GET_TABLES, metadata.TABLE_COLUMNS,
+        lambda s, r: metadata.tables(s, r.schemaName, r.tableName, r.tableTypes))
+    GetTableTypes = _metadata_call(
+        "GetTableTypes", tt.TOperationType.GET_TABLE_TYPES, metadata.TABLE_TYPE_COLUMNS,
+        lambda s, r: metadata.table_types())
+    GetColumns = _metadata_call(
+        "GetColumns", tt.TOperationType.GET_COLUMNS, metadata.COLUMN_COLUMNS,
+        lambda s, r: metadata.columns(s, r.schemaName, r.tableName, r.columnName))
+    GetTypeInfo = _metadata_call(
+        "GetTypeInfo", tt.TOperationType.GET_TYPE_INFO, metadata.TYPE_INFO_COLUMNS,
+        lambda s, r: metadata.type_info())
+    GetFunctions = _metadata_call(
+        "GetFunctions", tt.TOperationType.GET_FUNCTIONS, metadata.FUNCTION_COLUMNS,
+        lambda s, r: metadata.functions(s, r.schemaName, r.functionName))
+    # HiveServer2 files these two under GET_FUNCTIONS too; the protocol has no type of their own.
+    GetPrimaryKeys = _metadata_call(
+        "GetPrimaryKeys", tt.TOperationType.GET_FUNCTIONS, metadata.PRIMARY_KEY_COLUMNS,
+        lambda s, r: metadata.primary_keys(s, r.schemaName, r.tableName))
+    GetCrossReference = _metadata_call(  # arctic tables declare no foreign keys
+        "GetCrossReference", tt.TOperationType.GET_FUNCTIONS, metadata.CROSS_REFERENCE_COLUMNS,
+        lambda s, r: [])
 
     # not offered -----------------------------------------------------------------------------
     def _unsupported(self, name: str) -> OperationError:

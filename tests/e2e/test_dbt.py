@@ -1,0 +1,120 @@
+"""dbt-spark (method: thrift) against the Thrift server: examples/dbt seeds, runs (twice, the second an
+incremental upsert) and tests, then the results are checked through PyHive. Also the statements dbt
+sends for its relation cache and materialisations, on arctic tables, in-process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from thrift_harness import rows, shared_server
+
+pytestmark = pytest.mark.spark
+
+PROJECT = Path(__file__).resolve().parents[2] / "examples" / "dbt"
+SCHEMA = "arctic_shop"
+
+
+def _dbt(project: Path, port: int, *args: str) -> subprocess.CompletedProcess:
+    dbt = Path(sys.executable).parent / "dbt"
+    env = {**os.environ, "ARCTIC_THRIFT_HOST": "127.0.0.1", "ARCTIC_THRIFT_PORT": str(port),
+           "ARCTIC_DBT_SCHEMA": SCHEMA, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    command = [str(dbt), *args, "--project-dir", str(project), "--profiles-dir", str(project)]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=project, timeout=900, check=False)
+    assert result.returncode == 0, f"dbt {' '.join(args)} failed:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def dbt_project(tmp_path_factory) -> Path:
+    """A copy of examples/dbt, so dbt's target/ and logs/ stay out of the repository."""
+    project = tmp_path_factory.mktemp("dbt") / "arctic_shop"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("target", "logs"))
+    return project
+
+
+def test_dbt_seed_run_and_test_against_the_thrift_server(dbt_project):
+    server = shared_server()
+    _dbt(dbt_project, server.port, "seed")
+    _dbt(dbt_project, server.port, "run")
+    second = _dbt(dbt_project, server.port, "run", "--vars", "{batch: 2}")  # incremental: upserts batch 2
+    assert "Completed successfully" in second.stdout
+    tested = _dbt(dbt_project, server.port, "test")
+    assert "PASS=6" in tested.stdout, tested.stdout[-3000:]
+
+    with server.connect(database=SCHEMA) as conn:
+        cur = conn.cursor()
+        cur.execute("SHOW TABLE EXTENDED LIKE '*'")
+        providers = {r[1]: r[3] for r in rows(cur)}
+        assert "Provider: arctic" in providers["order_status"]
+        assert "Primary Key: order_id" in providers["order_status"]
+        assert "Primary Key: customer_id" in providers["customer_revenue"]
+        cur.execute("SELECT order_id, status, batch FROM order_status ORDER BY order_id")
+        assert rows(cur) == [(100, "paid", 2), (101, "new", 1), (102, "cancelled", 2), (103, "new", 2)]
+        cur.execute("SELECT order_id, status FROM order_status VERSION AS OF 1 ORDER BY order_id")
+        assert rows(cur) == [(100, "new"), (101, "new"), (102, "new")]
+        cur.execute("SELECT customer_id, orders, revenue FROM customer_revenue ORDER BY customer_id")
+        assert rows(cur) == [(1, 2, 10.0), (2, 1, 25.5), (3, 1, 99.0)]
+        # the post_hook's CALL system.optimize ran: the change data is merged into the base store
+        cur.execute("SELECT count(*) FROM customer_revenue.snapshots WHERE store = 'base'")
+        base_snapshots = rows(cur)[0][0]
+        assert base_snapshots >= 1
+
+
+# what dbt-spark sends, on arctic tables (in-process) ------------------------------------------------
+def test_show_table_extended_lists_arctic_and_spark_tables(arctic):
+    arctic.sql("CREATE TABLE db.keyed (id BIGINT, v STRING, PRIMARY KEY (id)) PARTITIONED BY (id)")
+    arctic.sql("CREATE TABLE db.plain USING parquet AS SELECT 1 AS x")
+    arctic.sql("CREATE VIEW db.a_view AS SELECT 1 AS y")
+    try:
+        result = arctic.sql("show table extended in db like '*'")
+        assert result.columns == ["namespace", "tableName", "isTemporary", "information"]
+        info = {r.tableName: r.information for r in result.collect()}
+        assert set(info) >= {"keyed", "plain", "a_view"}
+        assert "Type: MANAGED" in info["keyed"] and "Provider: arctic" in info["keyed"]
+        assert "Primary Key: id" in info["keyed"] and "Partition Columns: [`id`]" in info["keyed"]
+        assert " |-- id: bigint (nullable = false)" in info["keyed"]
+        assert "Provider: parquet" in info["plain"] and "Type: VIEW" in info["a_view"]
+        only = arctic.sql("SHOW TABLE EXTENDED IN db LIKE 'kE*'").collect()
+        assert [r.tableName for r in only] == ["keyed"]
+    finally:
+        arctic.sql("DROP VIEW db.a_view")
+        arctic.sql("DROP TABLE db.plain")
+
+
+def test_create_table_primary_key_as_select_and_create_or_replace(arctic):
+    arctic.sql("CREATE TABLE db.ctas PRIMARY KEY (id) USING arctic AS SELECT id, 'v' AS v FROM range(3)")
+    table = arctic.table("db.ctas")
+    assert table.primary_key == ["id"]
+    arctic.sql("INSERT INTO db.ctas VALUES (1, 'upserted')")
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.ctas").collect()) == [
+        (0, "v"), (1, "upserted"), (2, "v")]
+    arctic.sql("CREATE OR REPLACE TABLE db.ctas PRIMARY KEY (k) AS SELECT 7 AS k, 'new' AS w")
+    assert [tuple(r) for r in arctic.sql("SELECT * FROM db.ctas").collect()] == [(7, "new")]
+    assert arctic.table("db.ctas").primary_key == ["k"]
+    from arctic_sql.errors import ArcticError
+
+    with pytest.raises(ArcticError, match="no_such_column"):  # a failing replacement keeps the old table
+        arctic.sql("CREATE OR REPLACE TABLE db.ctas AS SELECT no_such_column FROM db.ctas")
+    assert [tuple(r) for r in arctic.sql("SELECT * FROM db.ctas").collect()] == [(7, "new")]
+
+
+def test_create_and_drop_schema_as_dbt_sends_them(arctic):
+    arctic.sql("/* {\"app\": \"dbt\"} */\ncreate schema if not exists dbt_schema")
+    assert "dbt_schema" in [r[0] for r in arctic.sql("show databases").collect()]
+    arctic.sql("CREATE TABLE dbt_schema.t (id INT, PRIMARY KEY (id))")
+    arctic.sql("drop schema if exists dbt_schema cascade")
+    assert "dbt_schema" not in [r[0] for r in arctic.sql("show databases").collect()]
+
+
+def test_show_table_extended_parses_into_show_tables():
+    from arctic_sql.parser import parse, statements
+
+    parsed = parse("show table extended in db like '*'")[0].expression
+    assert isinstance(parsed, statements.ShowTables) and parsed.args.get("extended")
+    with_partition = parse("SHOW TABLE EXTENDED IN db LIKE 't' PARTITION (p = 1)")[0].expression
+    assert not isinstance(with_partition, statements.ShowTables)  # Spark's own form, passed through

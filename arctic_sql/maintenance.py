@@ -150,7 +150,9 @@ def _keep_from(table: ArcticTable, store_name: str, chain: list[Snapshot], v0: v
         elif store_name == "change":
             candidates.append(versions.snapshot_at(chain_store(table, store_name), v0.version))
         for snap in candidates:
-            index = _index_of(chain, snap.snapshot_id) if snap is not None else None
+            # No snapshot at or before v0 (v0 predates the store's first snapshot, e.g. the first
+            # optimize of the base): every snapshot of the chain serves a retained version.
+            index = _index_of(chain, snap.snapshot_id) if snap is not None else 0
             if index is not None:
                 keep = min(keep, index)
     if store_name == "base":

@@ -13,7 +13,7 @@ pending ones one at a time in the order of the scheduling policy:
 One table's failure is logged, recorded in its ``db.t.optimizing`` and does not stop the others; a
 failed table is tried again on a later round. A crash at any point leaves only unreferenced files.
 Where ``table-expire.enabled`` (and ``clean-orphan-file.enabled``) are set, the service also runs
-snapshot expiration (hourly) and orphan cleaning (daily) when maintenance is available.
+snapshot expiration with the change-data TTL (hourly) and orphan cleaning (daily), as Amoro's AMS.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arctic_sql.catalog import TableIdentifier
@@ -50,7 +50,6 @@ class TableState:
     snapshots: tuple[int | None, int | None] = (None, None)
     evaluated_ms: int = 0
     idle: bool = False
-    maintained_ms: dict[str, int] = field(default_factory=dict)
 
 
 def quota_threads(quota: float, cores: int) -> int:
@@ -87,6 +86,7 @@ class Service:
         self.policy = policy
         self.cores = cores or session.spark.sparkContext.defaultParallelism
         self.tables: dict[str, TableState] = {}
+        self.maintained_ms: dict[tuple[str, str], int] = {}  # (table, job) -> when it last ran
         self.stopping = threading.Event()
 
     # one round -----------------------------------------------------------------------------------
@@ -172,26 +172,22 @@ class Service:
         return int(any(r.committed for r in results))
 
     def _maintain(self, table: ArcticTable) -> None:
-        """Expiration and orphan cleaning on schedule, where the table enables them."""
-        try:
-            from arctic_sql import maintenance
-        except ImportError:
-            return
-        remembered = self.tables.setdefault(str(table.identifier), TableState())
+        """Expiration (with the change-data TTL) and orphan cleaning on schedule, where the table enables them."""
+        from arctic_sql import maintenance
+
         now = state.now_ms()
-        jobs = (("expire", "table-expire.enabled", "expire_snapshots"),
-                ("orphans", "clean-orphan-file.enabled", "remove_orphan_files"))
-        for name, enabled, function in jobs:
-            if not table.prop(enabled) or not hasattr(maintenance, function):
+        jobs = (("expire", "table-expire.enabled", maintenance.expire_snapshots),
+                ("orphans", "clean-orphan-file.enabled", maintenance.remove_orphan_files))
+        for name, enabled, job in jobs:
+            key = (str(table.identifier), name)
+            if not table.prop(enabled) or now - self.maintained_ms.get(key, 0) < MAINTENANCE_INTERVALS_MS[name]:
                 continue
-            if now - remembered.maintained_ms.get(name, 0) < MAINTENANCE_INTERVALS_MS[name]:
-                continue
-            remembered.maintained_ms[name] = now
+            self.maintained_ms[key] = now
             try:
-                result = getattr(maintenance, function)(table)  # defaults from the table properties
-                log.info("%s: %s: %s", table.identifier, function, result)
+                result = job(table)  # defaults from the table's properties
+                log.info("%s: %s: %s", table.identifier, job.__name__, result)
             except Exception as e:  # noqa: BLE001 - logged; tried again next interval
-                log.error("%s: %s failed: %s", table.identifier, function, _one_line(e))
+                log.error("%s: %s failed: %s", table.identifier, job.__name__, _one_line(e))
 
     # the loop ------------------------------------------------------------------------------------
     def run(self, interval_s: float) -> None:

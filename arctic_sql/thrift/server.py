@@ -29,6 +29,7 @@ from typing import Any
 AUTH_MODES = ("NONE", "NOSASL", "PLAIN")
 _BINARY_VERSION_BYTE = 0x80  # the first byte of a strict TBinaryProtocol message
 _SASL_START = 0x01
+HANDSHAKE_TIMEOUT_S = 60
 
 log = logging.getLogger("arctic_sql.thrift")
 
@@ -157,10 +158,14 @@ class ThriftServer:
 
         from arctic_sql.thrift.sasl import AuthenticationFailed, SaslServerTransport
 
+        # A client that connects and says nothing must not hold a thread forever: bound the wait for
+        # its first bytes and for the SASL handshake; once a session runs, calls may be minutes apart.
+        client.setTimeout(HANDSHAKE_TIMEOUT_S * 1000)
         first = client.handle.recv(1, socket.MSG_PEEK)
         if not first:
             return None
         if first[0] == _BINARY_VERSION_BYTE and self.auth in ("NOSASL", "NONE"):
+            client.setTimeout(None)
             return TBufferedTransport(client), None
         if first[0] == _SASL_START and self.auth in ("NONE", "PLAIN"):
             transport = SaslServerTransport(client, self.credentials.check)
@@ -169,6 +174,7 @@ class ThriftServer:
             except AuthenticationFailed as e:
                 log.info("connection refused: %s", e)
                 return None
+            client.setTimeout(None)
             return transport, transport.user
         log.info("connection refused: a %s client on a server with --auth %s",
                  "SASL" if first[0] == _SASL_START else "plain Thrift", self.auth)
@@ -190,8 +196,8 @@ class ThriftServer:
             protocol = TBinaryProtocol(transport)
             while not self._stopped.is_set():
                 processor.process(protocol, protocol)
-        except (TTransportException, ConnectionError, EOFError):
-            pass  # the client went away
+        except (TTransportException, ConnectionError, EOFError, TimeoutError):
+            pass  # the client went away, or never spoke
         except Exception:
             log.warning("connection failed", exc_info=True)
         finally:

@@ -273,7 +273,9 @@ def test_sqlalchemy_hive_dialect_inspects_and_queries(server, shop):
     try:
         inspector = sqlalchemy.inspect(engine)
         assert "shop" in inspector.get_schema_names()
-        assert inspector.get_table_names(schema="shop") == ["orders"]
+        # PyHive's get_table_names takes SHOW TABLES' first column, which on Spark's Thrift server
+        # (and so here) is the database, not the table: a PyHive limitation with Spark, not checked.
+        assert inspector.has_table("orders", schema="shop")
         columns = inspector.get_columns("orders", schema="shop")
         assert [c["name"] for c in columns] == ["id", "status", "amount", "ts"]
         with engine.connect() as conn:
@@ -345,8 +347,10 @@ def test_plain_auth_checks_the_password_file(plain_server):
         plain_server.connect(username="alice", password="wrong", auth="CUSTOM")
     with pytest.raises(Exception):  # noqa: B017 - the server closes a plain-Thrift connection at once
         plain_server.connect(auth="NOSASL")
-    result = run_beeline(plain_server.port, "default", ["-p", "s3cret", "-e", "SELECT 6 * 7 AS answer;"])
+    result = run_beeline(plain_server.port, "default", ["-p", "s3cret", "-e", "SELECT 6 * 7 AS answer;"], user="alice")
     assert "| 42 " in result.stdout, result.stdout + result.stderr[-2000:]
+    refused = run_beeline(plain_server.port, "default", ["-p", "nope", "-e", "SELECT 1;"], user="alice")
+    assert "Error validating the login" in refused.stdout + refused.stderr
     assert plain_server.alive()
 
 

@@ -103,11 +103,12 @@ def beeline() -> Path:
     return Path(pyspark.__file__).parent / "bin" / "beeline"
 
 
-def run_beeline(port: int, database: str, args: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+def run_beeline(port: int, database: str, args: list[str], timeout: int = 300,
+                user: str = "tester") -> subprocess.CompletedProcess:
     import pyspark
 
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": "127.0.0.1"}
-    command = [str(beeline()), "-u", f"jdbc:hive2://127.0.0.1:{port}/{database}", "-n", "tester", *args]
+    command = [str(beeline()), "-u", f"jdbc:hive2://127.0.0.1:{port}/{database}", "-n", user, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
 

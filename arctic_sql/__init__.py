@@ -28,3 +28,10 @@ def connect(*args, **kwargs):  # noqa: ANN002, ANN003 - thin re-export, see Sess
     from arctic_sql.session import connect as _connect
 
     return _connect(*args, **kwargs)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext arctic_sql``: the ``%%sql``/``%sql`` magics; see :mod:`arctic_sql.magic`."""
+    from arctic_sql.magic import load_ipython_extension as _load
+
+    _load(ipython)

@@ -39,7 +39,8 @@ class ServerProcess:
         ]
         if self.password_file is not None:
             command += ["--password-file", str(self.password_file)]
-        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
+        # The shared server stays up while later test modules run their own Spark: keep its heap small.
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1", "ARCTIC_DRIVER_MEMORY": "2g"}
         log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the server
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True,
                                         cwd=self.root, env=env)

@@ -1,0 +1,89 @@
+"""Which versions a table still has, before and after expiration (pyiceberg on SQLite, no Spark).
+
+Commits here carry no files: the versions, watermarks and snapshots are what is under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyiceberg.catalog import load_catalog
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from arctic_sql import commit, maintenance
+from arctic_sql.catalog import ArcticCatalog, TableIdentifier
+from arctic_sql.format import versions
+from arctic_sql.history import Range, change_files, version_at
+
+
+@pytest.fixture
+def table(tmp_path):
+    iceberg = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    catalog = ArcticCatalog(iceberg)
+    catalog.create_database("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
+                    identifier_field_ids=[1])
+    return catalog.create_table(TableIdentifier("db", "t"), schema, UNPARTITIONED_PARTITION_SPEC, {})
+
+
+def _optimize(table, watermark: int) -> None:
+    commit.commit_base(table, lambda store: commit.BaseChange(
+        watermarks={"": watermark}, summary={versions.OPERATION: versions.OPTIMIZE}), [])
+
+
+def _history(table) -> versions.History:
+    table.base.refresh()
+    table.change.refresh()
+    return versions.history(table.base, table.change)
+
+
+def test_versions_are_data_commits_and_history_starts_complete(table):
+    for _ in range(3):
+        commit.commit_change(table, [], "insert")
+    _optimize(table, 2)
+    history = _history(table)
+    assert [c.version for c in history.commits] == [1, 2, 3]
+    assert history.complete and history.first_start == 0 and (history.oldest, history.latest) == (1, 3)
+    assert versions.base_snapshot_for(table.base, 1) is None
+    assert versions.merged_point(versions.base_snapshot_for(table.base, 3)) == 2
+    times = [c.committed_at_ms for c in history.commits]
+    assert version_at(history, times[1] * 1000) == 2
+    assert version_at(history, times[0] * 1000 - 1) is None
+    assert "oldest version 1" in history.describe() and "newest version 3" in history.describe()
+
+
+def test_expiration_keeps_the_base_snapshot_the_oldest_kept_version_reads(table):
+    for _ in range(2):
+        commit.commit_change(table, [], "insert")
+    _optimize(table, 2)  # base snapshot of versions 2 and later
+    for _ in range(2):
+        commit.commit_change(table, [], "insert")  # 3, 4
+    result = maintenance.expire_snapshots(table, older_than_ms=maintenance.now_ms() + 1, retain_last=2)
+    assert result.oldest_version == 3 and result.expired_snapshots == 2
+    history = _history(table)
+    assert [c.version for c in history.commits] == [3, 4]
+    assert not history.complete and history.first_start == 3
+    assert len(table.base.snapshots()) == 1  # the optimize is older than every kept commit, and kept
+    assert change_files(table, Range(2, 4)) == ()  # commits without files: nothing to read, nothing refused
+
+
+def test_oldest_kept_version_before_the_first_base_snapshot_keeps_all_of_it(table):
+    commit.commit_change(table, [], "insert")  # 1
+    commit.commit_change(table, [], "insert")  # 2
+    _optimize(table, 1)
+    _optimize(table, 2)
+    maintenance.expire_snapshots(table, older_than_ms=maintenance.now_ms() + 1, retain_last=2)
+    assert [c.version for c in _history(table).commits] == [1, 2]
+    assert len(table.base.snapshots()) == 2
+
+
+def test_a_store_expired_alone_hides_the_versions_it_can_no_longer_serve(table):
+    """What a crash between expiring the change store and the base store leaves behind."""
+    for _ in range(3):
+        commit.commit_change(table, [], "insert")
+    chain = versions.snapshots_in_order(table.change)
+    table.change.maintenance.expire_snapshots().by_ids([chain[0].snapshot_id, chain[1].snapshot_id]).commit()
+    history = _history(table)
+    assert [c.version for c in history.commits] == [3]
+    assert not history.complete

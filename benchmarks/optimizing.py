@@ -54,10 +54,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="part 1: N0 = 2,000,000 x scale rows (default 1)")
     parser.add_argument("--commits", type=int, default=20, help="part 1: commits before optimizing (default 20)")
-    parser.add_argument("--stream-scale", type=float, default=0.25,
-                        help="part 2: N0 of the long stream, as a scale (default 0.25: 500,000 rows)")
+    parser.add_argument("--stream-scale", type=float, default=0.1,
+                        help="part 2: N0 of the long stream, as a scale (default 0.1: 200,000 rows)")
     parser.add_argument("--stream-commits", type=int, default=200, help="part 2: commits of the stream (default 200)")
-    parser.add_argument("--every", type=int, default=2, help="part 2: time the query after every k-th commit")
+    parser.add_argument("--every", type=int, default=4, help="part 2: time the query after every k-th commit")
     parser.add_argument("--interval", type=float, default=2.0, help="part 2: the service's polling interval, s")
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of optimize,stream")
     parser.add_argument("--seed", type=int, default=42)
@@ -171,6 +171,11 @@ def part_stream(args: argparse.Namespace) -> dict:
                                          (opt.get("ingested_change_bytes") or 0)
                                          + (runs["with"].get("base_bytes_after_load") or 0))
     figures["optimizing"] = {k: v for k, v in opt.items() if k != "optimize_ended_at"}
+    service_log = (runs["with"].get("service") or {}).get("log")
+    if service_log and os.path.exists(service_log):  # kept: the tables' directory goes below
+        kept = os.path.splitext(args.out)[0] + "_service.log"
+        shutil.copyfile(service_log, kept)
+        runs["with"]["service"]["log"] = kept
     if not args.keep_tables:
         shutil.rmtree(os.path.join(data, "runs"), ignore_errors=True)
     return {

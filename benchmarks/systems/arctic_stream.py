@@ -23,6 +23,7 @@ from benchmarks.systems.common import R1_SQL, Result, parse_args, run_commits, s
 COMMITTED = ("SUCCESS", "PARTIAL")
 # The service's JVM start-up must not land in the stream's first commits: wait for its first pass.
 SERVICE_READY_TIMEOUT_S = 180
+STOP_TIMEOUT_S = 300
 READY_LINE = "optimizer for group"  # the service logs "optimizer for group '...' started" once Spark is up
 
 
@@ -70,9 +71,16 @@ def _group_cpu_s(pgid: int) -> float:
 
 
 def stop_service(service: subprocess.Popen) -> int | None:
+    """SIGTERM to the service alone (it finishes its current step, stops its Spark session and exits);
+    its whole process group is killed only if it is still there after STOP_TIMEOUT_S. Signalling the
+    group at once would kill its JVM under a running optimize, which then records FAILED."""
     from benchmarks.upsert_stream import _kill_group
 
-    _kill_group(service)
+    service.terminate()
+    try:
+        service.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(service)
     return service.returncode
 
 
@@ -104,6 +112,7 @@ def write_amplification(s) -> dict:
         "optimize_input_bytes": sum(r.input_bytes for r in committed),
         "optimize_task_time_ms": sum(r.task_time_ms for r in records),
         "optimize_ended_at": [[r.ended_at_ms / 1000, r.mode, r.output_bytes] for r in committed if r.ended_at_ms],
+        "failures": [[r.process_id, r.status, r.failure_reason] for r in records if r.status not in COMMITTED],
         "ingested_change_bytes": sum(f.file_size for f in change),
         "change_files": len(change),
         "final_base_files": len(base),

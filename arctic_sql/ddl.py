@@ -135,6 +135,9 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
 
     source = None
     if query_node is not None:
+        if replace and any(_names(session, t) == identifier for t in query_node.find_all(exp.Table)):
+            # The old table's files go before the new rows are written from the (lazy) query.
+            raise InvalidArgumentError(f"CREATE OR REPLACE TABLE {identifier} cannot read {identifier} itself")
         source = session.run_spark(query_node, to_spark_sql(query_node))
         struct = source.schema if not column_defs else spark_struct(session, column_defs)
         if column_defs and len(column_defs) != len(source.columns):
@@ -189,6 +192,13 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
             session.catalog.drop_table(identifier, purge=True)
             raise
     return session.ok()
+
+
+def _names(session: Session, node: exp.Table) -> TableIdentifier | None:
+    try:
+        return TableIdentifier.parse(".".join(p.name for p in node.parts), session.current_database)
+    except InvalidArgumentError:
+        return None
 
 
 def _check_names(names: list[str], identifier: TableIdentifier) -> None:

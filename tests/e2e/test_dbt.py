@@ -99,7 +99,10 @@ def test_create_table_primary_key_as_select_and_create_or_replace(arctic):
     from arctic_sql.errors import ArcticError
 
     with pytest.raises(ArcticError, match="no_such_column"):  # a failing replacement keeps the old table
-        arctic.sql("CREATE OR REPLACE TABLE db.ctas AS SELECT no_such_column FROM db.ctas")
+        arctic.sql("CREATE OR REPLACE TABLE db.ctas AS SELECT no_such_column FROM range(1)")
+    assert [tuple(r) for r in arctic.sql("SELECT * FROM db.ctas").collect()] == [(7, "new")]
+    with pytest.raises(ArcticError, match="cannot read db.ctas itself"):
+        arctic.sql("CREATE OR REPLACE TABLE db.ctas AS SELECT k + 1 AS k FROM db.ctas")
     assert [tuple(r) for r in arctic.sql("SELECT * FROM db.ctas").collect()] == [(7, "new")]
 
 

@@ -135,7 +135,7 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
 
     source = None
     if query_node is not None:
-        if replace and any(_names(session, t) == identifier for t in query_node.find_all(exp.Table)):
+        if replace and any(_identifier_of(session, t) == identifier for t in query_node.find_all(exp.Table)):
             # The old table's files go before the new rows are written from the (lazy) query.
             raise InvalidArgumentError(f"CREATE OR REPLACE TABLE {identifier} cannot read {identifier} itself")
         source = session.run_spark(query_node, to_spark_sql(query_node))
@@ -194,7 +194,7 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
     return session.ok()
 
 
-def _names(session: Session, node: exp.Table) -> TableIdentifier | None:
+def _identifier_of(session: Session, node: exp.Table) -> TableIdentifier | None:
     try:
         return TableIdentifier.parse(".".join(p.name for p in node.parts), session.current_database)
     except InvalidArgumentError:

@@ -210,6 +210,7 @@ def _apply(state: list[tuple], changes: list[tuple], model: Model) -> list[tuple
 def check_incremental_reads(arctic, rng: random.Random, model: Model, states: dict[int, list[tuple]],
                             log: Log) -> None:
     """Random ``VERSION BETWEEN`` ranges against the model's log (start exclusive, end inclusive)."""
+    states = {0: [], **states}  # before the first commit the table is empty
     versions = sorted(states)
     ranges = {(0, versions[-1])} | {tuple(sorted(rng.sample(versions, 2))) for _ in range(4)}
     for start, end in sorted(ranges):

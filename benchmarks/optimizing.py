@@ -140,12 +140,11 @@ def part_optimize(args: argparse.Namespace) -> dict:
 
 
 # part 2: S1, A1 -----------------------------------------------------------------------------------
-def window_medians(points: list[list[float]], commits: int) -> tuple[float | None, float | None]:
-    """Median latency over the points in the first and in the last ``WINDOW`` of ``commits``."""
-    edge = max(1, round(commits * WINDOW))
-    first = [s for c, s in points if c <= edge]
-    last = [s for c, s in points if c > commits - edge]
-    return median(first), median(last)
+def window_medians(points: list[list[float]]) -> tuple[float | None, float | None]:
+    """Median latency over the first and over the last ``WINDOW`` of the stream's measurements (at
+    least one each): with a measurement every k-th commit, the first and last 10% of the commits."""
+    edge = max(1, round(len(points) * WINDOW))
+    return median([s for _, s in points[:edge]]), median([s for _, s in points[-edge:]])
 
 
 def part_stream(args: argparse.Namespace) -> dict:
@@ -159,7 +158,7 @@ def part_stream(args: argparse.Namespace) -> dict:
         result = run_system("arctic_stream", data, run_dir, args.timeout, extra=["--every", str(args.every), *extra])
         runs[label] = result
         checks[f"stream {label} optimizer"] = check(result, reference)
-        first, last = window_medians(result.get("stream_r1", []), args.stream_commits)
+        first, last = window_medians(result.get("stream_r1") or [])
         figures[f"S1_{label}_optimizer"] = ratio(last, first)
         figures[f"query_first_10pct_s_{label}"] = first
         figures[f"query_last_10pct_s_{label}"] = last

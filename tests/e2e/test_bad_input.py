@@ -55,7 +55,7 @@ CASES = [
     ("INSERT INTO db.t VALUES (3, 'c'), (3, 'd')", PrimaryKeyViolationError, "id=3"),
     ("INSERT INTO db.t VALUES ('three', 'c')", ExecutionError, "three"),
     ("INSERT INTO db.t VALUES (3)", InvalidArgumentError, "1 values per row but 2 target columns"),
-    ("SELECT * FROM db.t VERSION AS OF 99", VersionNotFoundError, "available: 1 to 1"),
+    ("SELECT * FROM db.t VERSION AS OF 99", VersionNotFoundError, "available: oldest version 1 at"),
     ("ALTER TABLE db.t SET TBLPROPERTIES ('self-optimizing.target-size' = '-5')", InvalidArgumentError,
      "self-optimizing.target-size"),
     ("ALTER TABLE db.t SET TBLPROPERTIES ('change.file-index.hash-bucket' = '8')", InvalidArgumentError,

@@ -150,9 +150,9 @@ def processes(table: ArcticTable) -> list[ProcessRecord]:
         try:
             with fs.open_input_stream(info.path) as stream:
                 raw = json.loads(stream.read())
-        except (OSError, ValueError):
-            continue  # removed or being replaced while we listed
-        records.append(ProcessRecord(**{k: v for k, v in raw.items() if k in known}))
+            records.append(ProcessRecord(**{k: v for k, v in raw.items() if k in known}))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue  # removed or replaced while we listed, or not a process record: maintenance goes on
     return records
 
 

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql import storage, writer
 from arctic_sql.errors import ExecutionError
-from arctic_sql.optimizer.inputs import PlanFile
-from arctic_sql.optimizer.planner import Task
+from arctic_sql.optimizer.planner import Task, unique_inputs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -43,11 +42,6 @@ class Execution:
     attempts: int
 
 
-def _unique(files: list[PlanFile]) -> tuple[PlanFile, ...]:
-    """Files once each: an upper file is an input of every task under it."""
-    return tuple({f.path: f for f in files}.values())
-
-
 def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> tuple[DataFrame, list[str]]:
     """The rows the tasks write, laid out for the base store (see ``writer.laid_out``).
 
@@ -62,8 +56,8 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
 
     from arctic_sql.reader import read_files
 
-    base = _unique([f for t in tasks for f in t.base_files])
-    change = _unique([f for t in tasks for f in t.change_files])
+    base = tuple(unique_inputs(tasks, "base_files"))
+    change = tuple(unique_inputs(tasks, "change_files"))
     if not table.is_keyed:  # no key, no merge: cut the rows into target-size files
         target = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
         rows = read_files(spark, table.schema, base).coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target)))

@@ -48,6 +48,12 @@ class Task:
         return sum(f.file_size for f in self.input_files)
 
 
+def unique_inputs(tasks: list[Task], kind: str) -> list[PlanFile]:
+    """The tasks' ``base_files`` or ``change_files``, each once: an upper file is an input of every
+    task under it."""
+    return list({f.path: f for task in tasks for f in getattr(task, kind)}.values())
+
+
 @dataclass
 class PartitionPlan:
     partition: str
@@ -60,19 +66,11 @@ class PartitionPlan:
     @property
     def rewritten_base(self) -> list[PlanFile]:
         """Base files the commit removes (an upper file assigned to several tasks counts once)."""
-        seen: dict[str, PlanFile] = {}
-        for task in self.tasks:
-            for f in task.base_files:
-                seen.setdefault(f.path, f)
-        return list(seen.values())
+        return unique_inputs(self.tasks, "base_files")
 
     @property
     def change_inputs(self) -> list[PlanFile]:
-        seen: dict[str, PlanFile] = {}
-        for task in self.tasks:
-            for f in task.change_files:
-                seen.setdefault(f.path, f)
-        return list(seen.values())
+        return unique_inputs(self.tasks, "change_files")
 
     @property
     def input_files_count(self) -> int:

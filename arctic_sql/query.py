@@ -20,6 +20,7 @@ from arctic_sql.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from arctic_sql.catalog import ArcticTable
     from arctic_sql.session import Session
 
 _view_ids = itertools.count(1)
@@ -98,10 +99,28 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
     return session.read_table(
         table,
         version=history.version_as_of(session, table, version) if version is not None else None,
+        columns=referenced_columns(node.root(), table),
+        # A WHERE here prunes row groups through Spark's Parquet scans, which a merge in memory
+        # cannot: filtered reads keep the Spark plan, full scans merge by node (reader.py).
+        in_memory=where is None,
         base_filter=row_filter(where, schema, qualifiers),
         change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),
         key_hashes=_key_hashes(table, key_lookups(where, schema, qualifiers, table.primary_key)),
     )
+
+
+def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[str] | None:
+    """The table's columns ``statement`` may use, conservatively: the key and every column spelled
+    like an identifier anywhere in it; None (all) when it has a star other than ``count(*)``.
+
+    Spark prunes columns of its own scans; a merge in memory (reader.merged_by_node) is opaque to it,
+    so it is told here which columns to read.
+    """
+    if any(not isinstance(star.parent, exp.Count) for star in statement.find_all(exp.Star)):
+        return None
+    names = {i.name.lower() for i in statement.find_all(exp.Identifier)}
+    keys = set(table.primary_key)
+    return [f.name for f in table.schema.fields if f.name in keys or f.name.lower() in names]
 
 
 def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:

@@ -2,28 +2,41 @@
 
 The rule (DESIGN "Transactions and order"): for each key, the change with the highest transaction
 above the partition's watermark wins over older changes and over the base; a winning delete removes
-the key. The planner already dropped change files at or below the watermark, so here:
+the key. The planner already dropped change files at or below the watermark. Two ways apply it:
+
+- **By node, in memory** (``node_merge``), for a read with no WHERE to push down, when every node
+  group's files are at most ``merge-on-read.in-memory-max-bytes``: a key's rows all lie in one
+  node of its partition, so each node group merges alone in one Spark task (``mapInArrow``), with
+  no shuffle and no broadcast; only its change rows are sorted. It reads only the columns the
+  statement names (``query.referenced_columns``); the rest of the query runs above it.
+- **As a Spark plan** otherwise, which spills instead of holding a node in memory and skips row
+  groups by the query's filters::
 
     changed = distinct keys of the change rows   (no order needed: any change overrides the base)
     latest  = newest change per key              (a window over the change rows only)
     result  = base LEFT ANTI JOIN changed        (the changed keys are broadcast: no base shuffle)
               UNION latest rows that are upserts
 
-The base side is never shuffled while the change data is small (``merge-on-read.broadcast-
-threshold-rows``); the benchmark ``benchmarks/merge_on_read.py`` keeps the measurement behind
-this choice. Filters and projections of the query above push down through the union and the
-anti-join into both Parquet scans (row-group skipping), which ``EXPLAIN`` shows.
+  The base side is never shuffled while the change data is small (``merge-on-read.broadcast-
+  threshold-rows``). Filters and projections of the query push down through the union and the
+  anti-join into both Parquet scans (row-group skipping), which ``EXPLAIN`` shows.
+
+``benchmarks/merge_on_read.py`` and figure R1 of ``benchmarks/optimizing.py`` keep the measurements
+behind these choices.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from arctic_sql import storage
+from arctic_sql import node_merge, storage
+from arctic_sql.format.tree import DataTreeNode
 from arctic_sql.scan import FileEntry, ReadPlan
 from arctic_sql.types import spark_schema
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from arctic_sql.catalog import ArcticTable
@@ -41,13 +54,18 @@ def read_files(spark: SparkSession, plan_schema, files: tuple[FileEntry, ...], *
     return spark.read.schema(schema).parquet(*[f.path for f in files])
 
 
-def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> DataFrame:
-    """The rows of ``plan``'s version of ``table``."""
+def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
+                     columns: list[str] | None = None, in_memory: bool = True) -> DataFrame:
+    """The rows of ``plan``'s version of ``table``; ``columns``: at least these (default all);
+    ``in_memory``: whether node groups may merge in memory."""
     from pyspark.sql.functions import broadcast
 
     base = read_files(spark, plan.schema, plan.base_files)
     if table.change is None or not plan.change_files:
         return base
+    by_node = merged_by_node(spark, table, plan, columns) if in_memory else None
+    if by_node is not None:
+        return by_node
     keys = table.primary_key
     # Every key with a change above the watermark overrides the base, whatever that change is, so
     # the anti-join side needs only the distinct changed keys: no transaction order, no file tags.
@@ -80,3 +98,55 @@ def latest_changes(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> D
     tagged = rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(files), on=FILE).drop(FILE)
     newest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(F.col(TXN).desc())
     return tagged.withColumn(RANK, F.row_number().over(newest_first)).where(F.col(RANK) == 1).drop(RANK)
+
+
+def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
+    """``files`` grouped so that every key's rows lie in one group: per partition, by each file's
+    ancestor at the partition's highest tree level in use (base and change may have different
+    bucket counts; a file at the root makes the partition one group)."""
+    by_partition: dict[str, list[FileEntry]] = {}
+    for f in files:
+        by_partition.setdefault(f.partition, []).append(f)
+    groups = []
+    for members in by_partition.values():
+        nodes = {f.node_id: DataTreeNode.of_id(f.node_id) for f in members}
+        mask = min(n.mask for n in nodes.values())
+        by_ancestor: dict[int, list[FileEntry]] = {}
+        for f in members:
+            by_ancestor.setdefault(nodes[f.node_id].index & mask, []).append(f)
+        groups.extend(by_ancestor.values())
+    return groups
+
+
+def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, columns: list[str] | None = None
+                   ) -> DataFrame | None:
+    """The merged rows (of ``columns`` and the key, default all), one Spark task per node group
+    merging in pyarrow; None when a group is over ``merge-on-read.in-memory-max-bytes`` (the Spark
+    plan takes over)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    assert table.change is not None
+    limit = int(table.prop("merge-on-read.in-memory-max-bytes"))  # type: ignore[call-overload]
+    groups = node_groups([*plan.base_files, *plan.change_files])
+    if max(sum(f.file_size for f in g) for g in groups) > limit:
+        return None
+    jobs = [node_merge.NodeTask(
+        base_files=tuple(f.data_file for f in g if f.store == "base"),
+        change_files=tuple((f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g
+                           if f.store == "change"),
+        directory="",
+    ) for g in groups]
+    keys = list(table.primary_key)
+    schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *columns]))
+    base = node_merge.Store(table.base.metadata, table.base.io)
+    change = node_merge.Store(table.change.metadata, table.change.io)
+    spark_type = spark_schema(schema, all_nullable=True)
+    arrow_type = to_arrow_schema(spark_type)
+
+    def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # job indexes in, rows out
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                yield from node_merge.read_node(jobs[i], schema, keys, base, change).cast(arrow_type).to_batches()
+
+    indexes = spark.range(len(jobs), numPartitions=len(jobs)).selectExpr("CAST(id AS INT) AS job")
+    return indexes.mapInArrow(merge, spark_type)

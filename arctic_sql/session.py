@@ -128,15 +128,18 @@ class Session:
 
         return self.catalog.load_table(TableIdentifier.parse(name, self.current_database))
 
-    def read_table(self, table: ArcticTable, version: int | None = None, **filters: Any) -> DataFrame:
+    def read_table(self, table: ArcticTable, version: int | None = None, columns: list[str] | None = None,
+                   in_memory: bool = True, **filters: Any) -> DataFrame:
         """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest).
 
         ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
+        ``columns``: the columns the caller uses (default all); others may be left out.
+        ``in_memory``: whether node groups may merge in memory (see reader.py).
         """
         from arctic_sql.reader import merged_dataframe
         from arctic_sql.scan import plan_read
 
-        return merged_dataframe(self.spark, table, plan_read(table, version, **filters))
+        return merged_dataframe(self.spark, table, plan_read(table, version, **filters), columns, in_memory)
 
     def stop(self) -> None:
         self.spark.stop()

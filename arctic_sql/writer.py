@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 _ASSUMED_ROW_BYTES = 48
 
 
+def max_rows_per_file(table: ArcticTable) -> int:
+    target_size = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
+    return max(1, target_size // _ASSUMED_ROW_BYTES)
+
+
 def align(df: DataFrame, schema: Schema, *, all_nullable: bool = False) -> DataFrame:
     """Cast ``df``'s columns (the table's, by name) to the table types, with Iceberg field ids attached."""
     from pyspark.sql import functions as F
@@ -79,7 +84,6 @@ def write_laid_out(out: DataFrame, table: ArcticTable, directories: list[str], *
     assert target_store is not None
     location = location or layout.new_write_location(target_store.location())
     keys = table.primary_key
-    target_size = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
     # Gather each directory's rows into one task, so it gets one file (or a few, at the size cap);
     # a single-partition input (VALUES, one small batch file) already is one task.
     if not clustered and directories and out._jdf.rdd().getNumPartitions() > 1:
@@ -89,7 +93,7 @@ def write_laid_out(out: DataFrame, table: ArcticTable, directories: list[str], *
         out = out.sortWithinPartitions(*order)
     (
         out.write.mode("errorifexists")
-        .option("maxRecordsPerFile", max(1, target_size // _ASSUMED_ROW_BYTES))
+        .option("maxRecordsPerFile", max_rows_per_file(table))
         .partitionBy(*directories)
         .parquet(location)
     )

@@ -1,18 +1,20 @@
 """Run a plan's optimizing tasks on Spark. The executor writes files; it never commits.
 
-The planner's tasks decide *which* files are merged and into which target node. The executor runs
-the tasks of one plan together as one Spark query, because a key's rows never leave its target
-node: merging the union of the tasks' files is the same as merging each task's files alone (files
-the planner left out share no key with the ones it took). One query costs a handful of Spark jobs
-whatever the number of tasks, where one job per task cost about ten jobs each (measured: 40 jobs
-for a 4-bucket table). Spark parallelises the merge by key, spills joins and windows to disk, and
-nothing is collected to the driver, so change data larger than memory still merges.
+The planner's tasks decide *which* files are merged and into which target node. A key's rows never
+leave its target node, so each task merges alone. Two ways run them, both as Spark jobs:
 
-The merge is the one merge-on-read uses (``reader.merged_dataframe``: the base anti-joined with the
-changed keys, plus the newest upsert per key), so optimized files hold exactly the rows a reader
-saw. The writer lays rows out by partition and by target node (the base bucket level), one sorted
-file per node, split at the target size. A failed attempt is cleaned up and retried up to
-``self-optimizing.execute.num-retries`` times.
+- **In memory, one Spark task per node** (``node_merge``): a task whose input is at most
+  ``self-optimizing.execute.in-memory-max-bytes`` and lies at or below its target node is read,
+  merged and written by pyarrow inside one Spark task: no shuffle, and only the change rows are
+  sorted. All such tasks of a plan run as one Spark job, as many at once as there are cores.
+- **A Spark query** for the rest (larger tasks, and tasks with upper files whose rows must be split
+  by node): one query for all of them, with a single shuffle by target node and a window per key.
+  Spark spills its shuffle and window to disk, so change data larger than memory still merges.
+
+Both apply the rule merge-on-read applies, so optimized files hold exactly the rows a reader saw,
+and both lay files out alike: partition and node directories, files sorted by key and split at the
+target size. Nothing is collected to the driver but file names. A failed attempt is cleaned up and
+retried up to ``self-optimizing.execute.num-retries`` times.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arctic_sql import storage, writer
+from arctic_sql import node_merge, storage, writer
 from arctic_sql.errors import ExecutionError
+from arctic_sql.format import layout
+from arctic_sql.format.partitioning import HELPER_PREFIX
 from arctic_sql.optimizer.planner import Task, unique_inputs
 
 if TYPE_CHECKING:
@@ -40,6 +44,44 @@ class Execution:
     paths: list[str]  # the files written
     duration_ms: int
     attempts: int
+
+
+def in_memory(table: ArcticTable, task: Task) -> bool:
+    """Whether ``task`` merges in memory: small enough, every input within its target node."""
+    limit = int(table.prop("self-optimizing.execute.in-memory-max-bytes"))  # type: ignore[call-overload]
+    return (table.is_keyed and task.target_node is not None and not task.has_upper_files
+            and task.input_bytes <= limit and all(f.data_file is not None for f in task.input_files))
+
+
+def node_task(task: Task, location: str) -> node_merge.NodeTask:
+    """The in-memory merge of ``task``, writing into its partition's and node's directory under
+    ``location``. The partition directories are copied from an input file: the planner keeps a
+    task within one partition, and its inputs were written with the same helper directories."""
+    first = task.input_files[0].path
+    partition_dirs = [s for s in first.split("/") if s.startswith(HELPER_PREFIX) and "=" in s]
+    directory = "/".join([location.rstrip("/"), *partition_dirs, f"{layout.NODE_COLUMN}={task.target_node}"])
+    return node_merge.NodeTask(
+        base_files=tuple(f.data_file for f in task.base_files),  # type: ignore[misc]
+        change_files=tuple((f.data_file, node_merge.tag(f.sequence_number, f.is_delete))  # type: ignore[misc]
+                           for f in task.change_files),
+        directory=directory,
+    )
+
+
+def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str) -> None:
+    """One Spark job, one Spark task per planner task: read, merge and write a node in pyarrow."""
+    assert table.change is not None
+    schema, keys = table.schema, list(table.primary_key)
+    base = node_merge.Store(table.base.metadata, table.base.io)
+    change = node_merge.Store(table.change.metadata, table.change.io)
+    rows_per_file = writer.max_rows_per_file(table)
+    jobs = [node_task(t, location) for t in tasks]
+
+    def run(job: node_merge.NodeTask) -> list[str]:
+        return node_merge.write_node(node_merge.read_node(job, schema, keys, base, change), job.directory,
+                                     schema, rows_per_file)
+
+    spark.sparkContext.parallelize(jobs, len(jobs)).flatMap(run).collect()  # only file names come back
 
 
 def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> tuple[DataFrame, list[str]]:
@@ -93,10 +135,14 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     for attempt in range(retries + 1):
         try:
             sc.setJobGroup(group, f"optimize {table.identifier}: {len(tasks)} task(s)", interruptOnCancel=True)
-            rows, directories = merged_rows(spark, table, tasks)
-            paths = writer.write_laid_out(rows, table, directories, store="base", location=location,
-                                          clustered=table.is_keyed)
-            return Execution(paths, int((time.monotonic() - started) * 1000), attempt + 1)
+            in_spark = [t for t in tasks if not in_memory(table, t)]
+            if in_spark:  # first: Spark's writer wants a location that does not exist yet
+                rows, directories = merged_rows(spark, table, in_spark)
+                writer.write_laid_out(rows, table, directories, store="base", location=location,
+                                      clustered=table.is_keyed)
+            if len(in_spark) < len(tasks):
+                run_in_memory(spark, table, [t for t in tasks if in_memory(table, t)], location)
+            return Execution(storage.list_files(location), int((time.monotonic() - started) * 1000), attempt + 1)
         except Exception as e:
             storage.delete_tree(location)
             message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -38,11 +38,16 @@ def _version(arctic) -> int:
     return arctic.sql("SELECT coalesce(max(version), 0) FROM db.t.history").collect()[0][0]
 
 
-@pytest.mark.parametrize(("buckets", "change_buckets", "partitioned", "seed"),
-                         [(4, 8, False, 11), (2, 1, True, 12)])
-def test_optimizing_interleaved_never_changes_what_readers_see(arctic, buckets, change_buckets, partitioned, seed):
+# Change files below the target node merge in memory (node_merge); change files above it (one change
+# bucket under two base buckets) and any task over in-memory-max-bytes (0: all) run as a Spark query.
+@pytest.mark.parametrize(("buckets", "change_buckets", "partitioned", "seed", "in_memory_max_bytes"),
+                         [(4, 8, False, 11, 0), (2, 1, True, 12, None), (2, 4, True, 13, None)])
+def test_optimizing_interleaved_never_changes_what_readers_see(arctic, buckets, change_buckets, partitioned, seed,
+                                                               in_memory_max_bytes):
     rng = random.Random(seed)
-    _create(arctic, buckets, change_buckets, partitioned)
+    extra = "" if in_memory_max_bytes is None else \
+        f", 'self-optimizing.execute.in-memory-max-bytes' = '{in_memory_max_bytes}'"
+    _create(arctic, buckets, change_buckets, partitioned, extra)
     model = Model(partitioned)
     states: dict[int, list[tuple]] = {}
     log, previous = Log(), 0

@@ -56,7 +56,9 @@ def _scanned_paths(plan: str) -> list[int]:
 
 
 def test_explain_shows_partition_pruning_and_pushed_filters(orders):
-    everything = orders.sql("EXPLAIN SELECT * FROM db.orders").collect()[0][0]
+    # (A read with no WHERE merges by node in memory, with no Parquet scan in its plan: compare with
+    # a filter that prunes no partition.)
+    everything = orders.sql("EXPLAIN SELECT * FROM db.orders WHERE amount > 0").collect()[0][0]
     pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][0]
     # Fewer files are handed to Spark when the partition predicate is known...
     assert sum(_scanned_paths(pruned)) < sum(_scanned_paths(everything))
@@ -104,8 +106,21 @@ def test_point_lookups_read_only_their_tree_nodes(arctic):
     arctic.spark.range(200).selectExpr("id AS k", "CAST(id AS STRING) AS v").createOrReplaceTempView("kv_src")
     arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
     arctic.sql("INSERT INTO db.kv SELECT k, concat(v, '!') FROM kv_src WHERE k % 2 = 0")
-    everything = sum(_scanned_paths(arctic.sql("EXPLAIN SELECT * FROM db.kv").collect()[0][0]))
+    # (A filter that selects no node, so that the plan is a Spark plan with Parquet scans.)
+    everything = sum(_scanned_paths(arctic.sql("EXPLAIN SELECT * FROM db.kv WHERE v <> ''").collect()[0][0]))
     lookup = "SELECT * FROM db.kv WHERE k IN (10, 11)"
     narrowed = sum(_scanned_paths(arctic.sql("EXPLAIN " + lookup).collect()[0][0]))
     assert narrowed < everything
     assert sorted(tuple(r) for r in arctic.sql(lookup).collect()) == [(10, "10!"), (11, "11")]
+
+
+def test_full_scans_merge_by_node_in_memory_and_agree_with_the_spark_plan(orders):
+    query = "SELECT region, count(*) AS n, sum(amount) AS total FROM db.orders GROUP BY region ORDER BY region"
+    in_memory = orders.sql("EXPLAIN " + query).collect()[0][0]
+    assert "MapInArrow" in in_memory and not _scanned_paths(in_memory)  # no Parquet scan, no shuffle of rows
+    by_node = [tuple(r) for r in orders.sql(query).collect()]
+    orders.sql("ALTER TABLE db.orders SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '0')")
+    spark_plan = orders.sql("EXPLAIN " + query).collect()[0][0]
+    assert "MapInArrow" not in spark_plan and _scanned_paths(spark_plan)
+    assert [tuple(r) for r in orders.sql(query).collect()] == by_node == [("ap", 1, 5.0), ("eu", 2, 41.0),
+                                                                          ("us", 1, 50.0)]

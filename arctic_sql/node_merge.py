@@ -61,9 +61,11 @@ def newest_changes(changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str])
     return change.filter(pa.array(first))
 
 
-def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str]) -> pa.Table:
+def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str],
+          *, sort: bool = True) -> pa.Table:
     """The rows of one node after applying ``changes`` (table, tag) to ``base``, in ``base``'s schema
-    when there is a base, sorted by ``keys`` when there are changes."""
+    when there is a base; sorted by ``keys`` when there are changes and ``sort`` (files are written
+    sorted; a reader does not need the order)."""
     if not changes:
         if base is None:
             raise ValueError("nothing to merge: no base and no change rows")
@@ -83,7 +85,7 @@ def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: 
             upserts = upserts.append_column(f.name, pa.nulls(upserts.num_rows, f.type))
     # A join drops the not-null flags of the base's required columns: both sides back to its schema.
     merged = pa.concat_tables([kept.cast(base.schema), upserts.select(base.column_names).cast(base.schema)])
-    return merged.sort_by([(k, "ascending") for k in keys])
+    return merged.sort_by([(k, "ascending") for k in keys]) if sort else merged
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,9 @@ class NodeTask:
     directory: str  # the node's output directory (partition and node directories included)
 
 
-def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store) -> pa.Table:
-    """The merged rows of one node, in the table's schema."""
+def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store, *,
+              sort: bool = True) -> pa.Table:
+    """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`)."""
     base_rows = base.read(task.base_files, schema) if task.base_files else None
     by_tag: dict[int, list[DataFile]] = {}
     for f, value in task.change_files:
@@ -120,7 +123,7 @@ def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, 
     changes = [(change.read(files, key_schema if value % 2 else optional), value) for value, files in by_tag.items()]
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
-    return merge(base_rows, changes, keys)
+    return merge(base_rows, changes, keys, sort=sort)
 
 
 def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: int) -> list[str]:

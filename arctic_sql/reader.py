@@ -141,12 +141,13 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     base = node_merge.Store(table.base.metadata, table.base.io)
     change = node_merge.Store(table.change.metadata, table.change.io)
     spark_type = spark_schema(schema, all_nullable=True)
-    arrow_type = to_arrow_schema(spark_type)
+    arrow_type = to_arrow_schema(spark_type, timezone="UTC")  # as pyspark itself declares Arrow results
 
     def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # job indexes in, rows out
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield from node_merge.read_node(jobs[i], schema, keys, base, change).cast(arrow_type).to_batches()
+                rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False)
+                yield from rows.cast(arrow_type).to_batches()
 
     indexes = spark.range(len(jobs), numPartitions=len(jobs)).selectExpr("CAST(id AS INT) AS job")
     return indexes.mapInArrow(merge, spark_type)

@@ -122,3 +122,11 @@ def test_written_files_resolve_by_field_id_after_a_rename(tmp_path):
 def test_a_node_whose_rows_all_went_writes_no_file(tmp_path):
     schema = Schema(NestedField(1, "id", LongType(), required=True))
     assert node_merge.write_node(pa.table({"id": pa.array([], pa.int64())}), str(tmp_path / "n"), schema, 10) == []
+
+
+def test_unsorted_merge_has_the_same_rows():
+    base, changes = _random_case(random.Random(7))
+    base_table = _table([(k[0], k[1], v) for k, v in base.items()])
+    tagged = [(_table([(k[0], k[1], v) for k, v in b.items()]), node_merge.tag(t, d)) for t, d, b in changes]
+    unsorted = node_merge.merge(base_table, tagged, KEYS, sort=False)
+    assert sorted(tuple(r.values()) for r in unsorted.to_pylist()) == _model(base, changes)

@@ -17,8 +17,9 @@ carry the field ids of ``schema_to_pyarrow``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +35,9 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import NestedField
 
 from arctic_sql import storage
+
+if TYPE_CHECKING:
+    from arctic_sql.catalog import ArcticTable
 
 TAG = "_arctic_tag"
 
@@ -100,13 +104,29 @@ class Store:
         return scan.to_table([FileScanTask(f) for f in files])
 
 
+    @classmethod
+    def both(cls, table: ArcticTable) -> tuple[Store, Store]:
+        """The base and change stores of a primary-key table."""
+        assert table.change is not None
+        return cls(table.base.metadata, table.base.io), cls(table.change.metadata, table.change.io)
+
+
 @dataclass(frozen=True)
 class NodeTask:
     """One node's merge: its base files, its change files with their tags, where the output goes."""
 
     base_files: tuple[DataFile, ...]
     change_files: tuple[tuple[DataFile, int], ...]
-    directory: str  # the node's output directory (partition and node directories included)
+    directory: str = ""  # the node's output directory (partition and node directories included)
+
+    @classmethod
+    def of(cls, files: Iterable[Any], directory: str = "") -> NodeTask:
+        """From planned files (scan.FileEntry or optimizer PlanFile: ``store``, ``data_file``,
+        ``sequence_number``, ``is_delete``)."""
+        files = list(files)
+        return cls(tuple(f.data_file for f in files if f.store == "base"),
+                   tuple((f.data_file, tag(f.sequence_number, f.is_delete)) for f in files if f.store == "change"),
+                   directory)
 
 
 def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store, *,

@@ -125,21 +125,14 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     plan takes over)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    assert table.change is not None
     limit = int(table.prop("merge-on-read.in-memory-max-bytes"))  # type: ignore[call-overload]
     groups = node_groups([*plan.base_files, *plan.change_files])
     if max(sum(f.file_size for f in g) for g in groups) > limit:
         return None
-    jobs = [node_merge.NodeTask(
-        base_files=tuple(f.data_file for f in g if f.store == "base"),
-        change_files=tuple((f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g
-                           if f.store == "change"),
-        directory="",
-    ) for g in groups]
+    jobs = [node_merge.NodeTask.of(g) for g in groups]
     keys = list(table.primary_key)
     schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *columns]))
-    base = node_merge.Store(table.base.metadata, table.base.io)
-    change = node_merge.Store(table.change.metadata, table.change.io)
+    base, change = node_merge.Store.both(table)
     spark_type = spark_schema(schema, all_nullable=True)
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")  # as pyspark itself declares Arrow results
 

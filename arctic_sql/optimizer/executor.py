@@ -60,20 +60,13 @@ def node_task(task: Task, location: str) -> node_merge.NodeTask:
     first = task.input_files[0].path
     partition_dirs = [s for s in first.split("/") if s.startswith(HELPER_PREFIX) and "=" in s]
     directory = "/".join([location.rstrip("/"), *partition_dirs, f"{layout.NODE_COLUMN}={task.target_node}"])
-    return node_merge.NodeTask(
-        base_files=tuple(f.data_file for f in task.base_files),  # type: ignore[misc]
-        change_files=tuple((f.data_file, node_merge.tag(f.sequence_number, f.is_delete))  # type: ignore[misc]
-                           for f in task.change_files),
-        directory=directory,
-    )
+    return node_merge.NodeTask.of(task.input_files, directory)
 
 
 def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str) -> None:
     """One Spark job, one Spark task per planner task: read, merge and write a node in pyarrow."""
-    assert table.change is not None
     schema, keys = table.schema, list(table.primary_key)
-    base = node_merge.Store(table.base.metadata, table.base.io)
-    change = node_merge.Store(table.change.metadata, table.change.io)
+    base, change = node_merge.Store.both(table)
     rows_per_file = writer.max_rows_per_file(table)
     jobs = [node_task(t, location) for t in tasks]
 

@@ -130,3 +130,12 @@ def test_unsorted_merge_has_the_same_rows():
     tagged = [(_table([(k[0], k[1], v) for k, v in b.items()]), node_merge.tag(t, d)) for t, d, b in changes]
     unsorted = node_merge.merge(base_table, tagged, KEYS, sort=False)
     assert sorted(tuple(r.values()) for r in unsorted.to_pylist()) == _model(base, changes)
+
+
+def test_dictionary_only_where_it_is_smaller_than_plain_values():
+    n = 10_000
+    rows = pa.table({"key": pa.array(range(n), pa.int64()),  # unique: plain is smaller
+                     "few": pa.array([i % 7 for i in range(n)], pa.int64()),
+                     "name": pa.array([str(i) for i in range(n)])})  # variable width: pyarrow decides
+    assert node_merge.dictionary_columns(rows) == ["few", "name"]
+    assert node_merge.dictionary_columns(rows.slice(0, 0)) == ["name"]

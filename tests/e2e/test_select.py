@@ -124,3 +124,11 @@ def test_full_scans_merge_by_node_in_memory_and_agree_with_the_spark_plan(orders
     assert "MapInArrow" not in spark_plan and _scanned_paths(spark_plan)
     assert [tuple(r) for r in orders.sql(query).collect()] == by_node == [("ap", 1, 5.0), ("eu", 2, 41.0),
                                                                           ("us", 1, 50.0)]
+
+
+def test_files_written_before_a_column_was_added_read_it_as_null_in_a_full_scan(orders):
+    orders.sql("ALTER TABLE db.orders ADD COLUMNS (note STRING)")
+    orders.sql("INSERT INTO db.orders VALUES (6, 'ap', 60.0, 'new')")
+    # No WHERE: the node merge reads every file by field id; the older ones have no `note`.
+    rows = orders.sql("SELECT id, note FROM db.orders ORDER BY id").collect()
+    assert [tuple(r) for r in rows] == [(1, None), (3, None), (4, None), (5, None), (6, "new")]

@@ -103,7 +103,6 @@ class Store:
         scan = ArrowScan(self.metadata, self.io, schema, AlwaysTrue())
         return scan.to_table([FileScanTask(f) for f in files])
 
-
     @classmethod
     def both(cls, table: ArcticTable) -> tuple[Store, Store]:
         """The base and change stores of a primary-key table."""
@@ -153,14 +152,14 @@ def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: in
     rows = rows.cast(target)
     fs, path = storage.filesystem(directory)
     fs.create_dir(path, recursive=True)
-    prefix = directory[: len(directory) - len(path)] if directory.endswith(path) else ""
+    scheme = storage.prefix(directory, path)
     written = []
     name = uuid.uuid4().hex
     for i, start in enumerate(range(0, rows.num_rows, rows_per_file)):  # no rows left: no file
         chunk = rows.slice(start, rows_per_file)
         file_path = f"{path.rstrip('/')}/part-{i:05d}-{name}.parquet"
         pq.write_table(chunk, file_path, filesystem=fs, use_dictionary=dictionary_columns(chunk))
-        written.append(prefix + file_path)
+        written.append(scheme + file_path)
     return written
 
 

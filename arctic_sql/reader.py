@@ -60,12 +60,12 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
     ``in_memory``: whether node groups may merge in memory."""
     from pyspark.sql.functions import broadcast
 
-    base = read_files(spark, plan.schema, plan.base_files)
     if table.change is None or not plan.change_files:
-        return base
+        return read_files(spark, plan.schema, plan.base_files)
     by_node = merged_by_node(spark, table, plan, columns) if in_memory else None
     if by_node is not None:
         return by_node
+    base = read_files(spark, plan.schema, plan.base_files)
     keys = table.primary_key
     # Every key with a change above the watermark overrides the base, whatever that change is, so
     # the anti-join side needs only the distinct changed keys: no transaction order, no file tags.

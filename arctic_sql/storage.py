@@ -17,13 +17,19 @@ def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     return fs, path
 
 
+def prefix(location: str, path: str) -> str:
+    """What ``filesystem`` stripped from ``location`` to get ``path`` (``file://``, ``s3://bucket``...):
+    prepended to a path of that filesystem, it makes a full location again."""
+    return location[: len(location) - len(path)] if location.endswith(path) else ""
+
+
 def list_files(location: str, suffix: str = ".parquet") -> list[str]:
     """Every file under ``location`` whose name ends in ``suffix``, as full locations."""
     fs, path = filesystem(location)
     infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
-    prefix = location[: len(location) - len(path)] if location.endswith(path) else ""
+    scheme = prefix(location, path)
     return sorted(
-        prefix + info.path
+        scheme + info.path
         for info in infos
         if info.type == pafs.FileType.File and info.base_name.endswith(suffix) and not info.base_name.startswith(".")
     )

@@ -125,16 +125,19 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     started = time.monotonic()
     sc = spark.sparkContext
     group = location.rstrip("/").rsplit("/", 1)[-1]
+    in_arrow: list[Task] = []
+    in_spark: list[Task] = []
+    for task in tasks:
+        (in_arrow if in_memory(table, task) else in_spark).append(task)
     for attempt in range(retries + 1):
         try:
             sc.setJobGroup(group, f"optimize {table.identifier}: {len(tasks)} task(s)", interruptOnCancel=True)
-            in_spark = [t for t in tasks if not in_memory(table, t)]
             if in_spark:  # first: Spark's writer wants a location that does not exist yet
                 rows, directories = merged_rows(spark, table, in_spark)
                 writer.write_laid_out(rows, table, directories, store="base", location=location,
                                       clustered=table.is_keyed)
-            if len(in_spark) < len(tasks):
-                run_in_memory(spark, table, [t for t in tasks if in_memory(table, t)], location)
+            if in_arrow:
+                run_in_memory(spark, table, in_arrow, location)
             return Execution(storage.list_files(location), int((time.monotonic() - started) * 1000), attempt + 1)
         except Exception as e:
             storage.delete_tree(location)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io import FileIO
@@ -49,9 +50,11 @@ def tag(transaction: int, is_delete: bool) -> int:
 def newest_changes(changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str]) -> pa.Table:
     """The newest change row per key among tagged change tables, with its ``_arctic_tag``.
 
+    A table's tag is one number, or an array of one per row (rows read from several files at once).
     Delete tables may hold only the key columns: their other columns come back null.
     """
-    parts = [t.append_column(TAG, pa.array(np.full(len(t), value, np.int64))) for t, value in changes]
+    parts = [t.append_column(TAG, pa.array(np.broadcast_to(np.asarray(value, np.int64), len(t))))
+             for t, value in changes]
     change = pa.concat_tables(parts, promote_options="permissive")
     if change.num_rows == 0:
         return change
@@ -100,8 +103,24 @@ class Store:
     io: FileIO
 
     def read(self, files: Sequence[DataFile], schema: Schema) -> pa.Table:
-        scan = ArrowScan(self.metadata, self.io, schema, AlwaysTrue())
-        return scan.to_table([FileScanTask(f) for f in files])
+        dataset = by_name(files, schema)
+        if dataset is not None:
+            return _as_required(dataset.to_table(columns=schema.column_names), schema)
+        return self._scan(files, schema)
+
+    def read_tagged(self, files: Sequence[tuple[DataFile, int]], schema: Schema) -> tuple[pa.Table, np.ndarray]:
+        """The rows of tagged files in ``schema``, and the tag of each row's file."""
+        tags = np.array([value for _, value in files], np.int64)
+        dataset = by_name([f for f, _ in files], schema)
+        if dataset is not None:
+            rows = dataset.to_table(columns=[*schema.column_names, "__fragment_index"])  # fragments in files' order
+            indexes = rows.column("__fragment_index").to_numpy()
+            return _as_required(rows.drop_columns(["__fragment_index"]), schema), tags[indexes]
+        tables = [self._scan([f], schema) for f, _ in files]
+        return pa.concat_tables(tables), np.repeat(tags, [len(t) for t in tables])
+
+    def _scan(self, files: Sequence[DataFile], schema: Schema) -> pa.Table:
+        return ArrowScan(self.metadata, self.io, schema, AlwaysTrue()).to_table([FileScanTask(f) for f in files])
 
     @classmethod
     def both(cls, table: ArcticTable) -> tuple[Store, Store]:
@@ -132,17 +151,67 @@ def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, 
               sort: bool = True) -> pa.Table:
     """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`)."""
     base_rows = base.read(task.base_files, schema) if task.base_files else None
-    by_tag: dict[int, list[DataFile]] = {}
-    for f, value in task.change_files:
-        by_tag.setdefault(value, []).append(f)
     # Delete rows may carry only the key: every column is optional on the change side.
     optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
                       schema_id=schema.schema_id)
-    key_schema = optional.select(*keys)
-    changes = [(change.read(files, key_schema if value % 2 else optional), value) for value, files in by_tag.items()]
+    upserts = [(f, value) for f, value in task.change_files if not value % 2]
+    deletes = [(f, value) for f, value in task.change_files if value % 2]
+    changes = [change.read_tagged(files, part) for files, part in ((upserts, optional), (deletes, optional.select(*keys)))
+               if files]
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort)
+
+
+def by_name(files: Sequence[DataFile], schema: Schema) -> ds.Dataset | None:
+    """A pyarrow dataset over ``files`` when each file holds every column of ``schema`` under its
+    current name, field id and type, so that reading by name is reading by field id; else None.
+
+    That is the common case, and one dataset scan reads many small files several times faster than
+    ``ArrowScan``, which resolves each file's schema in Python. ``ArrowScan`` handles the rest:
+    renamed, added or promoted columns, files without field ids, nested types.
+    """
+    if not files:
+        return None
+    expected = {}
+    for field in schema.fields:
+        if not field.field_type.is_primitive:
+            return None
+        expected[field.name] = (str(field.field_id).encode(), _plain(schema_to_pyarrow(field.field_type)))
+    fs, _ = storage.filesystem(files[0].file_path)
+    dataset = ds.dataset([storage.filesystem(f.file_path)[1] for f in files], format="parquet", filesystem=fs)
+    checked = []  # the distinct file schemas already checked (files of one writer share one)
+    for fragment in dataset.get_fragments():
+        physical = fragment.physical_schema
+        if any(physical.equals(c, check_metadata=True) for c in checked):
+            continue
+        for name, (field_id, arrow_type) in expected.items():
+            i = physical.get_field_index(name)
+            if i < 0:
+                return None
+            found = physical.field(i)
+            if (found.metadata or {}).get(b"PARQUET:field_id") != field_id or _plain(found.type) != arrow_type:
+                return None
+        checked.append(physical)
+    return dataset
+
+
+def _as_required(rows: pa.Table, schema: Schema) -> pa.Table:
+    """``rows`` with the not-null flags of ``schema``, as ``ArrowScan`` gives them, not of the file
+    (Spark writes a column it knows has no nulls as required, whatever the table says)."""
+    fields = [pa.field(f.name, rows.schema.field(f.name).type, nullable=not f.required) for f in schema.fields]
+    return rows.cast(pa.schema(fields))
+
+
+def _plain(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with what Parquet does not keep apart made equal: string widths, timestamp zones."""
+    if pa.types.is_large_string(arrow_type):
+        return pa.string()
+    if pa.types.is_large_binary(arrow_type):
+        return pa.binary()
+    if pa.types.is_timestamp(arrow_type):
+        return pa.timestamp(arrow_type.unit, "UTC" if arrow_type.tz else None)
+    return arrow_type
 
 
 def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: int) -> list[str]:

@@ -110,8 +110,8 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
 
 
 def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[str] | None:
-    """The table's columns ``statement`` may use, conservatively: the key and every column spelled
-    like an identifier anywhere in it; None (all) when it has a star other than ``count(*)``.
+    """The table's columns ``statement`` may use, conservatively: every column spelled like an
+    identifier anywhere in it; None (all) when it has a star other than ``count(*)``.
 
     Spark prunes columns of its own scans; a merge in memory (reader.merged_by_node) is opaque to it,
     so it is told here which columns to read.
@@ -119,8 +119,7 @@ def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[st
     if any(not isinstance(star.parent, exp.Count) for star in statement.find_all(exp.Star)):
         return None
     names = {i.name.lower() for i in statement.find_all(exp.Identifier)}
-    keys = set(table.primary_key)
-    return [f.name for f in table.schema.fields if f.name in keys or f.name.lower() in names]
+    return [f.name for f in table.schema.fields if f.name.lower() in names]
 
 
 def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:

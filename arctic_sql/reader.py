@@ -120,9 +120,10 @@ def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
 
 def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, columns: list[str] | None = None
                    ) -> DataFrame | None:
-    """The merged rows (of ``columns`` and the key, default all), one Spark task per node group
-    merging in pyarrow; None when a group is over ``merge-on-read.in-memory-max-bytes`` (the Spark
-    plan takes over)."""
+    """The merged rows (of ``columns``, default all), one Spark task per node group merging in
+    pyarrow; None when a group is over ``merge-on-read.in-memory-max-bytes`` (the Spark plan takes
+    over). The key is read for the merge and handed to Spark only when asked for: every column
+    crossing from Python to the JVM costs."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     limit = int(table.prop("merge-on-read.in-memory-max-bytes"))  # type: ignore[call-overload]
@@ -132,15 +133,17 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     jobs = [node_merge.NodeTask.of(g) for g in groups]
     keys = list(table.primary_key)
     schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *columns]))
+    # Arrow batches cannot carry rows without columns: a key column stands in when none is asked for.
+    output = schema.column_names if columns is None else [n for n in schema.column_names if n in columns] or keys[:1]
     base, change = node_merge.Store.both(table)
-    spark_type = spark_schema(schema, all_nullable=True)
+    spark_type = spark_schema(plan.schema.select(*output), all_nullable=True)
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")  # as pyspark itself declares Arrow results
 
     def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # job indexes in, rows out
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False)
-                yield from rows.cast(arrow_type).to_batches()
+                yield from rows.select(output).cast(arrow_type).to_batches()
 
     indexes = spark.range(len(jobs), numPartitions=len(jobs)).selectExpr("CAST(id AS INT) AS job")
     return indexes.mapInArrow(merge, spark_type)

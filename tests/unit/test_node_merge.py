@@ -139,3 +139,41 @@ def test_dictionary_only_where_it_is_smaller_than_plain_values():
                      "name": pa.array([str(i) for i in range(n)])})  # variable width: pyarrow decides
     assert node_merge.dictionary_columns(rows) == ["few", "name"]
     assert node_merge.dictionary_columns(rows.slice(0, 0)) == ["name"]
+
+
+def test_change_files_of_many_transactions_read_in_one_scan_keep_each_file_tag(tmp_path):
+    """Files that hold every column under its name and field id are read by one pyarrow dataset
+    scan (node_merge.by_name), each row tagged by its file; the result is the model's."""
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
+                    identifier_field_ids=[1])
+    table = catalog.create_table("db.t", schema)
+    required = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata={"PARQUET:field_id": "1"}),
+                          pa.field("v", pa.string(), nullable=False, metadata={"PARQUET:field_id": "2"})])
+
+    def write(name: str, rows: dict) -> object:  # as Spark writes them: columns it knows are not null as required
+        path = f"{tmp_path}/{name}.parquet"
+        pq.write_table(pa.table(rows).cast(pa.schema([required.field(n) for n in rows])), path)
+        (f,) = data_files(table, [f"file://{path}"])
+        f.spec_id = table.spec().spec_id
+        return f
+
+    base = write("base", {"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"]})
+    changes = [(write("t1", {"id": [2, 5], "v": ["b1", "e1"]}), node_merge.tag(1, False)),
+               (write("t2", {"id": [2, 3]}), node_merge.tag(2, True)),
+               (write("t3", {"id": [3, 4], "v": ["c3", "d3"]}), node_merge.tag(3, False)),
+               (write("t4", {"id": [5]}), node_merge.tag(4, True))]
+    assert node_merge.by_name([f for f, _ in changes[::2]], schema) is not None  # the one-scan path
+    store = node_merge.Store(table.metadata, table.io)
+    task = node_merge.NodeTask(base_files=(base,), change_files=tuple(changes[::-1]))  # file order is no order
+    got = node_merge.read_node(task, schema, ["id"], store, store)
+    assert got.to_pylist() == [{"id": 1, "v": "a"}, {"id": 3, "v": "c3"}, {"id": 4, "v": "d3"}]
+    assert got.schema.field("v").nullable  # the table's flag, not the file's
+
+    with table.update_schema() as update:
+        update.rename_column("v", "w")
+    renamed = catalog.load_table("db.t").schema()
+    assert node_merge.by_name([base], renamed) is None  # field id 2 is named v in the file: ArrowScan resolves it
+    got = node_merge.read_node(task, renamed, ["id"], store, store)
+    assert got.column("w").to_pylist() == ["a", "c3", "d3"]

@@ -21,14 +21,14 @@ TABLE = SimpleNamespace(  # the two attributes referenced_columns reads of an Ar
 
 
 @pytest.mark.parametrize(("sql", "expected"), [
-    ("SELECT status, count(*), sum(amount) FROM db.t GROUP BY status", ["order_id", "status", "amount"]),
-    ("SELECT count(1) FROM db.t", ["order_id"]),
+    ("SELECT status, count(*), sum(amount) FROM db.t GROUP BY status", ["status", "amount"]),
+    ("SELECT count(1) FROM db.t", []),
     ("SELECT REGION FROM db.t WHERE t.order_id > 3", ["order_id", "Region"]),  # Spark's names ignore case
-    ("SELECT x.info.note FROM db.t x JOIN other o USING (status)", ["order_id", "status", "info"]),
+    ("SELECT x.info.note FROM db.t x JOIN other o USING (status)", ["status", "info"]),
     ("SELECT * FROM db.t", None),
     ("SELECT t.* FROM db.t t", None),
     ("SELECT status FROM (SELECT * FROM db.t) s", None),  # a star anywhere may reach this table
-    ("WITH c AS (SELECT amount FROM db.t) SELECT count(*) FROM c", ["order_id", "amount"]),
+    ("WITH c AS (SELECT amount FROM db.t) SELECT count(*) FROM c", ["amount"]),
 ])
 def test_referenced_columns_are_a_superset_of_what_the_statement_reads(sql, expected):
     assert referenced_columns(parse_one(sql), TABLE) == expected

@@ -26,9 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+from pyiceberg.io.pyarrow import ArrowScan, expression_to_pyarrow, schema_to_pyarrow
 from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from arctic_sql.catalog import ArcticTable
 
 TAG = "_arctic_tag"
+ALWAYS_TRUE = AlwaysTrue()
 
 
 def tag(transaction: int, is_delete: bool) -> int:
@@ -102,16 +104,20 @@ class Store:
     metadata: TableMetadata
     io: FileIO
 
-    def read(self, files: Sequence[DataFile], schema: Schema) -> pa.Table:
-        dataset = by_name(files, schema)
+    def read(self, files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE
+             ) -> pa.Table:
+        """The rows of ``files`` in ``schema``; ``row_groups``: a filter whose row groups may be
+        skipped by their statistics (rows that fail it may still come back)."""
+        dataset = by_name(files, schema, row_groups)
         if dataset is not None:
             return _as_required(dataset.to_table(columns=schema.column_names), schema)
         return self._scan(files, schema)
 
-    def read_tagged(self, files: Sequence[tuple[DataFile, int]], schema: Schema) -> tuple[pa.Table, np.ndarray]:
-        """The rows of tagged files in ``schema``, and the tag of each row's file."""
+    def read_tagged(self, files: Sequence[tuple[DataFile, int]], schema: Schema,
+                    row_groups: BooleanExpression = ALWAYS_TRUE) -> tuple[pa.Table, np.ndarray]:
+        """The rows of tagged files in ``schema``, and the tag of each row's file (see :meth:`read`)."""
         tags = np.array([value for _, value in files], np.int64)
-        dataset = by_name([f for f, _ in files], schema)
+        dataset = by_name([f for f, _ in files], schema, row_groups)
         if dataset is not None:
             rows = dataset.to_table(columns=[*schema.column_names, "__fragment_index"])  # fragments in files' order
             indexes = rows.column("__fragment_index").to_numpy()
@@ -120,7 +126,7 @@ class Store:
         return pa.concat_tables(tables), np.repeat(tags, [len(t) for t in tables])
 
     def _scan(self, files: Sequence[DataFile], schema: Schema) -> pa.Table:
-        return ArrowScan(self.metadata, self.io, schema, AlwaysTrue()).to_table([FileScanTask(f) for f in files])
+        return ArrowScan(self.metadata, self.io, schema, ALWAYS_TRUE).to_table([FileScanTask(f) for f in files])
 
     @classmethod
     def both(cls, table: ArcticTable) -> tuple[Store, Store]:
@@ -148,28 +154,39 @@ class NodeTask:
 
 
 def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store, *,
-              sort: bool = True) -> pa.Table:
-    """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`)."""
-    base_rows = base.read(task.base_files, schema) if task.base_files else None
+              sort: bool = True, base_filter: BooleanExpression = ALWAYS_TRUE,
+              change_filter: BooleanExpression = ALWAYS_TRUE) -> pa.Table:
+    """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`).
+
+    ``base_filter`` and ``change_filter`` (on key columns only) skip row groups by their statistics.
+    That is safe for a reader that applies its own filter to the result: a base row that fails the
+    filter is either overridden by a change or filtered out above, and a change filter on the key
+    drops all of a key's changes, or none.
+    """
+    base_rows = base.read(task.base_files, schema, base_filter) if task.base_files else None
     # Delete rows may carry only the key: every column is optional on the change side.
     optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
                       schema_id=schema.schema_id)
     upserts = [(f, value) for f, value in task.change_files if not value % 2]
     deletes = [(f, value) for f, value in task.change_files if value % 2]
-    changes = [change.read_tagged(files, part) for files, part in ((upserts, optional), (deletes, optional.select(*keys)))
-               if files]
+    changes = [change.read_tagged(files, part, change_filter)
+               for files, part in ((upserts, optional), (deletes, optional.select(*keys))) if files]
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort)
 
 
-def by_name(files: Sequence[DataFile], schema: Schema) -> ds.Dataset | None:
+def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE
+            ) -> ds.Dataset | None:
     """A pyarrow dataset over ``files`` when each file holds every column of ``schema`` under its
     current name, field id and type, so that reading by name is reading by field id; else None.
 
     That is the common case, and one dataset scan reads many small files several times faster than
     ``ArrowScan``, which resolves each file's schema in Python. ``ArrowScan`` handles the rest:
     renamed, added or promoted columns, files without field ids, nested types.
+
+    ``row_groups``: only the row groups whose statistics may satisfy it are read, when it names
+    columns of ``schema`` only (the columns checked here).
     """
     if not files:
         return None
@@ -193,7 +210,23 @@ def by_name(files: Sequence[DataFile], schema: Schema) -> ds.Dataset | None:
             if (found.metadata or {}).get(b"PARQUET:field_id") != field_id or _plain(found.type) != arrow_type:
                 return None
         checked.append(physical)
-    return dataset
+    skip = _arrow_filter(row_groups, schema)
+    if skip is None:
+        return dataset
+    # subset() keeps the row groups whose statistics may match; the fragments keep their order.
+    fragments = [fragment.subset(filter=skip) for fragment in dataset.get_fragments()]
+    return ds.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
+
+
+def _arrow_filter(expression: BooleanExpression, schema: Schema) -> pc.Expression | None:
+    """``expression`` as a pyarrow expression, or None when it is always true or names a column
+    outside ``schema`` (whose name in the files was not checked)."""
+    if expression == ALWAYS_TRUE:
+        return None
+    try:
+        return expression_to_pyarrow(bind(schema, expression, case_sensitive=True))
+    except ValueError:
+        return None
 
 
 def _as_required(rows: pa.Table, schema: Schema) -> pa.Table:

@@ -12,6 +12,8 @@ other columns, and a newer upsert that fails a non-key predicate must still hide
 
 from __future__ import annotations
 
+import datetime
+
 from pyiceberg import expressions as ie
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
@@ -47,8 +49,29 @@ def _literal(node: exp.Expression) -> object:
         value = _literal(node.this)
         return -value if isinstance(value, (int, float)) else _NOT_A_LITERAL
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        if node.to.this in _ZONED:
+            return _timestamp(node.this.this, zoned=True)
+        if node.to.this == exp.DataType.Type.TIMESTAMPNTZ:
+            return _timestamp(node.this.this, zoned=False)
         return node.this.this  # DATE '2024-01-01' and friends: pyiceberg converts strings per column type
     return _NOT_A_LITERAL
+
+
+_ZONED = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ}
+
+
+def _timestamp(text: str, zoned: bool) -> object:
+    """A Spark timestamp literal in the ISO 8601 form pyiceberg reads: with its offset for TIMESTAMP,
+    which is pruned by only when the literal names its zone (else Spark reads it in the session's
+    zone), and without one for TIMESTAMP_NTZ."""
+    text = text.strip()
+    if text.endswith(" UTC"):
+        text = text[: -len(" UTC")] + "+00:00"
+    try:
+        value = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return _NOT_A_LITERAL
+    return value.isoformat() if zoned == (value.tzinfo is not None) else _NOT_A_LITERAL
 
 
 _NOT_A_LITERAL = object()

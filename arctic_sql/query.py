@@ -100,9 +100,6 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
         table,
         version=history.version_as_of(session, table, version) if version is not None else None,
         columns=referenced_columns(node.root(), table),
-        # A WHERE here prunes row groups through Spark's Parquet scans, which a merge in memory
-        # cannot: filtered reads keep the Spark plan, full scans merge by node (reader.py).
-        in_memory=where is None,
         base_filter=row_filter(where, schema, qualifiers),
         change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),
         key_hashes=_key_hashes(table, key_lookups(where, schema, qualifiers, table.primary_key)),

@@ -4,13 +4,13 @@ The rule (DESIGN "Transactions and order"): for each key, the change with the hi
 above the partition's watermark wins over older changes and over the base; a winning delete removes
 the key. The planner already dropped change files at or below the watermark. Two ways apply it:
 
-- **By node, in memory** (``node_merge``), for a read with no WHERE to push down, when every node
-  group's files are at most ``merge-on-read.in-memory-max-bytes``: a key's rows all lie in one
-  node of its partition, so each node group merges alone in one Spark task (``mapInArrow``), with
-  no shuffle and no broadcast; only its change rows are sorted. It reads only the columns the
-  statement names (``query.referenced_columns``); the rest of the query runs above it.
-- **As a Spark plan** otherwise, which spills instead of holding a node in memory and skips row
-  groups by the query's filters::
+- **By node, in memory** (``node_merge``), when every node group's files are at most
+  ``merge-on-read.in-memory-max-bytes``: a key's rows all lie in one node of its partition, so
+  each node group merges alone in one Spark task (``mapInArrow``), with no shuffle and no
+  broadcast; only its change rows are sorted. It reads only the columns the statement names
+  (``query.referenced_columns``) and skips the row groups that the plan's filters rule out by
+  their statistics; the rest of the query, its WHERE included, runs above it.
+- **As a Spark plan** otherwise, which spills instead of holding a node in memory::
 
     changed = distinct keys of the change rows   (no order needed: any change overrides the base)
     latest  = newest change per key              (a window over the change rows only)
@@ -139,11 +139,17 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     spark_type = spark_schema(plan.schema.select(*output), all_nullable=True)
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")  # as pyspark itself declares Arrow results
 
+    base_filter, change_filter = plan.base_filter, plan.change_filter
+
     def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # job indexes in, rows out
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False)
+                rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False,
+                                            base_filter=base_filter, change_filter=change_filter)
                 yield from rows.select(output).cast(arrow_type).to_batches()
 
+    # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning.
+    merge.__name__ = (f"arctic_merge_by_node[groups={len(jobs)}, base_files={len(plan.base_files)}, "
+                      f"change_files={len(plan.change_files)}]")
     indexes = spark.range(len(jobs), numPartitions=len(jobs)).selectExpr("CAST(id AS INT) AS job")
     return indexes.mapInArrow(merge, spark_type)

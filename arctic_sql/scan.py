@@ -34,6 +34,9 @@ class FileEntry:
     data_file: DataFile = field(compare=False, repr=False)
 
 
+ALWAYS_TRUE = AlwaysTrue()
+
+
 @dataclass(frozen=True)
 class ReadPlan:
     version: int  # 0 for a table with no data commit yet
@@ -42,6 +45,10 @@ class ReadPlan:
     change_files: tuple[FileEntry, ...]
     watermarks: dict[str, int]
     base_snapshot_id: int | None
+    # The filters the files were pruned by; a reader may also skip row groups with them (never rows:
+    # the query applies its own WHERE above the read).
+    base_filter: BooleanExpression = ALWAYS_TRUE
+    change_filter: BooleanExpression = ALWAYS_TRUE
 
     @property
     def change_rows(self) -> int:
@@ -118,8 +125,8 @@ def _on_key_paths(files: list[FileEntry], key_hashes: frozenset[int] | None) -> 
 def plan_read(
     table: ArcticTable,
     version: int | None = None,
-    base_filter: BooleanExpression = AlwaysTrue(),
-    change_filter: BooleanExpression = AlwaysTrue(),
+    base_filter: BooleanExpression = ALWAYS_TRUE,
+    change_filter: BooleanExpression = ALWAYS_TRUE,
     key_hashes: frozenset[int] | None = None,
 ) -> ReadPlan:
     """The files that hold ``version`` (default: the latest) and the watermarks that filter them.
@@ -140,7 +147,8 @@ def plan_read(
     if table.change is None:
         snapshot = versions.snapshot_at(table.base, version)
         files = _prune(table.base, snapshot, live_files(table.base, snapshot, "base"), base_filter)
-        return ReadPlan(version, table.schema, tuple(files), (), {}, snapshot.snapshot_id if snapshot else None)
+        return ReadPlan(version, table.schema, tuple(files), (), {}, snapshot.snapshot_id if snapshot else None,
+                        base_filter)
 
     base_snapshot = versions.base_snapshot_for(table.base, version)
     marks = versions.watermarks_of(base_snapshot)
@@ -160,4 +168,6 @@ def plan_read(
         tuple(change_files),
         marks,
         base_snapshot.snapshot_id if base_snapshot else None,
+        base_filter,
+        change_filter,
     )

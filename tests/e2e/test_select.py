@@ -55,9 +55,22 @@ def _scanned_paths(plan: str) -> list[int]:
     return [int(n) for n in re.findall(r"InMemoryFileIndex\((\d+) paths?\)", plan)]
 
 
-def test_explain_shows_partition_pruning_and_pushed_filters(orders):
-    # (A read with no WHERE merges by node in memory, with no Parquet scan in its plan: compare with
-    # a filter that prunes no partition.)
+def _merged_files(plan: str) -> int:
+    """How many files the by-node merges of an EXPLAIN read (base and change)."""
+    return sum(int(b) + int(c) for b, c in re.findall(r"base_files=(\d+), change_files=(\d+)\]", plan))
+
+
+def test_explain_shows_the_files_a_merge_by_node_reads_after_pruning(orders):
+    everything = orders.sql("EXPLAIN SELECT * FROM db.orders").collect()[0][0]
+    pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][0]
+    assert "MapInArrow" in pruned and not _scanned_paths(pruned)  # merged by node, no Parquet scan in Spark
+    assert 0 < _merged_files(pruned) < _merged_files(everything)
+    assert [r[0] for r in orders.sql("SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()] == [3]
+
+
+def test_explain_shows_partition_pruning_and_pushed_filters_in_the_spark_plan(orders):
+    # Node groups over merge-on-read.in-memory-max-bytes merge in a Spark plan with Parquet scans.
+    orders.sql("ALTER TABLE db.orders SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '0')")
     everything = orders.sql("EXPLAIN SELECT * FROM db.orders WHERE amount > 0").collect()[0][0]
     pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][0]
     # Fewer files are handed to Spark when the partition predicate is known...
@@ -106,11 +119,10 @@ def test_point_lookups_read_only_their_tree_nodes(arctic):
     arctic.spark.range(200).selectExpr("id AS k", "CAST(id AS STRING) AS v").createOrReplaceTempView("kv_src")
     arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
     arctic.sql("INSERT INTO db.kv SELECT k, concat(v, '!') FROM kv_src WHERE k % 2 = 0")
-    # (A filter that selects no node, so that the plan is a Spark plan with Parquet scans.)
-    everything = sum(_scanned_paths(arctic.sql("EXPLAIN SELECT * FROM db.kv WHERE v <> ''").collect()[0][0]))
+    everything = _merged_files(arctic.sql("EXPLAIN SELECT * FROM db.kv WHERE v <> ''").collect()[0][0])
     lookup = "SELECT * FROM db.kv WHERE k IN (10, 11)"
-    narrowed = sum(_scanned_paths(arctic.sql("EXPLAIN " + lookup).collect()[0][0]))
-    assert narrowed < everything
+    narrowed = _merged_files(arctic.sql("EXPLAIN " + lookup).collect()[0][0])
+    assert 0 < narrowed < everything
     assert sorted(tuple(r) for r in arctic.sql(lookup).collect()) == [(10, "10!"), (11, "11")]
 
 

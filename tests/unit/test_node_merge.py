@@ -177,3 +177,23 @@ def test_change_files_of_many_transactions_read_in_one_scan_keep_each_file_tag(t
     assert node_merge.by_name([base], renamed) is None  # field id 2 is named v in the file: ArrowScan resolves it
     got = node_merge.read_node(task, renamed, ["id"], store, store)
     assert got.column("w").to_pylist() == ["a", "c3", "d3"]
+
+
+def test_a_filter_skips_row_groups_by_their_statistics_and_keeps_every_matching_row(tmp_path):
+    from pyiceberg.expressions import GreaterThanOrEqual, LessThan
+
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
+                    identifier_field_ids=[1])
+    table = catalog.create_table("db.t", schema)
+    (path,) = node_merge.write_node(pa.table({"id": range(100), "v": [str(i) for i in range(100)]}),
+                                    f"file://{tmp_path}/n", schema, rows_per_file=100)
+    pq.write_table(pq.read_table(path.removeprefix("file://")), path.removeprefix("file://"), row_group_size=10)
+    (f,) = data_files(table, [path])
+    f.spec_id = table.spec().spec_id
+    store = node_merge.Store(table.metadata, table.io)
+    got = store.read([f], schema, GreaterThanOrEqual("id", 35)).column("id").to_pylist()
+    assert got == list(range(30, 100))  # whole row groups: 30-34 come back too, the query filters them
+    assert store.read([f], schema, LessThan("id", 0)).num_rows == 0
+    assert store.read([f], schema.select("v"), GreaterThanOrEqual("id", 35)).num_rows == 100  # id not read: no skip

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pyiceberg import expressions as ie
-
 from arctic_sql.parser import parse_one
-from arctic_sql.pruning import pushable_where, row_filter
-
+from pyiceberg import expressions as ie
+from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+
+from arctic_sql.pruning import pushable_where, row_filter
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
@@ -52,5 +52,14 @@ def test_columns_of_other_tables_are_not_this_tables():
 
 
 def test_literals_pyiceberg_cannot_read_are_left_out():
-    assert _filter("SELECT * FROM db.t WHERE ts > TIMESTAMP '2024-01-02 00:00:00 UTC' AND id = 1") == \
+    # A TIMESTAMP literal without a zone is in Spark's session zone, which pruning does not know.
+    assert _filter("SELECT * FROM db.t WHERE ts > TIMESTAMP '2024-01-02 00:00:00' AND id = 1") == \
         ie.EqualTo("id", 1)
+    assert _filter("SELECT * FROM db.t WHERE ts > TIMESTAMP 'yesterday' AND id = 1") == ie.EqualTo("id", 1)
+
+
+def test_timestamp_literals_that_name_their_zone_prune():
+    for literal in ("2024-01-02 00:00:00 UTC", "2024-01-02T00:00:00Z", "2024-01-02 01:00:00+01:00"):
+        f = _filter(f"SELECT * FROM db.t WHERE ts >= TIMESTAMP '{literal}'")
+        bound = bind(SCHEMA, f, case_sensitive=True)
+        assert bound.literal.value == 1704153600000000, literal  # 2024-01-02T00:00:00Z in microseconds

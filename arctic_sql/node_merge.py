@@ -86,7 +86,7 @@ def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: 
     # In the base's key types: pyiceberg reads strings as string but makes an empty table of large_string.
     changed = newest.select(list(keys)).cast(base.select(list(keys)).schema)
     if len(keys) == 1:
-        kept = base.filter(pc.invert(pc.is_in(base.column(keys[0]), value_set=changed.column(0))))
+        kept = base.filter(unchanged(base.column(keys[0]), changed.column(0)))
     else:
         kept = base.join(changed, keys=list(keys), join_type="left anti").select(base.column_names)
     for f in base.schema:  # with only delete tables, the change rows carry only the key
@@ -95,6 +95,21 @@ def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: 
     # A join drops the not-null flags of the base's required columns: both sides back to its schema.
     merged = pa.concat_tables([kept.cast(base.schema), upserts.select(base.column_names).cast(base.schema)])
     return merged.sort_by([(k, "ascending") for k in keys]) if sort else merged
+
+
+def unchanged(keys: pa.ChunkedArray, changed: pa.ChunkedArray) -> pa.Array:
+    """Which of ``keys`` are not among ``changed``. Integer keys over a range of at most a few
+    bytes per row are looked up in a direct-address table (a node's keys spread over the table's
+    whole key range, which is dense for sequence-like keys): several times faster than the hash set
+    of ``pc.is_in``, which the other keys use."""
+    if pa.types.is_integer(keys.type) and len(keys) and len(changed) and not keys.null_count + changed.null_count:
+        base, change = keys.to_numpy(), changed.to_numpy()
+        low, high = min(int(base.min()), int(change.min())), max(int(base.max()), int(change.max()))
+        if high - low < 16 * (len(base) + len(change)) + 4096:
+            seen = np.zeros(high - low + 1, dtype=bool)
+            seen[change - low] = True
+            return pa.array(~seen[base - low])
+    return pc.invert(pc.is_in(keys, value_set=changed))
 
 
 @dataclass(frozen=True)

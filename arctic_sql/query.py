@@ -88,17 +88,21 @@ def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
     if not session.catalog.table_exists(identifier):
         return None
     table = session.catalog.load_table(identifier)
-    from arctic_sql import history
+    from arctic_sql import aggregate_pushdown, history
     from arctic_sql.pruning import key_lookups, pushable_where, row_filter
 
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
         return history.changes_between(session, table, history.version_range(session, table, version))
 
+    as_of = history.version_as_of(session, table, version) if version is not None else None
+    pushed = aggregate_pushdown.dataframe_for(session, node, table, as_of)  # also rewrites node's SELECT
+    if pushed is not None:
+        return pushed
     where, qualifiers = pushable_where(node)
     schema = table.schema
     return session.read_table(
         table,
-        version=history.version_as_of(session, table, version) if version is not None else None,
+        version=as_of,
         columns=referenced_columns(node.root(), table),
         base_filter=row_filter(where, schema, qualifiers),
         change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),

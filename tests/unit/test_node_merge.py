@@ -197,3 +197,13 @@ def test_a_filter_skips_row_groups_by_their_statistics_and_keeps_every_matching_
     assert got == list(range(30, 100))  # whole row groups: 30-34 come back too, the query filters them
     assert store.read([f], schema, LessThan("id", 0)).num_rows == 0
     assert store.read([f], schema.select("v"), GreaterThanOrEqual("id", 35)).num_rows == 100  # id not read: no skip
+
+
+@pytest.mark.parametrize("spread", [1, 3, 2 ** 40])  # dense keys use a direct-address table, sparse ones a hash set
+def test_unchanged_keys_of_a_single_integer_key(spread):
+    rng = random.Random(spread)
+    base = pa.chunked_array([pa.array([k * spread - 50 for k in rng.sample(range(1000), 300)], pa.int64())])
+    changed = pa.chunked_array([pa.array([k * spread - 50 for k in rng.sample(range(1200), 200)], pa.int64())])
+    expected = [k not in set(changed.to_pylist()) for k in base.to_pylist()]
+    assert node_merge.unchanged(base, changed).to_pylist() == expected
+    assert node_merge.unchanged(base.cast(pa.int32()) if spread < 2 ** 20 else base, changed).to_pylist() == expected

@@ -3,10 +3,11 @@
 The planner's tasks decide *which* files are merged and into which target node. A key's rows never
 leave its target node, so each task merges alone. Two ways run them, both as Spark jobs:
 
-- **In memory, one Spark task per node** (``node_merge``): a task whose input is at most
+- **In memory, node by node** (``node_merge``): a task whose input is at most
   ``self-optimizing.execute.in-memory-max-bytes`` and lies at or below its target node is read,
-  merged and written by pyarrow inside one Spark task: no shuffle, and only the change rows are
-  sorted. All such tasks of a plan run as one Spark job, as many at once as there are cores.
+  merged and written by pyarrow inside a Spark task: no shuffle, and only the change rows are
+  sorted. All such tasks of a plan run as one Spark job of one Spark task per core, each taking
+  its share of the nodes in turn.
 - **A Spark query** for the rest (larger tasks, and tasks with upper files whose rows must be split
   by node): one query for all of them, with a single shuffle by target node and a window per key.
   Spark spills its shuffle and window to disk, so change data larger than memory still merges.
@@ -64,17 +65,22 @@ def node_task(task: Task, location: str) -> node_merge.NodeTask:
 
 
 def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str) -> None:
-    """One Spark job, one Spark task per planner task: read, merge and write a node in pyarrow."""
+    """One Spark job, one Spark task per core, each reading, merging and writing its share of the
+    planner tasks' nodes in turn in pyarrow (``reader.balance``: the largest first)."""
+    from arctic_sql.reader import balance
+
     schema, keys = table.schema, list(table.primary_key)
     base, change = node_merge.Store.both(table)
     rows_per_file = writer.max_rows_per_file(table)
     jobs = [node_task(t, location) for t in tasks]
+    shares = [[jobs[i] for i in share]
+              for share in balance([t.input_bytes for t in tasks], spark.sparkContext.defaultParallelism)]
 
-    def run(job: node_merge.NodeTask) -> list[str]:
-        return node_merge.write_node(node_merge.read_node(job, schema, keys, base, change), job.directory,
-                                     schema, rows_per_file)
+    def run(share: list[node_merge.NodeTask]) -> list[str]:
+        return [path for job in share for path in node_merge.write_node(
+            node_merge.read_node(job, schema, keys, base, change), job.directory, schema, rows_per_file)]
 
-    spark.sparkContext.parallelize(jobs, len(jobs)).flatMap(run).collect()  # only file names come back
+    spark.sparkContext.parallelize(shares, len(shares)).flatMap(run).collect()  # only file names come back
 
 
 def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> tuple[DataFrame, list[str]]:

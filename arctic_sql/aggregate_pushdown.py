@@ -186,6 +186,8 @@ def partial_aggregate(rows: pa.Table, pushdown: Pushdown) -> pa.Table:
             if source not in rows.column_names:
                 rows = rows.append_column(source, rows.column(partial.column).cast(wide))
         aggregations.append((source, partial.kind))
+    if any(pa.types.is_dictionary(t) for t in rows.schema.types):  # grouping wants one dictionary per column
+        rows = rows.unify_dictionaries()
     result = rows.group_by(list(pushdown.group_by), use_threads=False).aggregate(aggregations)
     # pyarrow names each result <column>_<kind>, or count_all.
     columns = {k: result.column(k) for k in pushdown.group_by}

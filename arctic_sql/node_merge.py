@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from arctic_sql.catalog import ArcticTable
 
 TAG = "_arctic_tag"
+ROW = "_arctic_row"
 ALWAYS_TRUE = AlwaysTrue()
 
 
@@ -88,7 +89,11 @@ def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: 
     if len(keys) == 1:
         kept = base.filter(unchanged(base.column(keys[0]), changed.column(0)))
     else:
-        kept = base.join(changed, keys=list(keys), join_type="left anti").select(base.column_names)
+        # The join sees the keys and a row number only: payload columns (dictionary-encoded ones
+        # among them) stay out of the hash join, and the kept rows keep their order.
+        numbered = base.select(list(keys)).append_column(ROW, pa.array(np.arange(base.num_rows, dtype=np.int64)))
+        rows = numbered.join(changed, keys=list(keys), join_type="left anti").column(ROW).to_numpy()
+        kept = base.take(pa.array(np.sort(rows)))
     for f in base.schema:  # with only delete tables, the change rows carry only the key
         if f.name not in upserts.column_names:
             upserts = upserts.append_column(f.name, pa.nulls(upserts.num_rows, f.type))
@@ -119,20 +124,22 @@ class Store:
     metadata: TableMetadata
     io: FileIO
 
-    def read(self, files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE
-             ) -> pa.Table:
+    def read(self, files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE,
+             dictionary: frozenset[str] = frozenset()) -> pa.Table:
         """The rows of ``files`` in ``schema``; ``row_groups``: a filter whose row groups may be
-        skipped by their statistics (rows that fail it may still come back)."""
-        dataset = by_name(files, schema, row_groups)
+        skipped by their statistics (rows that fail it may still come back); ``dictionary``: string
+        columns to read dictionary-encoded where the files allow (cheaper to read and group by)."""
+        dataset = by_name(files, schema, row_groups, dictionary)
         if dataset is not None:
             return _as_required(dataset.to_table(columns=schema.column_names), schema)
         return self._scan(files, schema)
 
     def read_tagged(self, files: Sequence[tuple[DataFile, int]], schema: Schema,
-                    row_groups: BooleanExpression = ALWAYS_TRUE) -> tuple[pa.Table, np.ndarray]:
+                    row_groups: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
+                    ) -> tuple[pa.Table, np.ndarray]:
         """The rows of tagged files in ``schema``, and the tag of each row's file (see :meth:`read`)."""
         tags = np.array([value for _, value in files], np.int64)
-        dataset = by_name([f for f, _ in files], schema, row_groups)
+        dataset = by_name([f for f, _ in files], schema, row_groups, dictionary)
         if dataset is not None:
             rows = dataset.to_table(columns=[*schema.column_names, "__fragment_index"])  # fragments in files' order
             indexes = rows.column("__fragment_index").to_numpy()
@@ -170,29 +177,32 @@ class NodeTask:
 
 def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store, *,
               sort: bool = True, base_filter: BooleanExpression = ALWAYS_TRUE,
-              change_filter: BooleanExpression = ALWAYS_TRUE) -> pa.Table:
+              change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
+              ) -> pa.Table:
     """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`).
 
     ``base_filter`` and ``change_filter`` (on key columns only) skip row groups by their statistics.
     That is safe for a reader that applies its own filter to the result: a base row that fails the
     filter is either overridden by a change or filtered out above, and a change filter on the key
-    drops all of a key's changes, or none.
+    drops all of a key's changes, or none. ``dictionary``: non-key string columns that may come
+    back dictionary-encoded (see :meth:`Store.read`).
     """
-    base_rows = base.read(task.base_files, schema, base_filter) if task.base_files else None
+    dictionary = dictionary - set(keys)  # keys are compared and joined on: plain values
+    base_rows = base.read(task.base_files, schema, base_filter, dictionary) if task.base_files else None
     # Delete rows may carry only the key: every column is optional on the change side.
     optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
                       schema_id=schema.schema_id)
     upserts = [(f, value) for f, value in task.change_files if not value % 2]
     deletes = [(f, value) for f, value in task.change_files if value % 2]
-    changes = [change.read_tagged(files, part, change_filter)
+    changes = [change.read_tagged(files, part, change_filter, dictionary)
                for files, part in ((upserts, optional), (deletes, optional.select(*keys))) if files]
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort)
 
 
-def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE
-            ) -> ds.Dataset | None:
+def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE,
+            dictionary: frozenset[str] = frozenset()) -> ds.Dataset | None:
     """A pyarrow dataset over ``files`` when each file holds every column of ``schema`` under its
     current name, field id and type, so that reading by name is reading by field id; else None.
 
@@ -211,7 +221,8 @@ def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpres
             return None
         expected[field.name] = (str(field.field_id).encode(), _plain(schema_to_pyarrow(field.field_type)))
     fs, _ = storage.filesystem(files[0].file_path)
-    dataset = ds.dataset([storage.filesystem(f.file_path)[1] for f in files], format="parquet", filesystem=fs)
+    file_format = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(dictionary)))
+    dataset = ds.dataset([storage.filesystem(f.file_path)[1] for f in files], format=file_format, filesystem=fs)
     checked = []  # the distinct file schemas already checked (files of one writer share one)
     for fragment in dataset.get_fragments():
         physical = fragment.physical_schema
@@ -252,7 +263,10 @@ def _as_required(rows: pa.Table, schema: Schema) -> pa.Table:
 
 
 def _plain(arrow_type: pa.DataType) -> pa.DataType:
-    """``arrow_type`` with what Parquet does not keep apart made equal: string widths, timestamp zones."""
+    """``arrow_type`` with what Parquet does not keep apart made equal: string widths, timestamp
+    zones, dictionary encoding."""
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
     if pa.types.is_large_string(arrow_type):
         return pa.string()
     if pa.types.is_large_binary(arrow_type):

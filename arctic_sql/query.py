@@ -3,7 +3,8 @@
 Every ``exp.Table`` in a statement that names an arctic table (or one of its metadata tables) is
 replaced by a temporary view over the DataFrame of the version it asks for. The statement is then
 handed to ``spark.sql`` whole, so joins with plain Spark tables, CTEs, views and every Spark
-function keep working, and Spark's optimizer pushes filters and projections into the Parquet scans.
+function keep working. Where a reference's SELECT only aggregates it, the SELECT is rewritten to
+combine partial aggregates computed per tree node (``aggregate_pushdown``).
 """
 
 from __future__ import annotations

@@ -142,17 +142,22 @@ def aggregated_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, 
                        ) -> DataFrame | None:
     """Per node group, the partial aggregates of its merged rows (aggregate_pushdown); None as for
     :func:`merged_by_node`."""
+    from pyiceberg.types import StringType
+
     from arctic_sql.aggregate_pushdown import partial_aggregate, spark_types
 
     schema = plan.schema.select(*dict.fromkeys([*table.primary_key, *pushdown.columns]))
+    # Grouping strings read dictionary-encoded: a third of the time to read, and to group by.
+    strings = frozenset(c for c in pushdown.group_by if isinstance(plan.schema.find_field(c).field_type, StringType))
     return _by_node(spark, table, plan, schema, spark_types(pushdown, plan.schema),
-                    lambda rows: partial_aggregate(rows, pushdown), "arctic_aggregate_by_node")
+                    lambda rows: partial_aggregate(rows, pushdown), "arctic_aggregate_by_node", strings)
 
 
 def _by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Schema, spark_type: StructType,
-             finish: Callable[[pa.Table], pa.Table], name: str) -> DataFrame | None:
-    """One Spark task per node group: merge its files in ``schema``, hand Spark ``finish`` of the
-    rows, of ``spark_type``."""
+             finish: Callable[[pa.Table], pa.Table], name: str, dictionary: frozenset[str] = frozenset()
+             ) -> DataFrame | None:
+    """Per node group, merge its files in ``schema`` and hand Spark ``finish`` of the rows, of
+    ``spark_type``; ``dictionary``: see ``node_merge.read_node``."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     limit = int(table.prop("merge-on-read.in-memory-max-bytes"))  # type: ignore[call-overload]
@@ -173,7 +178,8 @@ def _by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sc
             for slot in batch.column(0).to_pylist():
                 for i in slots[slot]:
                     rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False,
-                                                base_filter=base_filter, change_filter=change_filter)
+                                                base_filter=base_filter, change_filter=change_filter,
+                                                dictionary=dictionary)
                     yield from finish(rows).cast(arrow_type).to_batches()
 
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning.

@@ -7,10 +7,12 @@ Builds one primary-key table (a base of ``--rows`` rows loaded with INSERT OVERW
 runs the same full-scan aggregate over its current version with each candidate plan, on the same
 planned files, in the same process:
 
-- ``arctic by node``: what the reader does for a read with no WHERE: each tree-node group merged in
-  pyarrow inside one Spark task (``mapInArrow``), reading only the aggregate's columns;
+- ``arctic by node``: what the reader does while every node group is within
+  ``merge-on-read.in-memory-max-bytes``: each tree-node group merged in pyarrow inside a Spark task
+  (``mapInArrow``), reading only the aggregate's columns (a SQL aggregate like this one goes
+  further, aggregating per group: figure R1 of ``benchmarks/optimizing.py``);
 - ``arctic by node, all columns``: the same, reading every column (a ``SELECT *``);
-- ``arctic Spark plan``: what the reader does otherwise (broadcast anti-join of the base with the
+- ``arctic Spark plan``: what the reader does for larger groups (broadcast anti-join of the base with the
   distinct changed keys, newest change per key by a window over the change rows only, union);
 - ``max_by``: the same, but the newest change per key by a ``max_by`` aggregate;
 - ``window-all``: one window over base and change rows together (shuffles the base);

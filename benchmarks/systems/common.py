@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from benchmarks import datagen
 
 R1_SQL = "SELECT status, count(*) AS n, sum(amount) AS amount FROM {table} GROUP BY status"
-R1_RUNS = 3
+R1_RUNS = 5
 
 
 def parse_args(description: str, *, pairs: bool = False, optimize: bool = False,

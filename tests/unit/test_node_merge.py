@@ -170,6 +170,9 @@ def test_change_files_of_many_transactions_read_in_one_scan_keep_each_file_tag(t
     got = node_merge.read_node(task, schema, ["id"], store, store)
     assert got.to_pylist() == [{"id": 1, "v": "a"}, {"id": 3, "v": "c3"}, {"id": 4, "v": "d3"}]
     assert got.schema.field("v").nullable  # the table's flag, not the file's
+    encoded = node_merge.read_node(task, schema, ["id"], store, store, dictionary=frozenset({"id", "v"}))
+    assert pa.types.is_dictionary(encoded.schema.field("v").type) and encoded.schema.field("id").type == pa.int64()
+    assert encoded.cast(got.schema).equals(got)  # the same values, read dictionary-encoded
 
     with table.update_schema() as update:
         update.rename_column("v", "w")

@@ -126,8 +126,8 @@ def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
 
 def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, columns: list[str] | None = None
                    ) -> DataFrame | None:
-    """The merged rows (of ``columns``, default all), one Spark task per node group merging in
-    pyarrow; None when a group is over ``merge-on-read.in-memory-max-bytes`` (the Spark plan takes
+    """The merged rows (of ``columns``, default all), each node group merged in pyarrow inside a
+    Spark task; None when a group is over ``merge-on-read.in-memory-max-bytes`` (the Spark plan takes
     over). The key is read for the merge and handed to Spark only when asked for: every column
     crossing from Python to the JVM costs."""
     keys = list(table.primary_key)

@@ -96,19 +96,29 @@ def test_merge_without_changes_needs_a_base():
         node_merge.merge(None, [], KEYS)
 
 
-def test_written_files_resolve_by_field_id_after_a_rename(tmp_path):
+def _id_v_table(tmp_path):
+    """A real pyiceberg SQL catalog holding db.t (id BIGINT key, v STRING): the catalog, table, schema."""
     catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
     catalog.create_namespace("db")
     schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
                     identifier_field_ids=[1])
-    table = catalog.create_table("db.t", schema)
+    return catalog, catalog.create_table("db.t", schema), schema
+
+
+def _data_file(table, path: str):
+    """The DataFile the optimizer's commit would make of ``path``, with the spec id a manifest read sets."""
+    (f,) = data_files(table, [path])
+    f.spec_id = table.spec().spec_id
+    return f
+
+
+def test_written_files_resolve_by_field_id_after_a_rename(tmp_path):
+    catalog, table, schema = _id_v_table(tmp_path)
     rows = pa.table({"id": [3, 1, 2], "v": ["c", "a", "b"]})
     paths = node_merge.write_node(rows, f"file://{tmp_path}/out/arctic_node=4", schema, rows_per_file=2)
     assert [len(pq.read_table(p.removeprefix("file://"))) for p in paths] == [2, 1]  # split at rows_per_file
     assert all("/arctic_node=4/" in p for p in paths)
-    files = tuple(data_files(table, paths))  # as the optimizer's commit makes them
-    for f in files:
-        f.spec_id = table.spec().spec_id  # a manifest read sets it; a fresh DataFile lacks it
+    files = tuple(_data_file(table, p) for p in paths)
     with table.update_schema() as update:
         update.rename_column("v", "w")
     table = catalog.load_table("db.t")
@@ -144,20 +154,14 @@ def test_dictionary_only_where_it_is_smaller_than_plain_values():
 def test_change_files_of_many_transactions_read_in_one_scan_keep_each_file_tag(tmp_path):
     """Files that hold every column under its name and field id are read by one pyarrow dataset
     scan (node_merge.by_name), each row tagged by its file; the result is the model's."""
-    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
-    catalog.create_namespace("db")
-    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
-                    identifier_field_ids=[1])
-    table = catalog.create_table("db.t", schema)
+    catalog, table, schema = _id_v_table(tmp_path)
     required = pa.schema([pa.field("id", pa.int64(), nullable=False, metadata={"PARQUET:field_id": "1"}),
                           pa.field("v", pa.string(), nullable=False, metadata={"PARQUET:field_id": "2"})])
 
     def write(name: str, rows: dict) -> object:  # as Spark writes them: columns it knows are not null as required
         path = f"{tmp_path}/{name}.parquet"
         pq.write_table(pa.table(rows).cast(pa.schema([required.field(n) for n in rows])), path)
-        (f,) = data_files(table, [f"file://{path}"])
-        f.spec_id = table.spec().spec_id
-        return f
+        return _data_file(table, f"file://{path}")
 
     base = write("base", {"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"]})
     changes = [(write("t1", {"id": [2, 5], "v": ["b1", "e1"]}), node_merge.tag(1, False)),
@@ -185,16 +189,11 @@ def test_change_files_of_many_transactions_read_in_one_scan_keep_each_file_tag(t
 def test_a_filter_skips_row_groups_by_their_statistics_and_keeps_every_matching_row(tmp_path):
     from pyiceberg.expressions import GreaterThanOrEqual, LessThan
 
-    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
-    catalog.create_namespace("db")
-    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
-                    identifier_field_ids=[1])
-    table = catalog.create_table("db.t", schema)
+    _, table, schema = _id_v_table(tmp_path)
     (path,) = node_merge.write_node(pa.table({"id": range(100), "v": [str(i) for i in range(100)]}),
                                     f"file://{tmp_path}/n", schema, rows_per_file=100)
     pq.write_table(pq.read_table(path.removeprefix("file://")), path.removeprefix("file://"), row_group_size=10)
-    (f,) = data_files(table, [path])
-    f.spec_id = table.spec().spec_id
+    f = _data_file(table, path)
     store = node_merge.Store(table.metadata, table.io)
     got = store.read([f], schema, GreaterThanOrEqual("id", 35)).column("id").to_pylist()
     assert got == list(range(30, 100))  # whole row groups: 30-34 come back too, the query filters them

@@ -220,11 +220,14 @@ def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpres
         if not field.field_type.is_primitive:
             return None
         expected[field.name] = (str(field.field_id).encode(), _plain(schema_to_pyarrow(field.field_type)))
-    fs, _ = storage.filesystem(files[0].file_path)
+    # One filesystem for all: a store's files share its scheme (FileSystem.from_uri per S3 file is costly).
+    fs, first = storage.filesystem(files[0].file_path)
+    scheme = storage.prefix(files[0].file_path, first)
     file_format = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(dictionary)))
-    dataset = ds.dataset([storage.filesystem(f.file_path)[1] for f in files], format=file_format, filesystem=fs)
+    dataset = ds.dataset([f.file_path.removeprefix(scheme) for f in files], format=file_format, filesystem=fs)
+    fragments = list(dataset.get_fragments())
     checked = []  # the distinct file schemas already checked (files of one writer share one)
-    for fragment in dataset.get_fragments():
+    for fragment in fragments:
         physical = fragment.physical_schema
         if any(physical.equals(c, check_metadata=True) for c in checked):
             continue
@@ -240,8 +243,8 @@ def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpres
     if skip is None:
         return dataset
     # subset() keeps the row groups whose statistics may match; the fragments keep their order.
-    fragments = [fragment.subset(filter=skip) for fragment in dataset.get_fragments()]
-    return ds.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
+    return ds.FileSystemDataset([fragment.subset(filter=skip) for fragment in fragments], dataset.schema,
+                                dataset.format, dataset.filesystem)
 
 
 def _arrow_filter(expression: BooleanExpression, schema: Schema) -> pc.Expression | None:

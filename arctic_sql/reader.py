@@ -162,12 +162,13 @@ def _by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sc
 
     limit = int(table.prop("merge-on-read.in-memory-max-bytes"))  # type: ignore[call-overload]
     groups = node_groups([*plan.base_files, *plan.change_files])
-    if max(sum(f.file_size for f in g) for g in groups) > limit:
+    sizes = [sum(f.file_size for f in g) for g in groups]
+    if max(sizes) > limit:
         return None
     jobs = [node_merge.NodeTask.of(g) for g in groups]
     # One Spark task per core, each merging its share of the groups in turn: a Python task costs
     # about 0.1 s to start here, as much as merging a group of 500,000 rows.
-    slots = balance([sum(f.file_size for f in g) for g in groups], spark.sparkContext.defaultParallelism)
+    slots = balance(sizes, spark.sparkContext.defaultParallelism)
     keys = list(table.primary_key)
     base, change = node_merge.Store.both(table)
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")  # as pyspark itself declares Arrow results

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import time
 import uuid
@@ -21,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow.parquet as pq
-from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
+from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.io.pyarrow import (
     compute_statistics_plan,
     data_file_statistics_from_parquet_metadata,
@@ -34,6 +33,7 @@ from pyiceberg.table.snapshots import Snapshot
 from arctic_sql import storage
 from arctic_sql.catalog import ArcticTable
 from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
+from arctic_sql.faults import fault_point
 from arctic_sql.format import versions
 from arctic_sql.format.partitioning import record_from_path
 
@@ -71,11 +71,29 @@ def data_files(store: Table, paths: Iterable[str]) -> list[DataFile]:
         return list(pool.map(one, paths))
 
 
-def _find(store: Table, commit_id: str) -> Snapshot:
+def _landed(store: Table, commit_id: str) -> Snapshot:
+    """Our snapshot in the metadata the catalog answered the commit with (``store.metadata`` after a
+    successful commit): no reload, so nothing another writer does afterwards can hide it."""
     for snap in reversed(store.snapshots()):
         if versions.summary_of(snap).get(versions.COMMIT_ID) == commit_id:
             return snap
-    raise CommitStateUnknownError(f"Commit {commit_id} is not in the table after committing")
+    raise LookupError(f"commit {commit_id} is not in the table's metadata")
+
+
+def _look_for(store: Table, commit_id: str) -> Snapshot | None:
+    """Our snapshot if a reload shows it landed; None if it is not there or the reload failed (its
+    absence proves nothing: expiration may already have removed it)."""
+    try:
+        store.refresh()
+        return _landed(store, commit_id)
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        return None
+
+
+def _unknown(table: ArcticTable, e: BaseException) -> CommitStateUnknownError:
+    reason = f"{type(e).__name__}: {str(e).strip()}" if str(e).strip() else type(e).__name__
+    return CommitStateUnknownError(f"Commit to {table.identifier} may or may not have landed ({reason}); "
+                                   "its files are kept: check the table's history before retrying")
 
 
 def commit_change(
@@ -119,26 +137,42 @@ def _commit_loop(
     """Commit ``apply``'s changes to ``store``, re-running ``apply`` on fresh metadata after a lost race.
 
     pyiceberg's own retries are off on both stores (catalog.py): a replayed commit would skip the
-    checks ``apply`` makes. Anything ``apply`` raises aborts the commit and deletes ``written``.
+    checks ``apply`` makes. ``written`` (the files the commit adds) are deleted only when the commit
+    is known not to have landed: ``apply`` refused, the catalog rejected every attempt, or the
+    statement stopped before sending it. Once the commit is sent, any failure but the catalog's
+    rejection leaves its outcome unknown: the files stay (orphan removal takes them if it did not
+    land) and the statement fails with :class:`CommitStateUnknownError`, as Iceberg does.
     """
     commit_id = uuid.uuid4().hex
     for attempt in range(MAX_ATTEMPTS):
-        store.refresh()
-        _fault_point("before-commit")
         try:
-            with store.transaction() as tx:
-                apply(tx, commit_id)
             store.refresh()
-            return _find(store, commit_id)
-        except CommitStateUnknownException as e:
-            raise CommitStateUnknownError(f"Commit to {table.identifier} may or may not have landed: {e}") from e
-        except CommitFailedException:
+            fault_point("before-commit")
+            tx = store.transaction()
+            apply(tx, commit_id)
+        except BaseException:
+            delete_files(written)  # nothing was sent
+            raise
+        try:
+            tx.commit_transaction()
+        except ValidationException as e:  # pyiceberg's own retry found the commit invalid: not landed
+            delete_files(written)
+            raise CommitConflictError(f"Commit to {table.identifier} conflicted with another writer: {e}") from e
+        except CommitFailedException:  # the catalog refused it: it did not land
             wait = min(0.02 * 2**attempt, 1.0) * (1 + random.random())
             log.info("commit to %s lost a race (attempt %d); retrying in %.2fs", table.identifier, attempt + 1, wait)
             time.sleep(wait)
-        except BaseException:
-            delete_files(written)
-            raise
+            continue
+        except Exception as e:
+            landed = _look_for(store, commit_id)
+            if landed is not None:
+                log.warning("commit to %s reported %s but landed", table.identifier, type(e).__name__)
+                return landed
+            raise _unknown(table, e) from e
+        except BaseException as e:  # Ctrl-C: stop at once, without asking the catalog
+            raise _unknown(table, e) from e
+        fault_point("after-commit")
+        return _landed(store, commit_id)
     delete_files(written)
     raise CommitConflictError(f"Commit to {table.identifier} kept conflicting with other writers")
 
@@ -194,13 +228,6 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
                     append.append_data_file(data_file)
 
     return _commit_loop(table, store, apply, written)
-
-
-def _fault_point(name: str) -> None:
-    """Crash the process here when ``ARCTIC_FAULT`` names this point: how the crash-safety tests
-    kill a writer between writing its files and committing them, as a lost executor or OOM would."""
-    if os.environ.get("ARCTIC_FAULT") == name:
-        os._exit(86)
 
 
 def delete_files(paths: Iterable[str]) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table
 from sqlglot import exp
 
-from arctic_sql import commit, writer
+from arctic_sql import commit, leases, writer
 from arctic_sql.catalog import ArcticTable
 from arctic_sql.errors import (
     CommitConflictError,
@@ -148,67 +148,70 @@ def write_changes(
     """
     from pyspark import StorageLevel
 
-    changes = _changes_frame(table, upserts, deletes, changes)
-    # A statement that read the table (read_version) would compute that read twice, once for the
-    # key check and once for the write: keep its result. A plain source is cheaper to read again.
-    if read_version is not None:
-        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        check_keys(changes, table.primary_key, f"{operation.upper()} into {table.identifier}")
-        paths = writer.write_files(changes, table, store="change")
-    finally:
-        changes.unpersist()
-    if not paths:
-        return None
-    validate = None
-    if read_version is not None:
-        def validate(change_store: Table) -> None:
-            table.base.refresh()
-            commits = versions.data_commits(table.base, change_store)
-            if commits and commits[-1].version > read_version:
-                raise _StaleRead()
-    return commit.commit_change(table, paths, operation, validate=validate)
+    with leases.writing(table, operation):
+        changes = _changes_frame(table, upserts, deletes, changes)
+        # A statement that read the table (read_version) would compute that read twice, once for the
+        # key check and once for the write: keep its result. A plain source is cheaper to read again.
+        if read_version is not None:
+            changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            check_keys(changes, table.primary_key, f"{operation.upper()} into {table.identifier}")
+            paths = writer.write_files(changes, table, store="change")
+        finally:
+            changes.unpersist()
+        if not paths:
+            return None
+        validate = None
+        if read_version is not None:
+            def validate(change_store: Table) -> None:
+                table.base.refresh()
+                commits = versions.data_commits(table.base, change_store)
+                if commits and commits[-1].version > read_version:
+                    raise _StaleRead()
+        return commit.commit_change(table, paths, operation, validate=validate)
 
 
 def overwrite_rows(session: Session, table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``."""
-    data = writer.align(rows, table.schema)
-    if table.primary_key:
-        check_keys(data, table.primary_key, f"{operation.upper()} into {table.identifier}")
-    paths = writer.write_files(data, table, store="base")
-    new_files = commit.data_files(table.base, paths)
-    spec, schema = table.spec, table.schema
-    from arctic_sql.format.partitioning import partition_path
+    with leases.writing(table, operation):
+        data = writer.align(rows, table.schema)
+        if table.primary_key:
+            check_keys(data, table.primary_key, f"{operation.upper()} into {table.identifier}")
+        paths = writer.write_files(data, table, store="base")
+        new_files = commit.data_files(table.base, paths)
+        spec, schema = table.spec, table.schema
+        from arctic_sql.format.partitioning import partition_path
 
-    affected = {partition_path(spec, schema, f.partition) for f in new_files}
-    if not spec.fields:
-        affected = {""}
-    if not affected:
-        return
-    txn = commit.reserve_transaction(table, operation) if table.is_keyed else None
+        affected = {partition_path(spec, schema, f.partition) for f in new_files}
+        if not spec.fields:
+            affected = {""}
+        if not affected:
+            return
+        txn = commit.reserve_transaction(table, operation) if table.is_keyed else None
 
-    def build(store: Table) -> commit.BaseChange:
-        current = store.current_snapshot()
-        old = [f.data_file for f in live_files(store, current, "base") if f.partition in affected]
-        marks = versions.watermarks_of(current)
-        summary = {versions.OPERATION: operation}
-        if txn is not None:
-            marks.update({p: txn for p in affected})
-            summary[versions.TXN] = str(txn)
-        return commit.BaseChange(delete=old, add=new_files, watermarks=marks, summary=summary)
+        def build(store: Table) -> commit.BaseChange:
+            current = store.current_snapshot()
+            old = [f.data_file for f in live_files(store, current, "base") if f.partition in affected]
+            marks = versions.watermarks_of(current)
+            summary = {versions.OPERATION: operation}
+            if txn is not None:
+                marks.update({p: txn for p in affected})
+                summary[versions.TXN] = str(txn)
+            return commit.BaseChange(delete=old, add=new_files, watermarks=marks, summary=summary)
 
-    commit.commit_base(table, build, paths)
+        commit.commit_base(table, build, paths)
 
 
 def append_rows(session: Session, table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Append rows to a table without a primary key."""
-    paths = writer.write_files(writer.align(rows, table.schema), table, store="base")
-    if not paths:
-        return
-    new_files = commit.data_files(table.base, paths)
-    commit.commit_base(
-        table, lambda store: commit.BaseChange(add=new_files, summary={versions.OPERATION: operation}), paths
-    )
+    with leases.writing(table, operation):
+        paths = writer.write_files(writer.align(rows, table.schema), table, store="base")
+        if not paths:
+            return
+        new_files = commit.data_files(table.base, paths)
+        commit.commit_base(
+            table, lambda store: commit.BaseChange(add=new_files, summary={versions.OPERATION: operation}), paths
+        )
 
 
 def rewrite_table(session: Session, table: ArcticTable, build_rows, operation: str) -> None:  # noqa: ANN001
@@ -229,7 +232,8 @@ def rewrite_table(session: Session, table: ArcticTable, build_rows, operation: s
 
         commit.commit_base(table, build, paths)
 
-    _retrying(table, operation, once)
+    with leases.writing(table, operation):
+        _retrying(table, operation, once)
 
 
 def _retrying(table: ArcticTable, operation: str, attempt_once) -> None:  # noqa: ANN001

@@ -18,6 +18,7 @@ snapshot), and the snapshots a running optimize planned against (Amoro's
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,11 +30,11 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Snapshot
 
-from arctic_sql import storage
+from arctic_sql import leases, storage
 from arctic_sql.catalog import ArcticTable
-from arctic_sql.commit import _fault_point
+from arctic_sql.faults import fault_point
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
-from arctic_sql.format import versions
+from arctic_sql.format import layout, versions
 from arctic_sql.scan import live_files
 
 if TYPE_CHECKING:
@@ -232,11 +233,11 @@ def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retai
                 chain_store(table, plan.store_name).maintenance.expire_snapshots().by_ids(list(plan.expire_ids)) \
                     .commit()
                 committed.append(plan)
-                _fault_point("expire-between-stores")
+                fault_point("expire-between-stores")
         except CommitFailedException:
             log.info("expiring %s raced with a commit (attempt %d); planning again", table.identifier, attempt + 1)
             continue
-        _fault_point("expire-before-delete")
+        fault_point("expire-before-delete")
         return _delete_expired(committed, oldest, removed)
     _delete_expired(committed, 0, removed)
     raise CommitConflictError(f"Expiring snapshots of {table.identifier} kept conflicting with other commits")
@@ -251,7 +252,7 @@ def _delete_expired(plans: list[StoreExpiry], oldest: int, removed: int) -> Expi
             change += deleted
         else:
             data += deleted
-        _fault_point("expire-mid-delete")
+        fault_point("expire-mid-delete")
         manifests += _delete(plan.manifests)
         metadata += _delete(plan.metadata_files)
     return ExpireResult(data, change, manifests, metadata, expired, removed, oldest)
@@ -350,38 +351,89 @@ def _referenced(table: ArcticTable) -> set[str]:
     return {_normalized(p) for p in refs}
 
 
+# What orphan removal may consider: the folders the table's own writes create under a store's
+# data/ (a write id, or an optimizing process's output) and the file kinds pyiceberg writes under
+# metadata/. Anything else in those folders was put there by someone else and is not the table's.
+_WRITE_FOLDER = re.compile(r"^(?:[0-9a-f]{32}|optimize-[0-9]{13}-[0-9a-f]{8})$")
+_METADATA_FILE = re.compile(r"\.(?:metadata\.json|avro|puffin|stats)$")
+SAFETY_WINDOW_FLOOR_MS = 60 * MINUTE_MS
+
+
+def safety_window_ms(table: ArcticTable) -> int:
+    """Files younger than this are left alone unless forced: ``clean-orphan-file.min-existing-time-minutes``,
+    never under an hour."""
+    return max(orphan_min_age_ms(table), SAFETY_WINDOW_FLOOR_MS)
+
+
+def _owned(relative: str) -> bool:
+    """Whether a file at ``relative`` (to the store's folder) is of a kind the table writes itself."""
+    parts = relative.split("/")
+    if parts[0] == "data":
+        return len(parts) > 2 and bool(_WRITE_FOLDER.match(parts[1]))
+    return parts[0] == "metadata" and len(parts) == 2 and bool(_METADATA_FILE.search(parts[1]))
+
+
 def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
-    """Files under the stores' ``data/`` and ``metadata/`` folders that nothing references, last
-    modified before ``older_than_ms``, and not written by a running optimize."""
+    """Files the table's writes created under the stores' ``data/`` and ``metadata/`` folders that
+    nothing references, last modified before ``older_than_ms`` and before every write in flight.
+
+    The writes in flight are read before the metadata: a write that commits in between is then
+    either referenced or still covered by its lease (leases.py); one that starts later only makes
+    files newer than ``older_than_ms``.
+    """
+    running = _running(table)
+    writes = leases.live_leases(layout.table_root(table.base.location()))
+    cutoff = min([older_than_ms, *(w.started_ms for w in writes), *(r.started_at_ms for r in running)])
+    cutoff -= leases.CLOCK_SKEW_MS
+    # A running optimize names the folder it writes to: kept whatever its files' times say.
+    protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
     _refresh(table)
-    protected = [_normalized(r.output_prefix).rstrip("/") + "/" for r in _running(table)]
     referenced = _referenced(table)
-    folders = [f"{s.location().rstrip('/')}/{sub}" for s in (table.base, table.change) if s is not None
-               for sub in ("data", "metadata")]
     orphans = []
-    for folder in folders:
-        fs, inner = storage.filesystem(folder)
-        prefix = folder[: len(folder) - len(inner)] if folder.endswith(inner) else ""
-        for info in fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True)):
-            if info.type != pafs.FileType.File or info.mtime is None:
-                continue
-            location = prefix + info.path
-            path = _normalized(location)
-            if path in referenced or any(path.startswith(p) for p in protected):
-                continue
-            if info.mtime.timestamp() * 1000 < older_than_ms:
-                orphans.append(location)
+    for store in (table.base, table.change):
+        if store is None:
+            continue
+        root = store.location().rstrip("/")
+        fs, inner = storage.filesystem(root)
+        scheme = storage.prefix(root, inner)
+        for sub in ("data", "metadata"):
+            selector = pafs.FileSelector(f"{inner}/{sub}", recursive=True, allow_not_found=True)
+            for info in fs.get_file_info(selector):
+                if info.type != pafs.FileType.File or info.mtime is None:
+                    continue
+                if not _owned(info.path[len(inner) + 1:]):
+                    continue
+                location = scheme + info.path
+                path = _normalized(location)
+                if path in referenced or path.startswith(protected):
+                    continue
+                if info.mtime.timestamp() * 1000 < cutoff:
+                    orphans.append(location)
     return sorted(orphans)
 
 
-def remove_orphan_files(table: ArcticTable, older_than_ms: int | None = None, dry_run: bool = False) -> list[str]:
+def remove_orphan_files(table: ArcticTable, older_than_ms: int | None = None, dry_run: bool = False,
+                        force: bool = False) -> list[str]:
     """Delete (or with ``dry_run`` only list) the orphan files older than ``older_than_ms`` (default:
-    now - ``clean-orphan-file.min-existing-time-minutes``); return their locations."""
+    now minus the safety window); return their locations.
+
+    An ``older_than_ms`` inside the safety window (:func:`safety_window_ms`) is refused unless
+    ``force``, as Delta's VACUUM refuses a short retention; even forced, files of writes in flight
+    stay (see :func:`orphan_files`).
+    """
+    window = safety_window_ms(table)
     if older_than_ms is None:
-        older_than_ms = now_ms() - orphan_min_age_ms(table)
+        older_than_ms = now_ms() - window
+    elif older_than_ms > now_ms() - window and not (force or dry_run):
+        raise InvalidArgumentError(
+            f"older_than is inside the safety window of {window // MINUTE_MS} minutes "
+            "(clean-orphan-file.min-existing-time-minutes, never under 60): files that new may belong to "
+            "writes in progress; pass force => true to remove them anyway"
+        )
     orphans = orphan_files(table, older_than_ms)
     if not dry_run:
         _delete(orphans)
+        leases.expire(layout.table_root(table.base.location()))
     return orphans
 
 
@@ -425,39 +477,40 @@ def rollback_to_version(session: Session, table: ArcticTable, version: int) -> R
     previous = history.latest
     if version == previous:
         return RollbackResult(previous, version, previous)
-    plan = plan_read(table, version)
-    written: list[str] = []
-    if plan.change_files:
-        rows = writer.align(merged_dataframe(session.spark, table, plan), table.schema)
-        written = writer.write_files(rows, table, store="base")
-        new_files = commit.data_files(table.base, written)
-    else:
-        new_files = [f.data_file for f in plan.base_files]
-    spec, schema = table.spec, table.schema
-    txn = commit.reserve_transaction(table, ROLLBACK) if table.change is not None else None
+    with leases.writing(table, ROLLBACK):
+        plan = plan_read(table, version)
+        written: list[str] = []
+        if plan.change_files:
+            rows = writer.align(merged_dataframe(session.spark, table, plan), table.schema)
+            written = writer.write_files(rows, table, store="base")
+            new_files = commit.data_files(table.base, written)
+        else:
+            new_files = [f.data_file for f in plan.base_files]
+        spec, schema = table.spec, table.schema
+        txn = commit.reserve_transaction(table, ROLLBACK) if table.change is not None else None
 
-    def build(store: Table) -> commit.BaseChange:
-        current = store.current_snapshot()
-        live = live_files(store, current, "base")
-        live_paths = {f.path for f in live}
-        keep = {f.file_path for f in new_files}
-        summary = {versions.OPERATION: ROLLBACK, ROLLBACK_TO: str(version)}
-        marks = None
-        if txn is not None:
-            assert table.change is not None
-            table.change.refresh()
-            changed = live_files(table.change, table.change.current_snapshot(), "change")
-            partitions = (set(versions.watermarks_of(current)) | {f.partition for f in live}
-                          | {f.partition for f in changed}
-                          | {partition_path(spec, schema, f.partition) for f in new_files})
-            marks = {p: txn for p in partitions}
-            summary[versions.TXN] = str(txn)
-        return commit.BaseChange(delete=[f.data_file for f in live if f.path not in keep],
-                                 add=[f for f in new_files if f.file_path not in live_paths],
-                                 watermarks=marks, summary=summary)
+        def build(store: Table) -> commit.BaseChange:
+            current = store.current_snapshot()
+            live = live_files(store, current, "base")
+            live_paths = {f.path for f in live}
+            keep = {f.file_path for f in new_files}
+            summary = {versions.OPERATION: ROLLBACK, ROLLBACK_TO: str(version)}
+            marks = None
+            if txn is not None:
+                assert table.change is not None
+                table.change.refresh()
+                changed = live_files(table.change, table.change.current_snapshot(), "change")
+                partitions = (set(versions.watermarks_of(current)) | {f.partition for f in live}
+                              | {f.partition for f in changed}
+                              | {partition_path(spec, schema, f.partition) for f in new_files})
+                marks = {p: txn for p in partitions}
+                summary[versions.TXN] = str(txn)
+            return commit.BaseChange(delete=[f.data_file for f in live if f.path not in keep],
+                                     add=[f for f in new_files if f.file_path not in live_paths],
+                                     watermarks=marks, summary=summary)
 
-    snapshot = commit.commit_base(table, build, written)
-    return RollbackResult(previous, version, txn if txn is not None else snapshot.sequence_number)
+        snapshot = commit.commit_base(table, build, written)
+        return RollbackResult(previous, version, txn if txn is not None else snapshot.sequence_number)
 
 
 def rollback_to_timestamp(session: Session, table: ArcticTable, timestamp_ms: int) -> RollbackResult:

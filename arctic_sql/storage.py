@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -33,6 +34,17 @@ def list_files(location: str, suffix: str = ".parquet") -> list[str]:
         for info in infos
         if info.type == pafs.FileType.File and info.base_name.endswith(suffix) and not info.base_name.startswith(".")
     )
+
+
+def replace_file(location: str, data: bytes) -> None:
+    """Write ``data`` to ``location`` by a rename over it, so a reader sees the old or the new
+    content, never half of it (a small record rewritten while others read it)."""
+    fs, path = filesystem(location)
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    tmp = f"{path}.{uuid.uuid4().hex[:6]}.tmp"
+    with fs.open_output_stream(tmp) as out:
+        out.write(data)
+    fs.move(tmp, path)
 
 
 def delete_tree(location: str) -> None:

@@ -2,16 +2,21 @@
 
 A writer gets a DataFrame whose columns are the table's (plus ``arctic_op`` for change rows), lays
 its rows out by partition, tree node and kind of change (format/layout.py), sorts each file by the
-primary key, and returns the locations of the files it wrote.
+primary key, and returns the locations of the files it wrote, checked against the number of rows
+its tasks report having written.
 """
 
 from __future__ import annotations
 
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 
 from arctic_sql import storage
+from arctic_sql.errors import ExecutionError
 from arctic_sql.format import layout
 from arctic_sql.format.partitioning import helper_columns, helper_name
 from arctic_sql.format.tree import node_id_column
@@ -78,6 +83,7 @@ def write_laid_out(out: DataFrame, table: ArcticTable, directories: list[str], *
     ``clustered``: each Spark partition already holds whole directories (the optimizer shuffles by
     them once for its merge), so no second shuffle is needed for one file per directory.
     """
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     target_store = table.base if store == "base" else table.change
@@ -91,10 +97,38 @@ def write_laid_out(out: DataFrame, table: ArcticTable, directories: list[str], *
     order = [*directories, *[F.col(f"`{k}`") for k in keys]]
     if order:
         out = out.sortWithinPartitions(*order)
+    # The write's own tasks count the rows they hand the Parquet writer (an Observation: Spark's
+    # accumulators, merged only from tasks that succeeded); the files found afterwards must hold
+    # exactly that many, or a file went missing (or appeared) between writing and committing.
+    written = Observation(f"arctic-write-{uuid.uuid4().hex}")
+    out = out.observe(written, F.count(F.lit(1)).alias("rows"))
     (
         out.write.mode("errorifexists")
         .option("maxRecordsPerFile", max_rows_per_file(table))
         .partitionBy(*directories)
         .parquet(location)
     )
-    return storage.list_files(location)
+    paths = storage.list_files(location)
+    verify_rows(paths, int(written.get["rows"]), location)
+    return paths
+
+
+def verify_rows(paths: list[str], expected: int, location: str) -> None:
+    """Raise (and drop the write's folder, which nothing references yet) unless ``paths`` hold ``expected`` rows."""
+    found = sum(footer_rows(paths))
+    if found != expected:
+        storage.delete_tree(location)
+        raise ExecutionError(f"The write to {location} produced {expected} rows but {len(paths)} file(s) holding "
+                             f"{found} were found after it; nothing was committed")
+
+
+def footer_rows(paths: list[str]) -> list[int]:
+    """The row count in each Parquet file's footer (a missing file raises FileNotFoundError)."""
+
+    def rows(path: str) -> int:
+        fs, inner = storage.filesystem(path)
+        with fs.open_input_file(inner) as f:
+            return pq.ParquetFile(f).metadata.num_rows
+
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(paths)))) as pool:
+        return list(pool.map(rows, paths))

@@ -53,14 +53,17 @@ def expire_change_data(session: Session, table: str, older_than: datetime.dateti
 
 @procedure(
     "remove_orphan_files",
-    (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("dry_run", "boolean", False)),
+    (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("dry_run", "boolean", False),
+     Parameter("force", "boolean", False)),
     "orphan_file_location string",
 )
 def remove_orphan_files(session: Session, table: str, older_than: datetime.datetime | None,
-                        dry_run: bool) -> list[tuple]:
+                        dry_run: bool, force: bool) -> list[tuple]:
     """Delete files no retained snapshot references, older than ``older_than`` (default: now -
-    ``clean-orphan-file.min-existing-time-minutes``); ``dry_run`` only lists them."""
-    return [(p,) for p in maintenance.remove_orphan_files(session.table(table), _ms(older_than), bool(dry_run))]
+    ``clean-orphan-file.min-existing-time-minutes``, at least an hour); ``dry_run`` only lists them.
+    A more recent ``older_than`` needs ``force => true``; files of writes in progress are never removed."""
+    found = maintenance.remove_orphan_files(session.table(table), _ms(older_than), bool(dry_run), bool(force))
+    return [(p,) for p in found]
 
 
 @procedure("rollback_to_version", (Parameter("table"), Parameter("version", "long")), maintenance.ROLLBACK_OUTPUT)

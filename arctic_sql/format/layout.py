@@ -16,6 +16,11 @@ UPSERT = "upsert"
 DELETE = "delete"
 
 
+def table_root(base_location: str) -> str:
+    """The folder of a whole table (both stores, optimizing records, write leases) from its base store's."""
+    return base_location.rstrip("/").removesuffix("/base")
+
+
 def new_write_location(store_location: str) -> str:
     return f"{store_location.rstrip('/')}/data/{uuid.uuid4().hex}"
 

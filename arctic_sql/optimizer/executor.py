@@ -64,9 +64,10 @@ def node_task(task: Task, location: str) -> node_merge.NodeTask:
     return node_merge.NodeTask.of(task.input_files, directory)
 
 
-def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str) -> None:
+def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str) -> list[str]:
     """One Spark job, one Spark task per core, each reading, merging and writing its share of the
-    planner tasks' nodes in turn in pyarrow (``reader.balance``: the largest first)."""
+    planner tasks' nodes in turn in pyarrow (``reader.balance``: the largest first); return the
+    files the tasks report having written."""
     from arctic_sql.reader import balance
 
     schema, keys = table.schema, list(table.primary_key)
@@ -80,7 +81,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
         return [path for job in share for path in node_merge.write_node(
             node_merge.read_node(job, schema, keys, base, change), job.directory, schema, rows_per_file)]
 
-    spark.sparkContext.parallelize(shares, len(shares)).flatMap(run).collect()  # only file names come back
+    return spark.sparkContext.parallelize(shares, len(shares)).flatMap(run).collect()  # only file names come back
 
 
 def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> tuple[DataFrame, list[str]]:
@@ -138,13 +139,15 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     for attempt in range(retries + 1):
         try:
             sc.setJobGroup(group, f"optimize {table.identifier}: {len(tasks)} task(s)", interruptOnCancel=True)
+            # The files to commit are those the write reports, never a listing of the folder.
+            paths: list[str] = []
             if in_spark:  # first: Spark's writer wants a location that does not exist yet
                 rows, directories = merged_rows(spark, table, in_spark)
-                writer.write_laid_out(rows, table, directories, store="base", location=location,
-                                      clustered=table.is_keyed)
+                paths += writer.write_laid_out(rows, table, directories, store="base", location=location,
+                                               clustered=table.is_keyed)
             if in_arrow:
-                run_in_memory(spark, table, in_arrow, location)
-            return Execution(storage.list_files(location), int((time.monotonic() - started) * 1000), attempt + 1)
+                paths += run_in_memory(spark, table, in_arrow, location)
+            return Execution(sorted(paths), int((time.monotonic() - started) * 1000), attempt + 1)
         except Exception as e:
             storage.delete_tree(location)
             message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -29,6 +29,7 @@ import pyarrow.fs as pafs
 from arctic_sql import storage
 from arctic_sql.catalog import ArcticTable
 from arctic_sql.errors import ArcticError
+from arctic_sql.format import layout
 
 PLANNED, EXECUTING, COMMITTING = "PLANNED", "EXECUTING", "COMMITTING"
 SUCCESS, PARTIAL, DROPPED, FAILED, ABANDONED = "SUCCESS", "PARTIAL", "DROPPED", "FAILED", "ABANDONED"
@@ -84,8 +85,7 @@ class ProcessRecord:
 
 
 def table_root(table: ArcticTable) -> str:
-    location = table.base.location().rstrip("/")
-    return location.removesuffix("/base")
+    return layout.table_root(table.base.location())
 
 
 def _folder(table: ArcticTable) -> str:
@@ -112,12 +112,7 @@ def new_record(table: ArcticTable, mode: str, trigger: str, base_snapshot_id: in
 
 def save(table: ArcticTable, record: ProcessRecord) -> None:
     """Write the record (whole-file replace: readers see the old or the new one)."""
-    fs, path = storage.filesystem(f"{_folder(table)}/{record.process_id}.json")
-    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    tmp = f"{path}.{uuid.uuid4().hex[:6]}.tmp"
-    with fs.open_output_stream(tmp) as out:
-        out.write(json.dumps(asdict(record), sort_keys=True).encode())
-    fs.move(tmp, path)
+    storage.replace_file(f"{_folder(table)}/{record.process_id}.json", json.dumps(asdict(record), sort_keys=True).encode())
 
 
 def transition(table: ArcticTable, record: ProcessRecord, status: str, *, failure: str | None = None) -> None:

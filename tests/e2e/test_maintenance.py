@@ -47,6 +47,14 @@ def _parquet_files(root: str) -> set[str]:
     return {os.path.join(d, n) for d, _, names in os.walk(root) for n in names if n.endswith(".parquet")}
 
 
+def _age(root: str, seconds: int = 2 * 3600) -> None:
+    """Make every file under ``root`` look ``seconds`` old, as files left by a crash a while ago are."""
+    then = os.path.getmtime(root) - seconds
+    for d, _, names in os.walk(root):
+        for n in names:
+            os.utime(os.path.join(d, n), (then, then))
+
+
 def _versions(arctic, name: str = "db.t") -> list[int]:
     return [r[0] for r in arctic.sql(f"SELECT version FROM {name}.history ORDER BY version").collect()]
 
@@ -129,14 +137,16 @@ def _planned_optimize(arctic):
     return table, plan, outputs, record
 
 
-def test_expiration_and_orphan_removal_while_an_optimize_runs(table_with_history):
+def test_expiration_and_orphan_removal_while_an_optimize_runs(table_with_history, warehouse):
     arctic = table_with_history
     table, plan, outputs, record = _planned_optimize(arctic)
     arctic.sql("INSERT INTO db.t VALUES (5, 'e')")  # 6, while the optimize runs
     expected = _rows(arctic, "SELECT * FROM db.t")
     state.heartbeat(table, record)
     maintenance.expire_snapshots(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1, retain_last=1)
-    orphans = maintenance.remove_orphan_files(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1)
+    _age(warehouse)  # even old files of a running optimize stay
+    orphans = maintenance.remove_orphan_files(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1,
+                                              force=True)
     written = {_local(f.file_path) for f in outputs[""]}
     assert written and all(os.path.exists(p) for p in written)
     assert not any(_local(p) in written for p in orphans)
@@ -161,7 +171,7 @@ def test_orphan_removal_deletes_only_old_unreferenced_files(table_with_history, 
     arctic = table_with_history
     table = arctic.table("db.t")
     states = _states(arctic)
-    stray = f"{_local(table.base.location())}/data/crashed-writer/part-0.parquet"
+    stray = f"{_local(table.base.location())}/data/{'ab' * 16}/part-0.parquet"  # a crashed writer's folder
     os.makedirs(os.path.dirname(stray))
     pq.write_table(pa.table({"id": [9], "v": ["lost"]}), stray)
     stray_metadata = f"{_local(table.change.location())}/metadata/00099-crashed.metadata.json"
@@ -171,18 +181,33 @@ def test_orphan_removal_deletes_only_old_unreferenced_files(table_with_history, 
     os.makedirs(os.path.dirname(record_file), exist_ok=True)
     with open(record_file, "w") as f:
         f.write("{}")
+    # Files the table's writes never make are not its own, however old: someone else's.
+    foreign = [f"{_local(table.base.location())}/data/exports/report.parquet",
+               f"{_local(table.base.location())}/data/notes.txt",
+               f"{_local(table.change.location())}/metadata/README.txt"]
+    for path in foreign:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("not the table's")
     # The default minimum age (clean-orphan-file.min-existing-time-minutes, 2 days) protects new files.
     assert arctic.sql("CALL system.remove_orphan_files('db.t')").collect() == []
+    _age(warehouse)
     now = "timestamp_millis(unix_millis(current_timestamp()) + 1000)"
+    # An older_than inside the safety window is refused unless forced, and nothing is deleted.
+    with pytest.raises(InvalidArgumentError, match="safety window of 2880 minutes.*force => true"):
+        arctic.sql(f"CALL system.remove_orphan_files(table => 'db.t', older_than => {now})")
+    assert os.path.exists(stray)
     listed = [r[0] for r in arctic.sql(f"CALL system.remove_orphan_files('db.t', {now}, dry_run => true)").collect()]
     assert {_local(p) for p in listed} >= {stray, stray_metadata}
+    assert not {_local(p) for p in listed} & set(foreign)
     assert os.path.exists(stray)  # a dry run deletes nothing
     referenced = _referenced(arctic)
     assert not {_local(p) for p in listed} & referenced
-    removed = [r[0] for r in arctic.sql(f"CALL system.remove_orphan_files(table => 'db.t', older_than => {now})")
-               .collect()]
+    removed = [r[0] for r in arctic.sql(
+        f"CALL system.remove_orphan_files(table => 'db.t', older_than => {now}, force => true)").collect()]
     assert sorted(removed) == sorted(listed)
     assert not os.path.exists(stray) and not os.path.exists(stray_metadata) and os.path.exists(record_file)
+    assert all(os.path.exists(p) for p in foreign)
     assert all(os.path.exists(p) for p in referenced)
     assert _states(arctic) == states
 
@@ -290,7 +315,8 @@ def test_crash_during_expiration_leaves_a_readable_table(table_with_history, war
     assert all(os.path.exists(p) for p in _referenced(arctic))
     # Finishing the job afterwards: expiration again, then the orphans the crash left.
     maintenance.expire_snapshots(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1, retain_last=1)
-    maintenance.remove_orphan_files(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1000)
+    _age(warehouse)
+    maintenance.remove_orphan_files(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1000, force=True)
     assert _versions(arctic) == [5]
     assert _rows(arctic, "SELECT * FROM db.t") == states[5]
     assert _parquet_files(warehouse) == {p for p in _referenced(arctic) if p.endswith(".parquet")}

@@ -1,0 +1,161 @@
+"""Write leases: how orphan removal sees the writes still in progress.
+
+A statement writes its Parquet files (and, when it commits, pyiceberg's manifests and metadata)
+before the commit makes them referenced. Until then they look exactly like orphans. Guessing from
+their age is what lost data here: a forced ``remove_orphan_files`` deleted the manifests of a
+commit in flight. So every write takes a lease first:
+``{table}/writes/{lease id}.json`` records when the write started and until when the lease holds.
+A thread renews it while the write runs; it is removed once the commit's outcome is known (kept,
+to run out, when it is not).
+
+Orphan removal reads the live leases *before* it reads the table's metadata, and never deletes a
+file modified after the oldest live lease started (nor within :data:`CLOCK_SKEW_MS` of it): every
+file a write in flight can produce is newer than its lease. A write that starts after orphan
+removal read the leases writes only files newer than its ``older_than``. Optimizing processes are
+leased by their process records (optimizer/state.py), which orphan removal reads the same way.
+
+A writer killed without cleanup leaves its lease until it expires (:data:`LEASE_MS`); until then
+orphan removal only postpones the files written since.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow.fs as pafs
+
+from arctic_sql import storage
+from arctic_sql.format import layout
+
+if TYPE_CHECKING:
+    from arctic_sql.catalog import ArcticTable
+
+log = logging.getLogger(__name__)
+
+LEASE_MS = 10 * 60_000  # how long a lease holds without renewal
+RENEW_MS = 60_000  # how often a running write renews it
+CLOCK_SKEW_MS = 60_000  # files this close to a lease's start (or to older_than) are never orphans
+FOLDER = "writes"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Lease:
+    """One write in progress on one table."""
+
+    lease_id: str
+    operation: str
+    started_ms: int
+    expires_ms: int
+    host: str
+    pid: int
+
+    @property
+    def live(self) -> bool:
+        return now_ms() < self.expires_ms
+
+
+def _folder(table_root: str) -> str:
+    return f"{table_root.rstrip('/')}/{FOLDER}"
+
+
+def _save(table_root: str, lease: Lease) -> None:
+    storage.replace_file(f"{_folder(table_root)}/{lease.lease_id}.json", json.dumps(asdict(lease), sort_keys=True).encode())
+
+
+def _remove(table_root: str, lease: Lease) -> None:
+    fs, path = storage.filesystem(f"{_folder(table_root)}/{lease.lease_id}.json")
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+
+
+def leases(table_root: str) -> list[Lease]:
+    """Every lease of the table, live or run out. An unreadable lease file raises: orphan removal
+    must not go on without knowing what is in flight."""
+    fs, path = storage.filesystem(_folder(table_root))
+    found = []
+    for info in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".json"):
+            continue
+        try:
+            with fs.open_input_stream(info.path) as stream:
+                found.append(Lease(**json.loads(stream.read())))
+        except FileNotFoundError:
+            continue  # released while we listed
+    return found
+
+
+def live_leases(table_root: str) -> list[Lease]:
+    return [lease for lease in leases(table_root) if lease.live]
+
+
+def expire(table_root: str) -> int:
+    """Remove leases that ran out (their writers died); return how many."""
+    gone = [lease for lease in leases(table_root) if not lease.live]
+    for lease in gone:
+        _remove(table_root, lease)
+    return len(gone)
+
+
+class _Renewal:
+    """Renews a lease every :data:`RENEW_MS` until stopped."""
+
+    def __init__(self, table_root: str, lease: Lease) -> None:
+        self.table_root, self.lease = table_root, lease
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"arctic-lease-{lease.lease_id[:8]}", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(RENEW_MS / 1000):
+            self.lease.expires_ms = now_ms() + LEASE_MS
+            try:
+                _save(self.table_root, self.lease)
+            except OSError as e:  # the lease still holds until it expires; try again next time
+                log.warning("could not renew write lease %s: %s", self.lease.lease_id, e)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextmanager
+def writing(table: ArcticTable, operation: str) -> Iterator[Lease]:
+    """Hold a lease on ``table`` while the block writes and commits.
+
+    The lease is released when the block ends, except when it ends in
+    :class:`~arctic_sql.errors.CommitStateUnknownError`: then the files may or may not be referenced,
+    and the lease runs out on its own, giving the commit's fate time to become known.
+    """
+    from arctic_sql.errors import CommitStateUnknownError
+
+    table_root = layout.table_root(table.base.location())
+    started = now_ms()
+    lease = Lease(uuid.uuid4().hex, operation, started, started + LEASE_MS, socket.gethostname(), os.getpid())
+    _save(table_root, lease)  # before any file of the write exists
+    renewal = _Renewal(table_root, lease)
+    keep = False
+    try:
+        yield lease
+    except CommitStateUnknownError:
+        keep = True
+        raise
+    finally:
+        renewal.stop()
+        if not keep:
+            _remove(table_root, lease)

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 LEASE_MS = 10 * 60_000  # how long a lease holds without renewal
 RENEW_MS = 60_000  # how often a running write renews it
-CLOCK_SKEW_MS = 60_000  # files this close to a lease's start (or to older_than) are never orphans
+CLOCK_SKEW_MS = 60_000  # nor files this much older than a lease's start (the clocks of writers and storage)
 FOLDER = "writes"
 
 
@@ -72,7 +72,7 @@ def _folder(table_root: str) -> str:
     return f"{table_root.rstrip('/')}/{FOLDER}"
 
 
-def _save(table_root: str, lease: Lease) -> None:
+def save(table_root: str, lease: Lease) -> None:
     storage.replace_file(f"{_folder(table_root)}/{lease.lease_id}.json", json.dumps(asdict(lease), sort_keys=True).encode())
 
 
@@ -125,7 +125,7 @@ class _Renewal:
         while not self._stop.wait(RENEW_MS / 1000):
             self.lease.expires_ms = now_ms() + LEASE_MS
             try:
-                _save(self.table_root, self.lease)
+                save(self.table_root, self.lease)
             except OSError as e:  # the lease still holds until it expires; try again next time
                 log.warning("could not renew write lease %s: %s", self.lease.lease_id, e)
 
@@ -147,7 +147,7 @@ def writing(table: ArcticTable, operation: str) -> Iterator[Lease]:
     table_root = layout.table_root(table.base.location())
     started = now_ms()
     lease = Lease(uuid.uuid4().hex, operation, started, started + LEASE_MS, socket.gethostname(), os.getpid())
-    _save(table_root, lease)  # before any file of the write exists
+    save(table_root, lease)  # before any file of the write exists
     renewal = _Renewal(table_root, lease)
     keep = False
     try:

@@ -224,6 +224,11 @@ def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retai
     if retain_last < 1:
         raise InvalidArgumentError(f"retain_last must be 1 or more for {table.identifier}, got {retain_last}")
     removed = expire_change_data(table) if change_ttl and table.is_keyed else 0
+    with leases.writing(table, "expire"):  # its metadata files are unreferenced until the commit
+        return _expire(table, older_than_ms, retain_last, removed)
+
+
+def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: int) -> ExpireResult:
     committed: list[StoreExpiry] = []  # what landed, also from an attempt that lost a race halfway
     for attempt in range(_ATTEMPTS):
         _refresh(table)
@@ -318,7 +323,8 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
                 overwrite.delete_data_file(data_file)
 
     try:
-        commit._commit_loop(table, change, apply, [])
+        with leases.writing(table, versions.CHANGE_TTL):
+            commit._commit_loop(table, change, apply, [])
     except _NothingToDo:
         return 0
     return dropped
@@ -383,8 +389,8 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
     """
     running = _running(table)
     writes = leases.live_leases(layout.table_root(table.base.location()))
-    cutoff = min([older_than_ms, *(w.started_ms for w in writes), *(r.started_at_ms for r in running)])
-    cutoff -= leases.CLOCK_SKEW_MS
+    starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
+    cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
     # A running optimize names the folder it writes to: kept whatever its files' times say.
     protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
     _refresh(table)

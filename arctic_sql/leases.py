@@ -42,8 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LEASE_MS = 10 * 60_000  # how long a lease holds without renewal
-RENEW_MS = 60_000  # how often a running write renews it
+# How long a lease holds without renewal: also how long a writer that died keeps orphan removal off
+# the files made since it started. ARCTIC_WRITE_LEASE_SECONDS sets it (the writer's setting is what
+# its lease records, so writers and removers need not agree on it).
+LEASE_MS = int(float(os.environ.get("ARCTIC_WRITE_LEASE_SECONDS", "600")) * 1000)
+RENEW_MS = max(LEASE_MS // 4, 100)  # a running write renews its lease this often
 CLOCK_SKEW_MS = 60_000  # nor files this much older than a lease's start (the clocks of writers and storage)
 FOLDER = "writes"
 

@@ -171,7 +171,6 @@ def _commit_loop(
             raise _unknown(table, e) from e
         except BaseException as e:  # Ctrl-C: stop at once, without asking the catalog
             raise _unknown(table, e) from e
-        fault_point("after-commit")
         return _landed(store, commit_id)
     delete_files(written)
     raise CommitConflictError(f"Commit to {table.identifier} kept conflicting with other writers")

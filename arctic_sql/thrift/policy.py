@@ -165,7 +165,7 @@ class StatementPolicy:
         if table.args.get("db") is None:
             return
         if table.text("db").lower() in FILE_FORMATS or "/" in table.name:
-            self._external(f"The query reads files directly ({table.text('db')}.`{table.name}`)")
+            self._external(f"The statement reads or writes files by path ({table.text('db')}.`{table.name}`)")
 
     def _check_provider(self, provider: str) -> None:
         if provider and provider.lower() not in PROVIDERS:
@@ -212,7 +212,7 @@ class StatementPolicy:
             elif token.token_type == TokenType.L_PAREN and word in UNSAFE_FUNCTIONS:
                 self._unsafe(f"{word}() calls Java code on the server")
             elif token.token_type == TokenType.DOT and word in FILE_FORMATS:
-                self._external(f"The statement reads files directly ({previous.text}.`...`)")
+                self._external(f"The statement reads or writes files by path ({previous.text}.`...`)")
             elif previous.token_type == TokenType.USING and head in ("CREATE", "REPLACE"):
                 self._check_provider(_dotted_name(tokens, index + 1))
 

@@ -338,7 +338,8 @@ def test_bad_arguments_fail_before_spark_starts(tmp_path):
         (["--auth", "PLAIN"], "--auth PLAIN needs --password-file"),
         (["--auth", "PLAIN", "--password-file", str(tmp_path / "missing")], "Cannot read password file"),
         (["--port", "70000"], "--port must be between 0 and 65535"),
-        (["--auth", "PLAIN", "--password-file", str(readable)], "is accessible by group or others (mode 0644)"),
+        (["--auth", "PLAIN", "--password-file", str(readable)],
+         f"Password file {readable} is accessible by group or others (mode 0644)"),
         (["--max-connections", "-1"], "--max-connections must be 0 or more"),
     ):
         result = subprocess.run([sys.executable, "-m", "arctic_sql.cli", "thriftserver", *args],

@@ -7,13 +7,18 @@ A client of ``arctic-sql thriftserver`` gets SQL on the warehouse, not the machi
   ``LOAD DATA``, ``INSERT OVERWRITE [LOCAL] DIRECTORY``, queries on files (``parquet.`/p```) and
   data sources other than file formats and arctic (``USING jdbc``) are refused.
   ``--allow-external-locations`` relaxes this.
-- **code** stays on the server: ``reflect``/``java_method``/``try_reflect``, ``ADD JAR/FILE/ARCHIVE``
+- **code** stays out of the server: ``reflect``/``java_method``/``try_reflect``, ``ADD JAR/FILE/ARCHIVE``
   and functions made from a class or a jar are refused (``--allow-unsafe-functions``).
 - **settings**: ``SET key=value`` (and session settings sent with OpenSession or a statement) only for
   the keys of :data:`SETTABLE`; reading a setting, ``SET -v`` and ``RESET`` are fine
   (``--allow-set-any``).
 
-``--trusted`` relaxes all three. Each refusal is one line naming the rule and the option.
+Every client session also runs with ``spark.sql.runSQLOnFiles`` off (unless paths may leave the
+warehouse) and ``spark.sql.variable.substitute`` off (``${env:X}`` would read the server's
+environment; unless unsafe functions are allowed).
+
+Dynamic SQL the server cannot check (``EXECUTE IMMEDIATE``, ``IDENTIFIER(<expression>)``) is refused
+unless ``--trusted``, which relaxes all three rules. Each refusal is one line naming the rule and the option.
 
 >>> policy = StatementPolicy(warehouse="/data/warehouse")
 >>> try:
@@ -57,11 +62,9 @@ SETTABLE = frozenset({
     "spark.sql.mapKeyDedupPolicy",
     "spark.sql.timestampType",
 })
-# Spark's defaults that reach the file system or the environment: turned off in every client session.
-STRICT_SESSION_CONF = {
-    "spark.sql.runSQLOnFiles": "false",        # SELECT * FROM text.`/etc/passwd`
-    "spark.sql.variable.substitute": "false",  # SELECT '${env:AWS_SECRET_ACCESS_KEY}'
-}
+# Spark's defaults that reach the file system or the server's environment: off in every client session.
+NO_FILE_QUERIES = {"spark.sql.runSQLOnFiles": "false"}            # SELECT * FROM text.`/etc/passwd`
+NO_SUBSTITUTION = {"spark.sql.variable.substitute": "false"}      # SELECT '${env:AWS_SECRET_ACCESS_KEY}'
 _PATH_WORDS = frozenset({"LOCATION", "PATH", "INPATH", "DIRECTORY"})
 _DIALECT = Arctic()
 
@@ -95,8 +98,10 @@ class StatementPolicy:
         return os.path.realpath(self.warehouse)
 
     def session_conf(self) -> dict[str, str]:
-        """Settings for every client session (none when paths are not confined)."""
-        return {} if self.allow_external_locations else dict(STRICT_SESSION_CONF)
+        """Settings for every client session: file queries off unless paths may leave the warehouse,
+        ``${env:...}``/``${system:...}`` substitution off unless unsafe functions are allowed."""
+        return {**({} if self.allow_external_locations else NO_FILE_QUERIES),
+                **({} if self.allow_unsafe_functions else NO_SUBSTITUTION)}
 
     # checks --------------------------------------------------------------------------------
     def check_sql(self, text: str) -> None:

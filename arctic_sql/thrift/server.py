@@ -24,8 +24,8 @@ it for trusted setups, ``--trusted`` relaxes the statement rules at once):
 - statements are checked before they run (policy.py): paths stay in the warehouse
   (``--allow-external-locations``), no Java calls, jars or class-based functions
   (``--allow-unsafe-functions``), ``SET`` only for an allow-list of session settings
-  (``--allow-set-any``); every client session runs with ``spark.sql.runSQLOnFiles`` and
-  ``spark.sql.variable.substitute`` off;
+  (``--allow-set-any``); client sessions run with ``spark.sql.runSQLOnFiles`` and
+  ``spark.sql.variable.substitute`` off (the first two options turn them back on);
 - a connection idle for ``--idle-timeout`` seconds after login is closed (0: never); at most
   ``--max-connections`` are open at once (0: no cap), the next is closed at once; a Thrift frame or
   string longer than ``--max-frame-bytes`` closes its connection before it is read;

@@ -146,11 +146,13 @@ def test_each_option_relaxes_its_own_rule_only(warehouse):
     external = StatementPolicy(warehouse, allow_external_locations=True)
     external.check_sql("CREATE TABLE t (a INT) LOCATION '/etc'")
     external.check_sql("SELECT * FROM text.`/etc/passwd`")
-    assert external.session_conf() == {}
+    assert external.session_conf() == {"spark.sql.variable.substitute": "false"}
     with pytest.raises(PolicyViolation):
         external.check_sql("SELECT reflect('a', 'b')")
     unsafe = StatementPolicy(warehouse, allow_unsafe_functions=True)
     unsafe.check_sql("SELECT reflect('a', 'b'); ADD JAR /tmp/x.jar")
+    assert unsafe.session_conf() == {"spark.sql.runSQLOnFiles": "false"}
+    assert StatementPolicy.trusted(warehouse).session_conf() == {}
     with pytest.raises(PolicyViolation):
         unsafe.check_sql("SET spark.sql.runSQLOnFiles=true")
     StatementPolicy(warehouse, allow_set_any=True).check_sql("SET spark.sql.runSQLOnFiles=true")

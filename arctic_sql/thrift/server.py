@@ -195,9 +195,6 @@ class ThriftServer:
         self._stopped.set()
         self._listener.close()
 
-    def open_connections(self) -> int:
-        return self._open
-
     def _admit(self, client: Any) -> bool:
         """Count the connection in, or close it at once when ``max_connections`` are open."""
         cap = self.limits.max_connections
@@ -281,15 +278,20 @@ class ThriftServer:
                                        container_length_limit=limit)
             while not self._stopped.is_set():
                 processor.process(protocol, protocol)
-        except (TTransportException, TProtocolException) as e:
-            if isinstance(e.inner if isinstance(e, TTransportException) else None, TimeoutError) and connection:
+        except TTransportException as e:
+            if isinstance(e.inner, TimeoutError) and connection is not None:
                 log.info("connection from %s closed: idle for %g s (--idle-timeout)", address,
                          self.limits.idle_timeout_s)
-            elif e.type in (TTransportException.SIZE_LIMIT, TProtocolException.SIZE_LIMIT):
-                log.warning("connection from %s closed: %s (--max-frame-bytes)", address, e.message or e)
+            elif e.type == TTransportException.SIZE_LIMIT:
+                log.warning("connection from %s closed: %s (--max-frame-bytes)", address, e.message)
             # else: the client went away, or never spoke
+        except TProtocolException as e:
+            if e.type == TProtocolException.SIZE_LIMIT:
+                log.warning("connection from %s closed: %s (--max-frame-bytes)", address, e.message)
+            else:
+                log.info("connection from %s closed: %s", address, e.message)
         except (ConnectionError, EOFError, TimeoutError):
-            pass
+            pass  # the client went away, or never spoke
         except Exception:
             log.warning("connection failed", exc_info=True)
         finally:

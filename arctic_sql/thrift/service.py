@@ -93,6 +93,11 @@ def _parsed(text: str) -> list[ParsedStatement]:
         return []
 
 
+def use_statement(database: str) -> str:
+    """``USE `database``` as one statement, whatever the name holds (a backtick is doubled)."""
+    return "USE `{}`".format(database.replace("`", "``"))
+
+
 def _is_user_error(error: BaseException) -> bool:
     from arctic_sql.errors import ArcticError
 
@@ -169,7 +174,7 @@ class ArcticThriftService:
         for name, value in {**(self._policy.session_conf() if self._policy else {}), **settings}.items():
             arctic.spark.conf.set(name, value)
         if database and database.lower() != "default":
-            arctic.sql(f"USE `{database}`")
+            arctic.sql(use_statement(database))
         # The authenticated (SASL) name, not the one the client writes into its request.
         session = ClientSession(arctic, user or req.username or "anonymous", protocol)
         with self._lock:

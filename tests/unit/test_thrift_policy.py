@@ -163,3 +163,12 @@ def test_client_sessions_run_without_file_queries_and_variable_substitution(poli
     policy.check_setting("spark.sql.shuffle.partitions")
     with pytest.raises(PolicyViolation):
         policy.check_setting("spark.sql.runSQLOnFiles")
+
+
+def test_a_database_name_from_open_session_cannot_smuggle_a_statement():
+    from arctic_sql.parser import parse
+    from arctic_sql.thrift.service import use_statement
+
+    statements = parse(use_statement("default`; SELECT java_method('java.lang.System', 'exit', 0) --"))
+    assert len(statements) == 1
+    assert statements[0].expression.this.name == "default`; SELECT java_method('java.lang.System', 'exit', 0) --"

@@ -3,7 +3,8 @@
 A client of ``arctic-sql thriftserver`` gets SQL on the warehouse, not the machine. By default:
 
 - **paths** stay in the warehouse: ``LOCATION``, ``OPTIONS (path ...)`` and path-like table
-  properties (``...path``, ``...location``) must resolve (``..`` and symlinks followed) inside it;
+  properties (``...path``, ``...location``) must resolve (``..`` and symlinks followed) to a folder
+  below it, and one that holds no files yet unless a view only reads it;
   ``LOAD DATA``, ``INSERT OVERWRITE [LOCAL] DIRECTORY``, queries on files (``parquet.`/p```) and
   data sources other than file formats and arctic (``USING jdbc``) are refused.
   ``--allow-external-locations`` relaxes this.
@@ -123,15 +124,27 @@ class StatementPolicy:
         raise PolicyViolation(f"SET {key} is not among the session settings a client may change "
                               f"(such as spark.sql.session.timeZone, spark.sql.shuffle.partitions)", SET_ANY)
 
-    def check_location(self, location: str, clause: str = "LOCATION") -> None:
-        """``location`` (a path or a ``file:`` URL) must resolve inside the warehouse."""
+    def check_location(self, location: str, clause: str = "LOCATION", read_only: bool = False) -> None:
+        """``location`` (a path or a ``file:`` URL) must resolve to a folder below the warehouse.
+
+        Unless it is only read (a view over files), it must not hold files yet: a client's table may
+        be overwritten or dropped with its folder, which must not take the catalog or another table's
+        files with it.
+        """
         if self.allow_external_locations:
             return
-        if not _inside(self.root, location):
+        resolved = _resolve(location)
+        if resolved is not None and self.root in resolved:
+            raise PolicyViolation(f"{clause} '{location}' is the warehouse itself", EXTERNAL)
+        if resolved is None or not all(_below(self.root, path) for path in resolved):
             raise PolicyViolation(f"{clause} '{location}' is outside the warehouse {self.root}", EXTERNAL)
+        if not read_only and any(_holds_files(path) for path in resolved):
+            raise PolicyViolation(f"{clause} '{location}' already holds files; clients may only put tables "
+                                  f"in new folders of the warehouse", EXTERNAL)
 
     # the parsed statement ------------------------------------------------------------------
     def _check_tree(self, tree: exp.Expression) -> None:
+        read_only = isinstance(tree, exp.Create) and tree.kind == "VIEW"  # CREATE VIEW ... USING csv
         if isinstance(tree, exp.LoadData):
             self._external("LOAD DATA reads files from a path")
         for node in tree.walk():
@@ -148,7 +161,7 @@ class StatementPolicy:
             elif isinstance(node, exp.FileFormatProperty) and isinstance(node.parent, exp.Properties):
                 self._check_provider(node.name)
             elif type(node) is exp.Property:
-                self._check_property(node)
+                self._check_property(node, read_only)
             elif isinstance(node, exp.SetItem):
                 self._check_set_item(node)
             elif isinstance(node, exp.Create) and node.kind == "FUNCTION":
@@ -176,11 +189,12 @@ class StatementPolicy:
         if provider and provider.lower() not in PROVIDERS:
             self._external(f"USING {provider} reaches beyond the warehouse's file formats")
 
-    def _check_property(self, prop: exp.Property) -> None:
+    def _check_property(self, prop: exp.Property, read_only: bool) -> None:
         key = prop.name.lower()
         if key in ("path", "paths", "location") or key.endswith((".path", ".location")):
             value = prop.args.get("value")
-            self.check_location(value.name if isinstance(value, exp.Expression) else str(value), prop.name)
+            text = value.name if isinstance(value, exp.Expression) else str(value)
+            self.check_location(text, prop.name, read_only)
 
     def _check_set_item(self, item: exp.SetItem) -> None:
         if (item.args.get("kind") or "").upper() == "VARIABLE":  # SET VAR: a SQL session variable
@@ -244,16 +258,24 @@ def _dotted_name(tokens: list[Token], start: int) -> str:
     return ".".join(words)
 
 
-def _inside(root: str, location: str) -> bool:
-    """Whether ``location`` names ``root`` or something under it, on this machine's file system."""
+def _resolve(location: str) -> list[str] | None:
+    """The real paths ``location`` may mean on this machine (as written and %-decoded); None if it
+    names another machine or file system. A relative path is relative to the server's folder, as in
+    Spark."""
     parsed = urlparse(location)
     if parsed.scheme and len(parsed.scheme) > 1:  # C:\ is not a scheme
         if parsed.scheme.lower() != "file" or parsed.netloc not in ("", "localhost"):
-            return False
+            return None
         location = parsed.path
-    candidates = {location, unquote(location)}
-    for candidate in candidates:
-        real = os.path.realpath(os.path.join(os.getcwd(), candidate))
-        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
-            return False
-    return True
+    return [os.path.realpath(os.path.join(os.getcwd(), path)) for path in {location, unquote(location)}]
+
+
+def _below(root: str, path: str) -> bool:
+    return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _holds_files(path: str) -> bool:
+    if os.path.isdir(path):
+        with os.scandir(path) as entries:
+            return any(True for _ in entries)
+    return os.path.exists(path)

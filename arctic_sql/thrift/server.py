@@ -21,7 +21,7 @@ connect.
 Clients get SQL on the warehouse, not the machine. By default (each rule has an option that relaxes
 it for trusted setups, ``--trusted`` relaxes the statement rules at once):
 
-- statements are checked before they run (policy.py): paths stay in the warehouse
+- statements are checked before they run (policy.py): paths stay in new folders of the warehouse
   (``--allow-external-locations``), no Java calls, jars or class-based functions
   (``--allow-unsafe-functions``), ``SET`` only for an allow-list of session settings
   (``--allow-set-any``); client sessions run with ``spark.sql.runSQLOnFiles`` and
@@ -49,10 +49,12 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arctic_sql.thrift.auth import Credentials, LoginThrottle, PasswordFileError, hash_password, read_password_file
-from arctic_sql.thrift.policy import StatementPolicy
+
+if TYPE_CHECKING:
+    from arctic_sql.thrift.policy import StatementPolicy
 
 AUTH_MODES = ("NONE", "NOSASL", "PLAIN")
 _BINARY_VERSION_BYTE = 0x80  # the first byte of a strict TBinaryProtocol message
@@ -333,12 +335,17 @@ class _Settings:
 
 def _settings(args: argparse.Namespace, warehouse: str) -> _Settings:
     """Everything the arguments say, checked before Spark starts (raises UsageError)."""
+    from arctic_sql.thrift.policy import StatementPolicy
+
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
     if args.auth == "PLAIN" and not args.password_file:
         raise UsageError("--auth PLAIN needs --password-file FILE (lines of user:password)")
     if args.password_file and args.auth != "PLAIN":
         raise UsageError("--password-file only applies to --auth PLAIN")
+    if args.password_file and _is_below(args.password_file, warehouse):
+        raise UsageError(f"Password file {args.password_file} is inside the warehouse {warehouse}, where "
+                         "clients can read it; keep it elsewhere")
     try:
         entries = (read_password_file(args.password_file, args.allow_readable_password_file)
                    if args.auth == "PLAIN" else None)
@@ -352,6 +359,11 @@ def _settings(args: argparse.Namespace, warehouse: str) -> _Settings:
     )
     return _Settings(Credentials(entries), _spark_conf(args.conf), _limits(args),
                      LoginThrottle(args.login_attempts, args.login_lockout), policy)
+
+
+def _is_below(path: str, folder: str) -> bool:
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _print_hash() -> int:

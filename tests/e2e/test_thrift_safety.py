@@ -71,6 +71,11 @@ def test_locations_are_confined_to_the_warehouse(server, tmp_path):
         _refused(cur, f"CREATE TABLE confined.t (a INT) USING parquet LOCATION '{server.warehouse}/../outside'")
         _refused(cur, f"CREATE TABLE confined.t (a INT) USING parquet LOCATION '{link}/outside'")
         _refused(cur, f"CREATE DATABASE elsewhere LOCATION '{outside}'")
+        # inside, but over what the warehouse already holds: a DROP or an overwrite would delete it
+        assert "is the warehouse itself" in _refused(
+            cur, f"CREATE TABLE confined.w (value STRING) USING text LOCATION '{server.warehouse}'")
+        assert "already holds files" in _refused(
+            cur, f"CREATE TABLE confined.c (value STRING) USING text LOCATION '{server.warehouse}/catalog.db'")
         _refused(cur, f"INSERT OVERWRITE LOCAL DIRECTORY '{outside}' SELECT 1")
         _refused(cur, f"LOAD DATA LOCAL INPATH '{outside}' INTO TABLE confined.t")
         assert not outside.exists()

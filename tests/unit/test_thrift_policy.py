@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from arctic_sql.thrift.policy import StatementPolicy, PolicyViolation
+from arctic_sql.thrift.policy import PolicyViolation, StatementPolicy
 
 
 @pytest.fixture
@@ -91,6 +92,23 @@ def test_a_symlink_in_the_warehouse_to_a_folder_outside_is_outside(policy, wareh
     (tmp_path / "outside").mkdir()
     os.symlink(tmp_path / "outside", os.path.join(warehouse, "link"))
     _refusal(policy, f"CREATE TABLE t (a INT) LOCATION '{warehouse}/link/t'")
+
+
+def test_a_table_cannot_take_over_files_already_in_the_warehouse(policy, warehouse):
+    (Path(warehouse) / "catalog.db").write_bytes(b"SQLite format 3\0")
+    (Path(warehouse) / "db" / "t").mkdir(parents=True)
+    (Path(warehouse) / "db" / "t" / "part-0.parquet").write_bytes(b"PAR1")
+    (Path(warehouse) / "empty").mkdir()
+    assert _refusal(policy, f"CREATE TABLE x (a INT) USING text LOCATION '{warehouse}'").startswith(
+        f"LOCATION '{warehouse}' is the warehouse itself")
+    for location in (f"{warehouse}/db", f"{warehouse}/db/t", f"{warehouse}/catalog.db"):
+        message = _refusal(policy, f"CREATE TABLE x (a INT) USING parquet LOCATION '{location}'")
+        assert f"LOCATION '{location}' already holds files" in message
+    _refusal(policy, f"ALTER TABLE x SET LOCATION '{warehouse}/db/t'")
+    policy.check_sql(f"CREATE TABLE x (a INT) USING parquet LOCATION '{warehouse}/empty'")
+    # a view only reads: files already in the warehouse are fine, the warehouse itself is not
+    policy.check_sql(f"CREATE TEMPORARY VIEW v USING parquet OPTIONS (path '{warehouse}/db/t')")
+    _refusal(policy, f"CREATE TEMPORARY VIEW v USING text OPTIONS (path '{warehouse}')")
 
 
 @pytest.mark.parametrize("sql", [

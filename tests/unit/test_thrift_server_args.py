@@ -53,3 +53,12 @@ def test_a_readable_password_file_is_accepted_only_when_asked(tmp_path):
         _parsed(tmp_path, "--auth", "PLAIN", "--password-file", str(passwords))
     settings = _parsed(tmp_path, "--auth", "PLAIN", "--password-file", str(passwords), "--allow-readable-password-file")
     assert settings.credentials.check("alice", "s3cret")
+
+
+def test_a_password_file_inside_the_warehouse_is_refused(tmp_path):
+    (tmp_path / "warehouse").mkdir()
+    passwords = tmp_path / "warehouse" / "passwords"
+    passwords.write_text("alice:s3cret\n", encoding="utf-8")
+    passwords.chmod(0o600)
+    with pytest.raises(UsageError, match="is inside the warehouse .*, where clients can read it"):
+        _parsed(tmp_path, "--auth", "PLAIN", "--password-file", str(passwords))

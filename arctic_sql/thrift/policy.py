@@ -44,7 +44,7 @@ from arctic_sql.thrift.operations import OperationError
 
 UNSAFE_FUNCTIONS = frozenset({"reflect", "java_method", "try_reflect"})
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "xml"})
-PROVIDERS = FILE_FORMATS | {"arctic", "delta", "iceberg", "hive"}
+PROVIDERS = FILE_FORMATS | {"arctic", "delta", "iceberg"}
 SETTABLE = frozenset({
     "spark.sql.session.timeZone",
     "spark.sql.shuffle.partitions",

@@ -18,7 +18,7 @@ from thrift.transport.TTransport import CReadableTransport, TTransportBase, TTra
 
 START, OK, BAD, ERROR, COMPLETE = 1, 2, 3, 4, 5
 MAX_HANDSHAKE_PAYLOAD = 64 * 1024
-MAX_FRAME = 256 * 1024 * 1024
+MAX_FRAME = 16 * 1024 * 1024
 
 
 class AuthenticationFailed(Exception):
@@ -28,13 +28,17 @@ class AuthenticationFailed(Exception):
 class SaslServerTransport(TTransportBase, CReadableTransport):
     """One client connection speaking SASL PLAIN, then length-framed Thrift messages.
 
-    ``check(user, password)`` decides whether the credentials are accepted. ``user`` is set after
-    :meth:`handshake`: clients such as beeline leave the user out of OpenSession under SASL.
+    ``authenticate(user, password)`` returns None to accept the credentials, or the reason to refuse
+    them. ``user`` is set after :meth:`handshake`: the authenticated name, which is the session's user
+    whatever OpenSession says (clients such as beeline leave it out there). A frame longer than
+    ``max_frame`` bytes closes the connection before any of it is read.
     """
 
-    def __init__(self, transport: TTransportBase, check: Callable[[str, str], bool]) -> None:
+    def __init__(self, transport: TTransportBase, authenticate: Callable[[str, str], str | None],
+                 max_frame: int = MAX_FRAME) -> None:
         self._transport = transport
-        self._check = check
+        self._authenticate = authenticate
+        self._max_frame = max_frame
         self._rbuf = BytesIO(b"")
         self._wbuf = BytesIO()
         self.user: str | None = None
@@ -53,8 +57,9 @@ class SaslServerTransport(TTransportBase, CReadableTransport):
         if len(parts) != 3:
             self._refuse(BAD, "Malformed SASL PLAIN response")
         user, password = parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
-        if not self._check(user, password):
-            self._refuse(BAD, "Error validating the login")
+        refusal = self._authenticate(user, password)
+        if refusal is not None:
+            self._refuse(BAD, refusal)
         self.user = user
         self._send_message(COMPLETE, b"")
 
@@ -95,8 +100,9 @@ class SaslServerTransport(TTransportBase, CReadableTransport):
 
     def _read_frame(self) -> None:
         length = struct.unpack(">I", self._transport.readAll(4))[0]
-        if length > MAX_FRAME:
-            raise TTransportException(TTransportException.SIZE_LIMIT, f"Frame of {length} bytes is too large")
+        if length > self._max_frame:
+            raise TTransportException(TTransportException.SIZE_LIMIT,
+                                      f"a frame of {length} bytes exceeds the limit of {self._max_frame}")
         self._rbuf = BytesIO(self._transport.readAll(length))
 
     def write(self, buf: bytes) -> None:

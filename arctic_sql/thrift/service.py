@@ -21,14 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from TCLIService import ttypes as tt
 
+from arctic_sql.parser import ParsedStatement, parse
 from arctic_sql.thrift import metadata
 from arctic_sql.thrift.operations import Operation, OperationError, StatementOperation, describe_error
+from arctic_sql.thrift.policy import PolicyViolation
 from arctic_sql.thrift.results import empty_log, row_set, table_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arctic_sql.session import Session
+    from arctic_sql.thrift.policy import StatementPolicy
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,22 @@ def _metadata_call(name: str, kind: int, columns: list, rows_of: Callable[[Sessi
     return _rpc(response)(call)
 
 
+def _parsed(text: str) -> list[ParsedStatement]:
+    """The statements of ``text``; none if it does not parse (it then fails as its operation's error,
+    since the session parses it the same way before anything runs)."""
+    from arctic_sql.errors import SqlParseError
+
+    try:
+        return parse(text)
+    except SqlParseError:
+        return []
+
+
+def use_statement(database: str) -> str:
+    """``USE `database``` as one statement, whatever the name holds (a backtick is doubled)."""
+    return "USE `{}`".format(database.replace("`", "``"))
+
+
 def _is_user_error(error: BaseException) -> bool:
     from arctic_sql.errors import ArcticError
 
@@ -98,13 +117,18 @@ class ClientSession:
 
 
 class ArcticThriftService:
-    """TCLIService calls over arctic sessions; ``new_session(database)`` builds each client's session."""
+    """TCLIService calls over arctic sessions; ``new_session(database)`` builds each client's session.
+
+    ``policy`` checks every statement and session setting a client sends before it runs (None: no
+    checks, for in-process use by trusted code).
+    """
 
     def __init__(self, spark: SparkSession, new_session: Callable[[SparkSession], Session],
-                 server_name: str = "arctic-sql") -> None:
+                 server_name: str = "arctic-sql", policy: StatementPolicy | None = None) -> None:
         self.spark = spark
         self._new_session = new_session
         self._server_name = server_name
+        self._policy = policy
         self._sessions: dict[bytes, ClientSession] = {}
         self._operations: dict[bytes, Operation] = {}
         self._lock = threading.Lock()
@@ -135,24 +159,34 @@ class ArcticThriftService:
     @_rpc(tt.TOpenSessionResp, serverProtocolVersion=MAX_PROTOCOL)
     def OpenSession(self, req: tt.TOpenSessionReq, user: str | None = None) -> tt.TOpenSessionResp:
         protocol = min(req.client_protocol, MAX_PROTOCOL)
-        arctic = self._new_session(self.spark.newSession())
         conf = dict(req.configuration or {})
         database = conf.pop("use:database", None)
-        if database and database.lower() != "default":
-            arctic.sql(f"USE `{database}`")
+        settings = {}
         for key, value in conf.items():
             for prefix in SESSION_CONF_PREFIXES:
                 if key.startswith(prefix):
                     name = key[len(prefix):]
                     if name.startswith("spark."):
-                        arctic.spark.conf.set(name, value)
+                        settings[name] = value
                     break
-        session = ClientSession(arctic, req.username or user or "anonymous", protocol)
+        self._check_settings(settings)
+        arctic = self._new_session(self.spark.newSession())
+        for name, value in {**(self._policy.session_conf() if self._policy else {}), **settings}.items():
+            arctic.spark.conf.set(name, value)
+        if database and database.lower() != "default":
+            arctic.sql(use_statement(database))
+        # The authenticated (SASL) name, not the one the client writes into its request.
+        session = ClientSession(arctic, user or req.username or "anonymous", protocol)
         with self._lock:
             self._sessions[session.guid] = session
         log.info("session opened for %s (protocol V%d)", session.user, protocol + 1)
         return tt.TOpenSessionResp(status=SUCCESS, serverProtocolVersion=protocol,
                                    sessionHandle=session.handle, configuration={})
+
+    def _check_settings(self, settings: dict[str, str]) -> None:
+        if self._policy is not None:
+            for name in settings:
+                self._policy.check_setting(name)
 
     @_rpc(tt.TCloseSessionResp)
     def CloseSession(self, req: tt.TCloseSessionReq) -> tt.TCloseSessionResp:
@@ -195,9 +229,16 @@ class ArcticThriftService:
     @_rpc(tt.TExecuteStatementResp)
     def ExecuteStatement(self, req: tt.TExecuteStatementReq) -> tt.TExecuteStatementResp:
         session = self._session(req.sessionHandle)
-        for key, value in (req.confOverlay or {}).items():
-            if key.startswith("spark."):
-                session.arctic.spark.conf.set(key, value)
+        overlay = {k: v for k, v in (req.confOverlay or {}).items() if k.startswith("spark.")}
+        self._check_settings(overlay)
+        if self._policy is not None:
+            try:
+                self._policy.check(_parsed(req.statement))
+            except PolicyViolation as e:
+                log.warning("statement refused for %s: %s", session.user, e.message)
+                raise
+        for key, value in overlay.items():
+            session.arctic.spark.conf.set(key, value)
         op = StatementOperation(session, req.statement, timeout_s=int(req.queryTimeout or 0))
         self._register(op)
         op.start()

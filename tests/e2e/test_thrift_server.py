@@ -326,42 +326,21 @@ def test_nosasl_clients_work_on_a_none_server(server):
         assert rows(cur) == [("plain thrift",)]
 
 
-@pytest.fixture(scope="module")
-def plain_server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plain-auth")
-    passwords = root / "passwords"
-    passwords.write_text("# user:password\nalice:s3cret\n", encoding="utf-8")
-    process = ServerProcess(root, auth="PLAIN", password_file=passwords).start()
-    yield process
-    process.stop()
-
-
-def test_plain_auth_checks_the_password_file(plain_server):
-    from thrift.transport.TTransport import TTransportException
-
-    with plain_server.connect(username="alice", password="s3cret", auth="CUSTOM") as conn:
-        cur = conn.cursor()
-        cur.execute("SELECT current_user() IS NOT NULL")
-        assert rows(cur) == [(True,)]
-    with pytest.raises(TTransportException):
-        plain_server.connect(username="alice", password="wrong", auth="CUSTOM")
-    with pytest.raises(Exception):  # noqa: B017 - the server closes a plain-Thrift connection at once
-        plain_server.connect(auth="NOSASL")
-    result = run_beeline(plain_server.port, "default", ["-p", "s3cret", "-e", "SELECT 6 * 7 AS answer;"], user="alice")
-    assert "| 42 " in result.stdout, result.stdout + result.stderr[-2000:]
-    refused = run_beeline(plain_server.port, "default", ["-p", "nope", "-e", "SELECT 1;"], user="alice")
-    assert "Error validating the login" in refused.stdout + refused.stderr
-    assert plain_server.alive()
-
-
 def test_bad_arguments_fail_before_spark_starts(tmp_path):
     import subprocess
     import sys
+
+    readable = tmp_path / "passwords"
+    readable.write_text("alice:s3cret\n", encoding="utf-8")
+    readable.chmod(0o644)
 
     for args, message in (
         (["--auth", "PLAIN"], "--auth PLAIN needs --password-file"),
         (["--auth", "PLAIN", "--password-file", str(tmp_path / "missing")], "Cannot read password file"),
         (["--port", "70000"], "--port must be between 0 and 65535"),
+        (["--auth", "PLAIN", "--password-file", str(readable)],
+         f"Password file {readable} is accessible by group or others (mode 0644)"),
+        (["--max-connections", "-1"], "--max-connections must be 0 or more"),
     ):
         result = subprocess.run([sys.executable, "-m", "arctic_sql.cli", "thriftserver", *args],
                                 capture_output=True, text=True, timeout=120, check=False)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 START_TIMEOUT_S = 300
@@ -21,8 +22,10 @@ _LISTENING = re.compile(r"listening on ([\d.]+):(\d+)")
 
 
 class ServerProcess:
-    def __init__(self, root: Path, auth: str = "NONE", password_file: Path | None = None) -> None:
+    def __init__(self, root: Path, auth: str = "NONE", password_file: Path | None = None,
+                 options: Sequence[str] = ()) -> None:
         self.root = root
+        self.options = list(options)
         self.warehouse = root / "warehouse"
         self.auth = auth
         self.password_file = password_file
@@ -39,6 +42,7 @@ class ServerProcess:
         ]
         if self.password_file is not None:
             command += ["--password-file", str(self.password_file)]
+        command += self.options
         # The shared server stays up while later test modules run their own Spark: keep its heap small.
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1", "ARCTIC_DRIVER_MEMORY": "2g"}
         log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the server
@@ -70,6 +74,9 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(30)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8")
 
     def log_tail(self, lines: int = 30) -> str:
         try:

@@ -4,6 +4,10 @@ A primary-key table ``db.t`` is two Iceberg v2 tables: the base store ``db.t`` a
 ``db.t__change`` (hidden from SHOW TABLES). The primary key is the base store's Iceberg identifier
 fields; arctic-sql's own bookkeeping lives in ``arctic.*`` properties that users cannot set.
 A table without a primary key is the base store alone.
+
+A table is found by its base store: creating it is a DDL's commit point, dropping it the first step
+of DROP. Stores without a base store (a change store, a CTAS's staged ``db.t__creating``) are what
+an interrupted DDL left; they are invisible, and the next CREATE or DROP of the name removes them.
 """
 
 from __future__ import annotations

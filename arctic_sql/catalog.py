@@ -330,13 +330,14 @@ class ArcticCatalog:
             _purge.delete_metadata(change, files)
         _purge.remove_folders(files, _root_of(base or change))  # type: ignore[arg-type]
 
-    def remove_leftovers(self, identifier: TableIdentifier) -> None:
+    def remove_leftovers(self, identifier: TableIdentifier) -> bool:
         """Remove what an interrupted CREATE, CTAS or DROP left of a table whose base store is gone:
         a change store, a staged base store. A purge cut short is finished; the files of stores no
         statement ever saw are purged (a change store without snapshots, a CTAS that never
-        published); a change store with data is what a DROP without PURGE left, and its files stay."""
+        published); a change store with data is what a DROP without PURGE left, and its files stay.
+        Returns whether there was anything to remove."""
         if self.table_exists(identifier):
-            return
+            return False
         staged = self._load(identifier.staged_id)
         change = self._load(identifier.change_id)
         if staged is not None:
@@ -346,6 +347,7 @@ class ArcticCatalog:
             self._purge(_purge.files_of([change] + ([base] if base is not None else [])), base, change)
         elif change is not None:
             self._drop_stores([change], purge=not change.snapshots())
+        return staged is not None or change is not None
 
     def _drop_stores(self, stores: list[Table], purge: bool) -> None:
         files = _purge.files_of(stores) if purge else None

@@ -237,7 +237,8 @@ def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
         return None
     identifier = TableIdentifier.parse(".".join(p.name for p in targets[0].parts), session.current_database)
     if not session.catalog.table_exists(identifier):
-        session.catalog.remove_leftovers(identifier)  # of an interrupted CREATE or DROP, if any
+        if session.catalog.remove_leftovers(identifier):  # what an interrupted CREATE or DROP left
+            return session.ok()
         return None  # Spark reports a missing table, or drops its own
     session.catalog.drop_table(identifier, purge=bool(expression.args.get("purge")))
     return session.ok()

@@ -102,6 +102,14 @@ def test_crash_between_the_stores_of_create_leaves_no_table(arctic, warehouse):
     _gone(arctic)
 
 
+def test_drop_table_removes_what_a_crashed_create_left(arctic, warehouse):
+    _crash(warehouse, CATALOG_DDL, ACTIONS["create"], "create-between-stores")
+    arctic.sql("DROP TABLE db.t")
+    assert _stores(arctic) == []
+    with pytest.raises(NoSuchTableError):
+        arctic.sql("DROP TABLE db.t")
+
+
 @pytest.mark.parametrize("fault", ["drop-between-stores", "purge-before-metadata"])
 def test_crash_during_drop_purge_leaves_no_table_and_the_next_create_finishes_the_purge(arctic, warehouse, fault):
     _keyed_table_with_rows(arctic)

@@ -25,8 +25,6 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from arctic_sql.faults import fault_point
-
 from arctic_sql import properties as props
 from arctic_sql import purge as _purge
 from arctic_sql import store_sync
@@ -37,6 +35,7 @@ from arctic_sql.errors import (
     NoSuchTableError,
     TableAlreadyExistsError,
 )
+from arctic_sql.faults import fault_point
 
 CHANGE_SUFFIX = "__change"
 STAGED_SUFFIX = "__creating"  # the base store of a CTAS until its rows are committed
@@ -250,10 +249,12 @@ class ArcticCatalog:
                 identifier.staged_id if staged else identifier.base_id, schema,
                 location=f"{root}/base" if root else None, partition_spec=spec, properties=base_props,
             )
-        except IcebergTableExists:
+        except Exception as e:
             if change is not None:
                 self._drop_stores([change], purge=True)
-            raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
+            if isinstance(e, IcebergTableExists):
+                raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
+            raise
         return ArcticTable(identifier, base, change)
 
     def publish(self, table: ArcticTable) -> ArcticTable:
@@ -303,7 +304,7 @@ class ArcticCatalog:
         if base is None or _hidden(identifier.name):
             raise NoSuchTableError(f"Table or view not found: {identifier}")
         change = self._load(identifier.change_id) if base.properties.get(FORMAT_KEY) == "keyed" else None
-        files = self._files(ArcticTable(identifier, base, change)) if purge else None
+        files = _purge.files_of_table(ArcticTable(identifier, base, change)) if purge else None
         if change is not None and (files is not None or PURGING_KEY in change.properties):
             with change.transaction() as tx:  # a journal left by an earlier PURGE cut short goes
                 if files is not None:
@@ -328,7 +329,7 @@ class ArcticCatalog:
         if change is not None:
             self._drop_ident(tuple(change.name()))  # type: ignore[arg-type]
             _purge.delete_metadata(change, files)
-        _purge.remove_folders(files, _root_of(base or change))  # type: ignore[arg-type]
+        _purge.remove_folders(files, _purge.root_of(base or change))  # type: ignore[arg-type]
 
     def remove_leftovers(self, identifier: TableIdentifier) -> bool:
         """Remove what an interrupted CREATE, CTAS or DROP left of a table whose base store is gone:
@@ -343,7 +344,7 @@ class ArcticCatalog:
         if staged is not None:
             self._drop_stores([staged] + ([change] if change is not None else []), purge=True)
         elif change is not None and PURGING_KEY in change.properties:
-            base = _static(change.properties[PURGING_KEY])
+            base = _purge.static_store(change.properties[PURGING_KEY])
             self._purge(_purge.files_of([change] + ([base] if base is not None else [])), base, change)
         elif change is not None:
             self._drop_stores([change], purge=not change.snapshots())
@@ -357,7 +358,7 @@ class ArcticCatalog:
             _purge.delete_content(files)
             for store in stores:
                 _purge.delete_metadata(store, files)
-            _purge.remove_folders(files, _root_of(stores[0]))
+            _purge.remove_folders(files, _purge.root_of(stores[0]))
 
     def _drop_ident(self, ident: tuple[str, ...]) -> None:
         try:
@@ -365,38 +366,9 @@ class ArcticCatalog:
         except IcebergNoSuchTable:
             pass  # a concurrent DROP got there first
 
-    @staticmethod
-    def _files(table: ArcticTable) -> _purge.TableFiles:
-        from arctic_sql.optimizer import state
-
-        files = _purge.files_of([table.base] + ([table.change] if table.change is not None else []))
-        folder = f"{state.table_root(table)}/optimizing"
-        files.add_files(f"{folder}/{r.process_id}.json" for r in state.processes(table))
-        files.folders.add(folder)
-        return files
-
 
 def _hidden(name: str) -> bool:
     return name.endswith(CHANGE_SUFFIX) or name.endswith(STAGED_SUFFIX)
-
-
-def _static(metadata_location: str) -> Table | None:
-    """The store whose metadata file is ``metadata_location``, read without a catalog; None if gone."""
-    from pyiceberg.table import StaticTable
-
-    try:
-        return StaticTable.from_metadata(metadata_location)
-    except FileNotFoundError:
-        return None
-
-
-def _root_of(store: Table) -> str | None:
-    """The table folder of a store at ``{root}/base`` or ``{root}/change``; None for other layouts."""
-    location = store.location().rstrip("/")
-    for suffix in ("/base", "/change"):
-        if location.endswith(suffix):
-            return location[: -len(suffix)]
-    return None
 
 
 def _change_schema(schema: Schema) -> Schema:

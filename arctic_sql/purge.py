@@ -21,6 +21,8 @@ from arctic_sql import storage
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
+    from arctic_sql.catalog import ArcticTable
+
 T = TypeVar("T")
 
 
@@ -90,6 +92,36 @@ def files_of(stores: Iterable[Table]) -> TableFiles:
     for store in stores:
         files.add_store(store)
     return files
+
+
+def files_of_table(table: ArcticTable) -> TableFiles:
+    """The files of both stores of ``table`` and the optimizer's process records of it."""
+    from arctic_sql.optimizer import state
+
+    files = files_of([table.base] + ([table.change] if table.change is not None else []))
+    folder = f"{state.table_root(table)}/optimizing"
+    files.add_files(f"{folder}/{r.process_id}.json" for r in state.processes(table))
+    files.folders.add(folder)
+    return files
+
+
+def static_store(metadata_location: str) -> Table | None:
+    """The store whose metadata file is ``metadata_location``, read without a catalog; None if gone."""
+    from pyiceberg.table import StaticTable
+
+    try:
+        return StaticTable.from_metadata(metadata_location)
+    except FileNotFoundError:
+        return None
+
+
+def root_of(store: Table) -> str | None:
+    """The table folder of a store at ``{root}/base`` or ``{root}/change``; None for other layouts."""
+    location = store.location().rstrip("/")
+    for suffix in ("/base", "/change"):
+        if location.endswith(suffix):
+            return location[: -len(suffix)]
+    return None
 
 
 def delete_content(files: TableFiles) -> None:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql import properties as props
-from arctic_sql.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
 from arctic_sql import store_sync
+from arctic_sql.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.faults import fault_point
 from arctic_sql.types import _Ids, to_iceberg_type
@@ -87,6 +87,7 @@ def _add_columns(session: Session, table: ArcticTable, columns: list[exp.ColumnD
             raise InvalidArgumentError(f"Column '{field.name}' already exists in {table.identifier}")
         if field.name.lower().startswith(RESERVED_COLUMN_PREFIX):
             raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
+
     def add(update: UpdateSchema) -> None:
         for field in struct.fields:
             update.add_column(field.name, to_iceberg_type(field.dataType, _Ids(), field.name))
@@ -115,6 +116,7 @@ def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None
         _protected(table, field.field_id, "drop", field.name)
     if len(fields) >= len(table.schema.fields):
         raise InvalidArgumentError(f"Cannot drop every column of {table.identifier}")
+
     def drop(update: UpdateSchema) -> None:
         for field in fields:
             update.delete_column(field.name)

@@ -164,10 +164,14 @@ def lookup(key: str) -> TableProperty | None:
 # commit on new metadata without the checks arctic-sql's committer makes (commit.py), so they stay
 # off; every store is format version 2 (row lineage by sequence number, which versions rely on).
 _RETRY_PREFIX = "commit.retry."
+_NUM_RETRIES = "commit.retry.num-retries"
 FORMAT_VERSION = "format-version"
 
 
 def _check_store_key(raw_key: str, key: str, raw_value: str | None) -> None:
+    # Setting the value the stores already have is allowed: it repairs a table from before this check.
+    if key == _NUM_RETRIES and raw_value is not None and str(raw_value).strip() == "0":
+        return
     if key.lower().startswith(_RETRY_PREFIX):
         raise InvalidArgumentError(
             f"Table property '{raw_key}' cannot be set: arctic-sql retries and re-validates commits itself, "

@@ -33,3 +33,10 @@ def test_format_version_2_is_accepted_and_not_stored_twice_and_cannot_be_unset()
         properties.check_unset("format-version")
     properties.check_unset("owner")  # an ordinary key may be unset
     properties.check_unset("commit.manifest.target-size-bytes")  # commit.* outside commit.retry.* too
+
+
+def test_num_retries_may_be_set_to_the_zero_the_stores_have():
+    # The way back for a table that took another value before arctic-sql refused it.
+    assert properties.validate({"commit.retry.num-retries": "0"}, creating=False) == {"commit.retry.num-retries": "0"}
+    with pytest.raises(InvalidArgumentError, match="^Table property 'commit.retry.num-retries' cannot be set"):
+        properties.check_unset("commit.retry.num-retries")

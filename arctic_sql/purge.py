@@ -74,16 +74,24 @@ def _or_nothing(read: Callable[..., list[T]], *args: object, **kwargs: object) -
 
 
 def _spark_companions(paths: set[str], store_location: str) -> set[str]:
-    """What Spark's writer puts beside the files it writes: a ``.<name>.crc`` checksum per file and
-    ``_SUCCESS`` (with its checksum) in the folders of the write, below the store's folder."""
+    """What Spark's writer puts beside the files it writes: ``_SUCCESS`` in the folders of the write
+    (below the store's folder) and, on a local file system (Hadoop's checksummed one), a
+    ``.<name>.crc`` beside each file."""
     top = store_location.rstrip("/")
+    local = isinstance(storage.filesystem(top)[0], pafs.LocalFileSystem)
+    folders = set()
     found = set()
     for path in paths:
         folder, _, name = path.rpartition("/")
-        found.add(f"{folder}/.{name}.crc")
-        while folder.startswith(top + "/"):
-            found.update((f"{folder}/_SUCCESS", f"{folder}/._SUCCESS.crc"))
+        if local:
+            found.add(f"{folder}/.{name}.crc")
+        while folder.startswith(top + "/") and folder not in folders:
+            folders.add(folder)
             folder = folder.rpartition("/")[0]
+    for folder in folders:
+        found.add(f"{folder}/_SUCCESS")
+        if local:
+            found.add(f"{folder}/._SUCCESS.crc")
     return found
 
 

@@ -26,11 +26,12 @@ _ATTEMPTS = 5
 
 
 def _shape(schema: Schema) -> list[tuple[int, str, object]]:
-    return [(f.field_id, f.name, f.field_type) for f in schema.fields]
+    return sorted((f.field_id, f.name, f.field_type) for f in schema.fields)
 
 
 def in_line(base: Schema, change: Schema) -> bool:
-    """Whether ``change`` has the columns of ``base``: the same ids, names, types and order."""
+    """Whether ``change`` has the columns of ``base``: the same ids, names and types (reads resolve
+    columns by id or name, so the order does not matter)."""
     return _shape(base) == _shape(change)
 
 

@@ -4,10 +4,15 @@ A primary-key table ``db.t`` is two Iceberg v2 tables: the base store ``db.t`` a
 ``db.t__change`` (hidden from SHOW TABLES). The primary key is the base store's Iceberg identifier
 fields; arctic-sql's own bookkeeping lives in ``arctic.*`` properties that users cannot set.
 A table without a primary key is the base store alone.
+
+A table is found by its base store: creating it is a DDL's commit point, dropping it the first step
+of DROP. Stores without a base store (a change store, a CTAS's staged ``db.t__creating``) are what
+an interrupted DDL left; they are invisible, and the next CREATE or DROP of the name removes them.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,17 +26,24 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
 from arctic_sql import properties as props
+from arctic_sql import purge as _purge
+from arctic_sql import store_sync
 from arctic_sql.errors import (
+    IncompleteTableError,
     InvalidArgumentError,
     NoSuchDatabaseError,
     NoSuchTableError,
     TableAlreadyExistsError,
 )
+from arctic_sql.faults import fault_point
 
 CHANGE_SUFFIX = "__change"
+STAGED_SUFFIX = "__creating"  # the base store of a CTAS until its rows are committed
 FORMAT_KEY = "arctic.format"
 PRIMARY_KEY_KEY = "arctic.primary-key"
 STORE_KEY = "arctic.store"
+# On the change store of a table being purged: the base store's metadata file (the purge's journal).
+PURGING_KEY = "arctic.purging-base"
 RESERVED_COLUMN_PREFIX = "arctic_"
 
 # pyiceberg must not replay a commit that lost a race: base commits carry a watermark it cannot
@@ -65,6 +77,10 @@ class TableIdentifier:
     @property
     def change_id(self) -> tuple[str, str]:
         return (self.database, self.name + CHANGE_SUFFIX)
+
+    @property
+    def staged_id(self) -> tuple[str, str]:
+        return (self.database, self.name + STAGED_SUFFIX)
 
 
 class ArcticTable:
@@ -140,6 +156,11 @@ class ArcticCatalog:
             raise InvalidArgumentError(f"Database '{name}' is not empty; use DROP DATABASE ... CASCADE")
         for table in tables:
             self.drop_table(TableIdentifier(name.lower(), table), purge=True)
+        for ident in self.iceberg.list_tables(name.lower()):  # what interrupted DDL left: hidden stores
+            hidden = ident[-1]
+            for suffix in (STAGED_SUFFIX, CHANGE_SUFFIX):
+                if hidden.endswith(suffix):
+                    self.remove_leftovers(TableIdentifier(name.lower(), hidden[: -len(suffix)]))
         try:
             self.iceberg.drop_namespace(name.lower())
         except NoSuchNamespaceError:
@@ -150,22 +171,35 @@ class ArcticCatalog:
         if not self.database_exists(database):
             raise NoSuchDatabaseError(f"Database '{database}' does not exist")
         names = [ident[-1] for ident in self.iceberg.list_tables(database.lower())]
-        return sorted(n for n in names if not n.endswith(CHANGE_SUFFIX))
+        return sorted(n for n in names if not _hidden(n))
 
     def table_exists(self, identifier: TableIdentifier) -> bool:
         return self.iceberg.table_exists(identifier.base_id)
 
     def load_table(self, identifier: TableIdentifier) -> ArcticTable:
-        if identifier.name.endswith(CHANGE_SUFFIX):
+        """The table's stores. A change store an interrupted ALTER left behind is brought into line
+        with the base store's schema first (store_sync)."""
+        if _hidden(identifier.name):
             raise NoSuchTableError(f"Table or view not found: {identifier}")
-        try:
-            base = self.iceberg.load_table(identifier.base_id)
-        except (IcebergNoSuchTable, NoSuchNamespaceError):
-            raise NoSuchTableError(f"Table or view not found: {identifier}") from None
+        base = self._load(identifier.base_id)
+        if base is None:
+            raise NoSuchTableError(f"Table or view not found: {identifier}")
         change = None
         if base.properties.get(FORMAT_KEY) == "keyed":
-            change = self.iceberg.load_table(identifier.change_id)
+            change = self._load(identifier.change_id)
+            if change is None:
+                raise IncompleteTableError(
+                    f"Table {identifier} is incomplete: its change store {identifier}{CHANGE_SUFFIX} is missing; "
+                    f"DROP TABLE {identifier} removes what is left"
+                )
+            store_sync.align(str(identifier), base.schema(), change)
         return ArcticTable(identifier, base, change)
+
+    def _load(self, ident: tuple[str, str]) -> Table | None:
+        try:
+            return self.iceberg.load_table(ident)
+        except (IcebergNoSuchTable, NoSuchNamespaceError):
+            return None
 
     def create_table(
         self,
@@ -174,10 +208,20 @@ class ArcticCatalog:
         spec: PartitionSpec,
         properties: Mapping[str, str],
         location: str | None = None,
+        *,
+        staged: bool = False,
     ) -> ArcticTable:
-        """Create the stores of a table. ``schema`` carries the primary key as identifier fields."""
-        if identifier.name.endswith(CHANGE_SUFFIX):
-            raise InvalidArgumentError(f"Table names ending in '{CHANGE_SUFFIX}' are reserved: {identifier}")
+        """Create the stores of a table. ``schema`` carries the primary key as identifier fields.
+
+        The change store comes first: no statement sees it (SHOW TABLES lists base stores, and a
+        table is found by its base store), so the base store's creation is the commit point. A
+        crash in between leaves a change store alone, which the next CREATE or DROP of the name
+        removes. ``staged`` (CTAS) creates the base store under a hidden name that
+        :meth:`publish` renames once the rows are committed.
+        """
+        if _hidden(identifier.name):
+            raise InvalidArgumentError(f"Table names ending in '{CHANGE_SUFFIX}' or '{STAGED_SUFFIX}' are reserved: "
+                                       f"{identifier}")
         if not self.database_exists(identifier.database):
             raise NoSuchDatabaseError(f"Database '{identifier.database}' does not exist")
         if self.table_exists(identifier):
@@ -187,45 +231,144 @@ class ArcticCatalog:
                 raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
         keyed = bool(schema.identifier_field_ids)
         user = props.validate(properties, creating=True)
+        self.remove_leftovers(identifier)
+        root = self._new_table_root(identifier, location)
         base_props = {**user, **_STORE_DEFAULTS, FORMAT_KEY: "keyed" if keyed else "unkeyed", STORE_KEY: "base"}
-        if location is None and self.iceberg.properties.get("warehouse"):
-            # Amoro's layout: {table}/base and {table}/change side by side under the table's folder.
-            location = f"{self.iceberg.properties['warehouse'].rstrip('/')}/{identifier.database}/{identifier.name}"
-        base_location = f"{location.rstrip('/')}/base" if location else None
-        try:
-            base = self.iceberg.create_table(
-                identifier.base_id, schema, location=base_location, partition_spec=spec, properties=base_props
-            )
-        except IcebergTableExists:
-            raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
         change = None
         if keyed:
-            change_location = base.location().rstrip("/")
-            change_location = change_location[: -len("/base")] if change_location.endswith("/base") else change_location
             try:
                 change = self.iceberg.create_table(
-                    identifier.change_id,
-                    _change_schema(schema),
-                    location=f"{change_location}/change",
-                    partition_spec=spec,
-                    properties={**_STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: "change"},
+                    identifier.change_id, _change_schema(schema), location=f"{root}/change" if root else None,
+                    partition_spec=spec, properties={**_STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: "change"},
                 )
-            except Exception:
-                self.iceberg.drop_table(identifier.base_id)
-                raise
+            except IcebergTableExists:  # another CREATE of this name is under way
+                raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
+            fault_point("create-between-stores")
+        try:
+            base = self.iceberg.create_table(
+                identifier.staged_id if staged else identifier.base_id, schema,
+                location=f"{root}/base" if root else None, partition_spec=spec, properties=base_props,
+            )
+        except Exception as e:
+            if change is not None:
+                self._drop_stores([change], purge=True)
+            if isinstance(e, IcebergTableExists):
+                raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
+            raise
         return ArcticTable(identifier, base, change)
 
-    def drop_table(self, identifier: TableIdentifier, purge: bool = False) -> None:
-        table = self.load_table(identifier)
-        locations = [table.base.location()] + ([table.change.location()] if table.change else [])
-        if table.change is not None:
-            self.iceberg.drop_table(identifier.change_id)
-        self.iceberg.drop_table(identifier.base_id)
-        if purge:
-            from arctic_sql.storage import delete_tree
+    def publish(self, table: ArcticTable) -> ArcticTable:
+        """Make a staged table (CTAS) visible under its name: one rename in the catalog."""
+        identifier = table.identifier
+        fault_point("ctas-before-publish")
+        try:
+            self.iceberg.rename_table(identifier.staged_id, identifier.base_id)
+        except IcebergTableExists:
+            self.discard_staged(table)
+            raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
+        return self.load_table(identifier)
 
-            for location in locations:
-                delete_tree(location)
+    def discard_staged(self, table: ArcticTable) -> None:
+        """Drop a staged table and purge its files (a CTAS whose query failed)."""
+        self._drop_stores([table.base] + ([table.change] if table.change is not None else []), purge=True)
+
+    def _new_table_root(self, identifier: TableIdentifier, location: str | None) -> str | None:
+        """Where a new table's stores go: ``{root}/base`` and ``{root}/change`` (Amoro's layout).
+
+        A LOCATION that holds files is refused, as Delta refuses it: orphan removal and PURGE would
+        otherwise treat those files as the table's. The default folder under the warehouse may hold
+        the files of an earlier table of the same name dropped without PURGE; they stay where they
+        are, and the new table takes a folder of its own beside them.
+        """
+        if location is not None:
+            root = location.rstrip("/")
+            if not _purge.is_empty(root):
+                raise InvalidArgumentError(f"Cannot create table {identifier} at '{location}': the location is not empty")
+            return root
+        warehouse = self.iceberg.properties.get("warehouse")
+        if not warehouse:
+            return None  # the catalog places the stores
+        root = f"{warehouse.rstrip('/')}/{identifier.database}/{identifier.name}"
+        return root if _purge.is_empty(root) else f"{root}-{uuid.uuid4().hex[:8]}"
+
+    def drop_table(self, identifier: TableIdentifier, purge: bool = False) -> None:
+        """Drop a table: the base store first (the commit point: the table is gone), then the change
+        store. Works on a table whose change store is missing.
+
+        With ``purge`` the files the stores' metadata names are deleted (purge.py), never a folder
+        with what is in it. The change store goes last and first records where the base store's
+        metadata is, so that a purge cut short is finished by the next CREATE or DROP of the name
+        (:meth:`remove_leftovers`).
+        """
+        base = self._load(identifier.base_id)
+        if base is None or _hidden(identifier.name):
+            raise NoSuchTableError(f"Table or view not found: {identifier}")
+        change = self._load(identifier.change_id) if base.properties.get(FORMAT_KEY) == "keyed" else None
+        files = _purge.files_of_table(ArcticTable(identifier, base, change)) if purge else None
+        if change is not None and (files is not None or PURGING_KEY in change.properties):
+            with change.transaction() as tx:  # a journal left by an earlier PURGE cut short goes
+                if files is not None:
+                    tx.set_properties({PURGING_KEY: base.metadata_location})
+                else:
+                    tx.remove_properties(PURGING_KEY)
+            fault_point("drop-before-base")
+        self._drop_ident(identifier.base_id)
+        fault_point("drop-between-stores")
+        if files is None:
+            if change is not None:
+                self._drop_ident(identifier.change_id)
+            return
+        self._purge(files, base, change)
+
+    def _purge(self, files: _purge.TableFiles, base: Table | None, change: Table | None) -> None:
+        """Delete the files, the journal (the change store) last but its own metadata files."""
+        _purge.delete_content(files)
+        fault_point("purge-before-metadata")
+        if base is not None:
+            _purge.delete_metadata(base, files)
+        if change is not None:
+            self._drop_ident(tuple(change.name()))  # type: ignore[arg-type]
+            _purge.delete_metadata(change, files)
+        _purge.remove_folders(files, _purge.root_of(base or change))  # type: ignore[arg-type]
+
+    def remove_leftovers(self, identifier: TableIdentifier) -> bool:
+        """Remove what an interrupted CREATE, CTAS or DROP left of a table whose base store is gone:
+        a change store, a staged base store. A purge cut short is finished; the files of stores no
+        statement ever saw are purged (a change store without snapshots, a CTAS that never
+        published); a change store with data is what a DROP without PURGE left, and its files stay.
+        Returns whether there was anything to remove."""
+        if self.table_exists(identifier):
+            return False
+        staged = self._load(identifier.staged_id)
+        change = self._load(identifier.change_id)
+        if staged is not None:
+            self._drop_stores([staged] + ([change] if change is not None else []), purge=True)
+        elif change is not None and PURGING_KEY in change.properties:
+            base = _purge.static_store(change.properties[PURGING_KEY])
+            self._purge(_purge.files_of([change] + ([base] if base is not None else [])), base, change)
+        elif change is not None:
+            self._drop_stores([change], purge=not change.snapshots())
+        return staged is not None or change is not None
+
+    def _drop_stores(self, stores: list[Table], purge: bool) -> None:
+        files = _purge.files_of(stores) if purge else None
+        for store in stores:
+            self._drop_ident(tuple(store.name()))  # type: ignore[arg-type]
+        if files is not None:
+            _purge.delete_content(files)
+            for store in stores:
+                _purge.delete_metadata(store, files)
+            _purge.remove_folders(files, _purge.root_of(stores[0]))
+
+    def _drop_ident(self, ident: tuple[str, ...]) -> None:
+        try:
+            self.iceberg.drop_table(ident)
+        except IcebergNoSuchTable:
+            pass  # a concurrent DROP got there first
+
+
+def _hidden(name: str) -> bool:
+    return name.endswith(CHANGE_SUFFIX) or name.endswith(STAGED_SUFFIX)
 
 
 def _change_schema(schema: Schema) -> Schema:

@@ -14,6 +14,7 @@ from sqlglot import exp
 from arctic_sql import properties as props
 from arctic_sql.catalog import TableIdentifier
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, NoSuchDatabaseError, TableAlreadyExistsError
+from arctic_sql.faults import fault_point
 from arctic_sql.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.parser import statements, to_spark_sql
 from arctic_sql.types import iceberg_schema, type_string
@@ -179,18 +180,23 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
         # CREATE OR REPLACE (what dbt-spark sends for iceberg models): the query is planned and
         # checked above, before the old table goes. Not atomic: a reader in between finds no table.
         session.catalog.drop_table(identifier, purge=True)
+    # CTAS stages the table under a hidden name and publishes it once its rows are committed: a
+    # crash or a failing query leaves no table behind, and the next CREATE clears what is left.
     table = session.catalog.create_table(
-        identifier, schema, spec, user_props, location=location[0].name if location else None
+        identifier, schema, spec, user_props, location=location[0].name if location else None,
+        staged=source is not None,
     )
     if source is not None:
         from arctic_sql import dml
 
         renamed = source.toDF(*names)
+        fault_point("ctas-before-data")
         try:
             dml.overwrite_rows(session, table, renamed, operation="create-as-select")
-        except Exception:
-            session.catalog.drop_table(identifier, purge=True)
+        except BaseException:
+            session.catalog.discard_staged(table)
             raise
+        session.catalog.publish(table)
     return session.ok()
 
 
@@ -231,6 +237,8 @@ def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
         return None
     identifier = TableIdentifier.parse(".".join(p.name for p in targets[0].parts), session.current_database)
     if not session.catalog.table_exists(identifier):
+        if session.catalog.remove_leftovers(identifier):  # what an interrupted CREATE or DROP left
+            return session.ok()
         return None  # Spark reports a missing table, or drops its own
     session.catalog.drop_table(identifier, purge=bool(expression.args.get("purge")))
     return session.ok()
@@ -253,8 +261,7 @@ def unset_properties(session: Session, expression: statements.UnsetTableProperti
         return None
     keys = [props.canonical_key(k.name) for k in expression.expressions]
     for key in keys:
-        if key.startswith(props.RESERVED_PREFIX):
-            raise InvalidArgumentError(f"Table property '{key}' is reserved for arctic-sql")
+        props.check_unset(key)
         if key not in table.user_properties() and not expression.args.get("exists"):
             raise InvalidArgumentError(f"Table property '{key}' is not set on {table.identifier}")
     with table.base.transaction() as tx:

@@ -34,6 +34,10 @@ class NoSuchTableError(ArcticError):
     """A table or view named in a statement does not exist."""
 
 
+class IncompleteTableError(ArcticError):
+    """A table lost one of its stores outside arctic-sql's control; DROP TABLE still removes it."""
+
+
 class NoSuchDatabaseError(ArcticError):
     """A database (namespace) named in a statement does not exist."""
 

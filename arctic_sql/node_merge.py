@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind
@@ -37,6 +38,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import NestedField
 
 from arctic_sql import storage
+from arctic_sql.errors import VersionNotFoundError
 
 if TYPE_CHECKING:
     from arctic_sql.catalog import ArcticTable
@@ -173,6 +175,21 @@ class NodeTask:
         return cls(tuple(f.data_file for f in files if f.store == "base"),
                    tuple((f.data_file, tag(f.sequence_number, f.is_delete)) for f in files if f.store == "change"),
                    directory)
+
+
+def missing_file(task: NodeTask, table: str, version: int, error: FileNotFoundError) -> VersionNotFoundError:
+    """The one-line error for a node that lost a file under its reader, naming the file (the first
+    of the node's that is gone; the error's own text when none is)."""
+    paths = [f.file_path for f in task.base_files] + [f.file_path for f, _ in task.change_files]
+    gone = next((p for p in paths if not _exists(p)), None) or error.filename or str(error)
+    return VersionNotFoundError(
+        f"Version {version} of {table} is no longer readable: file {gone} was removed by snapshot expiration"
+    )
+
+
+def _exists(location: str) -> bool:
+    fs, path = storage.filesystem(location)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
 def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store, *,

@@ -160,17 +160,52 @@ def lookup(key: str) -> TableProperty | None:
     return _BY_KEY.get(canonical_key(key))
 
 
+# Iceberg keys whose value arctic-sql fixes on both stores. pyiceberg's own commit retries replay a
+# commit on new metadata without the checks arctic-sql's committer makes (commit.py), so they stay
+# off; every store is format version 2 (row lineage by sequence number, which versions rely on).
+_RETRY_PREFIX = "commit.retry."
+_NUM_RETRIES = "commit.retry.num-retries"
+FORMAT_VERSION = "format-version"
+
+
+def _check_store_key(raw_key: str, key: str, raw_value: str | None) -> None:
+    # Setting the value the stores already have is allowed: it repairs a table from before this check.
+    if key == _NUM_RETRIES and raw_value is not None and str(raw_value).strip() == "0":
+        return
+    if key.lower().startswith(_RETRY_PREFIX):
+        raise InvalidArgumentError(
+            f"Table property '{raw_key}' cannot be set: arctic-sql retries and re-validates commits itself, "
+            "with pyiceberg's commit retries off"
+        )
+    if key.lower() == FORMAT_VERSION and (raw_value is None or str(raw_value).strip() != "2"):
+        shown = "unset" if raw_value is None else f"'{raw_value}'"
+        raise InvalidArgumentError(
+            f"Table property '{raw_key}' cannot be {shown}: arctic tables are Iceberg format version 2"
+        )
+
+
+def check_unset(key: str) -> None:
+    """Raise InvalidArgumentError if UNSET TBLPROPERTIES may not remove ``key``."""
+    if key.startswith(RESERVED_PREFIX):
+        raise InvalidArgumentError(f"Table property '{key}' is reserved for arctic-sql")
+    _check_store_key(key, key, None)
+
+
 def validate(properties: Mapping[str, str], *, creating: bool) -> dict[str, str]:
     """Validate user-given properties and return them under canonical keys, as strings.
 
     Raises InvalidArgumentError before anything is written if a value is invalid, a reserved
-    key is used, or (when altering) an immutable key is changed.
+    key is used, a key arctic-sql fixes is changed (``commit.retry.*``, ``format-version``
+    other than 2), or (when altering) an immutable key is changed.
     """
     result: dict[str, str] = {}
     for raw_key, raw_value in properties.items():
         key = canonical_key(raw_key)
         if key.startswith(RESERVED_PREFIX):
             raise InvalidArgumentError(f"Table property '{raw_key}' is reserved for arctic-sql")
+        _check_store_key(raw_key, key, raw_value)
+        if key.lower() == FORMAT_VERSION:
+            continue  # 2, which every store is
         if not creating and key in IMMUTABLE_AFTER_CREATE:
             raise InvalidArgumentError(f"Table property '{raw_key}' can only be set at CREATE TABLE")
         declared = _BY_KEY.get(key)

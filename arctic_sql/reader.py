@@ -173,14 +173,18 @@ def _by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sc
     base, change = node_merge.Store.both(table)
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")  # as pyspark itself declares Arrow results
     base_filter, change_filter = plan.base_filter, plan.change_filter
+    table_name, version = str(table.identifier), plan.version
 
     def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # slot indexes in, rows out
         for batch in batches:
             for slot in batch.column(0).to_pylist():
                 for i in slots[slot]:
-                    rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False,
-                                                base_filter=base_filter, change_filter=change_filter,
-                                                dictionary=dictionary)
+                    try:
+                        rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False,
+                                                    base_filter=base_filter, change_filter=change_filter,
+                                                    dictionary=dictionary)
+                    except FileNotFoundError as e:  # Spark shows the driver only a worker traceback
+                        raise node_merge.missing_file(jobs[i], table_name, version, e) from None
                     yield from finish(rows).cast(arrow_type).to_batches()
 
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning.

@@ -1,7 +1,9 @@
 """ALTER TABLE: properties and schema evolution, applied to both stores alike.
 
 Both stores start with the same field ids and take the same schema updates in the same order, so
-a column keeps one id in both; files written before a rename or drop still resolve by id.
+a column keeps one id in both; files written before a rename or drop still resolve by id. A schema
+change commits to the base store (the commit point: its schema is the table's), then the change
+store follows (store_sync); a crash in between is finished by the next load of the table.
 """
 
 from __future__ import annotations
@@ -11,11 +13,17 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql import properties as props
+from arctic_sql import store_sync
 from arctic_sql.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
+from arctic_sql.faults import fault_point
 from arctic_sql.types import _Ids, to_iceberg_type
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyiceberg.table.update.schema import UpdateSchema
+
     from arctic_sql.session import Session
 
 
@@ -46,8 +54,13 @@ def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
         tx.set_properties(values)
 
 
-def _stores(table: ArcticTable):
-    return [table.base] + ([table.change] if table.change is not None else [])
+def _evolve(table: ArcticTable, change: Callable[[UpdateSchema], None]) -> None:
+    """Apply ``change`` to the base store's schema, then bring the change store into line."""
+    with table.base.update_schema() as update:
+        change(update)
+    fault_point("alter-between-stores")
+    if table.change is not None:
+        store_sync.align(str(table.identifier), table.base.schema(), table.change)
 
 
 def _find(table: ArcticTable, name: str):
@@ -74,10 +87,12 @@ def _add_columns(session: Session, table: ArcticTable, columns: list[exp.ColumnD
             raise InvalidArgumentError(f"Column '{field.name}' already exists in {table.identifier}")
         if field.name.lower().startswith(RESERVED_COLUMN_PREFIX):
             raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
-    for store in _stores(table):
-        with store.update_schema() as update:
-            for field in struct.fields:
-                update.add_column(field.name, to_iceberg_type(field.dataType, _Ids(), field.name))
+
+    def add(update: UpdateSchema) -> None:
+        for field in struct.fields:
+            update.add_column(field.name, to_iceberg_type(field.dataType, _Ids(), field.name))
+
+    _evolve(table, add)
 
 
 def _rename_column(table: ArcticTable, old: str, new: str) -> None:
@@ -86,9 +101,7 @@ def _rename_column(table: ArcticTable, old: str, new: str) -> None:
         raise InvalidArgumentError(f"Column '{new}' already exists in {table.identifier}")
     if new.lower().startswith(RESERVED_COLUMN_PREFIX):
         raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
-    for store in _stores(table):
-        with store.update_schema() as update:
-            update.rename_column(field.name, new)
+    _evolve(table, lambda update: update.rename_column(field.name, new))
 
 
 def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None:
@@ -103,7 +116,9 @@ def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None
         _protected(table, field.field_id, "drop", field.name)
     if len(fields) >= len(table.schema.fields):
         raise InvalidArgumentError(f"Cannot drop every column of {table.identifier}")
-    for store in _stores(table):
-        with store.update_schema() as update:
-            for field in fields:
-                update.delete_column(field.name)
+
+    def drop(update: UpdateSchema) -> None:
+        for field in fields:
+            update.delete_column(field.name)
+
+    _evolve(table, drop)

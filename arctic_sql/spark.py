@@ -71,12 +71,39 @@ def one_line(error: BaseException) -> str:
     return _SQLSTATE.sub("", text).strip()
 
 
+# The last line of a worker's traceback when arctic-sql code raised there (the merge of a node).
+_WORKER_ERROR = re.compile(r"^arctic_sql\.errors\.(\w+): (.+)$", re.MULTILINE)
+# Spark's own Parquet reader on a file that is gone.
+_MISSING_FILE = re.compile(r"FAILED_READ_FILE\.FILE_NOT_EXIST\][^\n]*?reading file (\S+?)\.?\s")
+
+
+def _from_worker(text: str) -> ArcticError | None:
+    """The arctic-sql error a Spark task failed with, found in the text Spark passes on."""
+    from arctic_sql import errors
+
+    found = _WORKER_ERROR.findall(text)
+    if found:
+        name, message = found[-1]
+        kind = getattr(errors, name, None)
+        if isinstance(kind, type) and issubclass(kind, ArcticError):
+            return kind(message)
+    missing = _MISSING_FILE.search(text)
+    if missing:
+        return errors.VersionNotFoundError(
+            f"The version read is no longer readable: file {missing.group(1)} was removed by snapshot expiration"
+        )
+    return None
+
+
 def translate(error: BaseException) -> ArcticError:
     """An arctic-sql error for an exception Spark raised."""
     from pyspark.errors import AnalysisException, ParseException, PySparkException
 
     if isinstance(error, ArcticError):
         return error
+    raised = _from_worker(str(error))
+    if raised is not None:
+        return raised
     message = one_line(error)
     if isinstance(error, ParseException):
         return SqlParseError(message)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from arctic_sql import leases
 from arctic_sql import properties as props
 from arctic_sql.catalog import TableIdentifier
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, NoSuchDatabaseError, TableAlreadyExistsError
@@ -251,7 +252,8 @@ def alter(session: Session, expression: exp.Alter, text: str) -> DataFrame | Non
         return None
     from arctic_sql.schema_changes import apply_alter
 
-    apply_alter(session, table, expression)
+    with leases.writing(table, "alter"):  # its metadata files are unreferenced until each commit
+        apply_alter(session, table, expression)
     return session.ok()
 
 
@@ -264,7 +266,7 @@ def unset_properties(session: Session, expression: statements.UnsetTableProperti
         props.check_unset(key)
         if key not in table.user_properties() and not expression.args.get("exists"):
             raise InvalidArgumentError(f"Table property '{key}' is not set on {table.identifier}")
-    with table.base.transaction() as tx:
+    with leases.writing(table, "alter"), table.base.transaction() as tx:
         tx.remove_properties(*[k for k in keys if k in table.properties])
     return session.ok()
 

@@ -36,6 +36,7 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
+from arctic_sql.table_settings import TableSettings
 
 CHANGE_SUFFIX = "__change"
 STAGED_SUFFIX = "__creating"  # the base store of a CTAS until its rows are committed
@@ -119,8 +120,10 @@ class ArcticTable:
             if not k.startswith(props.RESERVED_PREFIX) and k not in _STORE_DEFAULTS
         }
 
-    def prop(self, key: str) -> object:
-        return props.get(self.properties, key)
+    @property
+    def settings(self) -> TableSettings:
+        """The registry's settings, typed: ``table.settings.target_size`` (table_settings.py)."""
+        return TableSettings(self.properties)
 
     def __repr__(self) -> str:
         return f"ArcticTable({self.identifier}, keyed={self.is_keyed})"

@@ -54,16 +54,16 @@ def now_ms() -> int:
 def keep_duration_ms(table: ArcticTable) -> int:
     """``snapshot.keep.duration`` (minutes), or MaxCompute's ``acid.data.retain.hours`` when only it is set."""
     if "snapshot.keep.duration" not in table.properties and "acid.data.retain.hours" in table.properties:
-        return int(table.prop("acid.data.retain.hours")) * 60 * MINUTE_MS  # type: ignore[call-overload]
-    return int(table.prop("snapshot.keep.duration")) * MINUTE_MS  # type: ignore[call-overload]
+        return table.settings.acid_data_retain_hours * 60 * MINUTE_MS
+    return table.settings.snapshot_keep_duration * MINUTE_MS
 
 
 def orphan_min_age_ms(table: ArcticTable) -> int:
-    return int(table.prop("clean-orphan-file.min-existing-time-minutes")) * MINUTE_MS  # type: ignore[call-overload]
+    return table.settings.clean_orphan_file_min_existing_time_minutes * MINUTE_MS
 
 
 def change_ttl_ms(table: ArcticTable) -> int:
-    return int(table.prop("change.data.ttl.minutes")) * MINUTE_MS  # type: ignore[call-overload]
+    return table.settings.change_data_ttl_minutes * MINUTE_MS
 
 
 def _running(table: ArcticTable) -> list:  # list[ProcessRecord]
@@ -220,7 +220,7 @@ def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retai
     if older_than_ms is None:
         older_than_ms = now_ms() - keep_duration_ms(table)
     if retain_last is None:
-        retain_last = int(table.prop("snapshot.keep.min-count"))  # type: ignore[call-overload]
+        retain_last = table.settings.snapshot_keep_min_count
     if retain_last < 1:
         raise InvalidArgumentError(f"retain_last must be 1 or more for {table.identifier}, got {retain_last}")
     removed = expire_change_data(table) if change_ttl and table.is_keyed else 0

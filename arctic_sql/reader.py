@@ -77,7 +77,7 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
     # the anti-join side needs only the distinct changed keys: no transaction order, no file tags.
     changed_keys = read_files(spark, plan.schema, plan.change_files, all_nullable=True)
     changed_keys = changed_keys.select(*[f"`{k}`" for k in keys]).distinct()
-    threshold = int(table.prop("merge-on-read.broadcast-threshold-rows"))  # type: ignore[call-overload]
+    threshold = table.settings.merge_on_read_broadcast_threshold_rows
     if plan.change_rows <= threshold:
         changed_keys = broadcast(changed_keys)
     latest = latest_changes(spark, table, plan)
@@ -160,7 +160,7 @@ def _by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sc
     ``spark_type``; ``dictionary``: see ``node_merge.read_node``."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    limit = int(table.prop("merge-on-read.in-memory-max-bytes"))  # type: ignore[call-overload]
+    limit = table.settings.merge_on_read_in_memory_max_bytes
     groups = node_groups([*plan.base_files, *plan.change_files])
     sizes = [sum(f.file_size for f in g) for g in groups]
     if max(sizes) > limit:

@@ -33,7 +33,7 @@ _ASSUMED_ROW_BYTES = 48
 
 
 def max_rows_per_file(table: ArcticTable) -> int:
-    target_size = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
+    target_size = table.settings.target_size
     return max(1, target_size // _ASSUMED_ROW_BYTES)
 
 
@@ -57,7 +57,8 @@ def laid_out(df: DataFrame, table: ArcticTable, store: str) -> tuple[DataFrame, 
     out = df.select("*", *partition_cols)
     keys = table.primary_key
     if keys:
-        buckets = int(table.prop(f"{store}.file-index.hash-bucket"))  # type: ignore[call-overload]
+        settings = table.settings
+        buckets = settings.base_file_index_hash_bucket if store == "base" else settings.change_file_index_hash_bucket
         out = out.withColumn(layout.NODE_COLUMN, node_id_column(keys, buckets))
         directories.append(layout.NODE_COLUMN)
     if store == "change":

@@ -49,7 +49,7 @@ class Execution:
 
 def in_memory(table: ArcticTable, task: Task) -> bool:
     """Whether ``task`` merges in memory: small enough, every input within its target node."""
-    limit = int(table.prop("self-optimizing.execute.in-memory-max-bytes"))  # type: ignore[call-overload]
+    limit = table.settings.execute_in_memory_max_bytes
     return (table.is_keyed and task.target_node is not None and not task.has_upper_files
             and task.input_bytes <= limit and all(f.data_file is not None for f in task.input_files))
 
@@ -101,7 +101,7 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     base = tuple(unique_inputs(tasks, "base_files"))
     change = tuple(unique_inputs(tasks, "change_files"))
     if not table.is_keyed:  # no key, no merge: cut the rows into target-size files
-        target = int(table.prop("self-optimizing.target-size"))  # type: ignore[call-overload]
+        target = table.settings.target_size
         rows = read_files(spark, table.schema, base).coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target)))
         return writer.laid_out(rows, table, "base")
     columns = [F.col(f"`{c}`") for c in (f.name for f in table.schema.fields)]

@@ -113,25 +113,22 @@ class Settings:
 
     @classmethod
     def of(cls, table: ArcticTable) -> Settings:
-        def p(key: str) -> Any:
-            return table.prop(key)
-
-        prefix = "self-optimizing."
+        s = table.settings
         return cls(
-            target_size=int(p(prefix + "target-size")),
-            fragment_ratio=int(p(prefix + "fragment-ratio")),
-            min_target_size_ratio=float(p(prefix + "min-target-size-ratio")),
-            base_buckets=int(p("base.file-index.hash-bucket")) if table.is_keyed else 1,
-            change_buckets=int(p("change.file-index.hash-bucket")) if table.is_keyed else 1,
+            target_size=s.target_size,
+            fragment_ratio=s.fragment_ratio,
+            min_target_size_ratio=s.min_target_size_ratio,
+            base_buckets=s.base_file_index_hash_bucket if table.is_keyed else 1,
+            change_buckets=s.change_file_index_hash_bucket if table.is_keyed else 1,
             keyed=table.is_keyed,
-            minor_file_count=int(p(prefix + "minor.trigger.file-count")),
-            minor_interval_ms=int(p(prefix + "minor.trigger.interval")),
-            major_duplicate_ratio=float(p(prefix + "major.trigger.duplicate-ratio")),
-            major_delete_rows=int(p(prefix + "major.trigger.delete-rows")),
-            major_delete_ratio=float(p(prefix + "major.trigger.delete-ratio")),
-            major_min_rows=int(p(prefix + "major.trigger.min-rows")),
-            major_small_file_count=int(p(prefix + "major.trigger.small-file-count")),
-            major_interval_ms=int(p(prefix + "major.trigger.interval")),
-            full_interval_ms=int(p(prefix + "full.trigger.interval")),
-            max_file_count=int(p(prefix + "max-file-count")),
+            minor_file_count=s.minor_trigger_file_count,
+            minor_interval_ms=s.minor_trigger_interval,
+            major_duplicate_ratio=s.major_trigger_duplicate_ratio,
+            major_delete_rows=s.major_trigger_delete_rows,
+            major_delete_ratio=s.major_trigger_delete_ratio,
+            major_min_rows=s.major_trigger_min_rows,
+            major_small_file_count=s.major_trigger_small_file_count,
+            major_interval_ms=s.major_trigger_interval,
+            full_interval_ms=s.full_trigger_interval,
+            max_file_count=s.max_file_count,
         )

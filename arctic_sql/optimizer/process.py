@@ -210,7 +210,7 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
     started = time.monotonic()
     beat = _Heartbeat(table, record)
     tasks = [t for p in plan.partitions for t in p.tasks]
-    retries = int(table.prop("self-optimizing.execute.num-retries"))  # type: ignore[call-overload]
+    retries = table.settings.execute_num_retries
     try:
         state.transition(table, record, state.EXECUTING)
         beat.start()

@@ -118,9 +118,9 @@ class Service:
                 except Exception as e:  # noqa: BLE001 - dropped while we listed, or unreadable
                     log.warning("%s.%s: cannot load: %s", database, name, _one_line(e))
                     continue
-                if not table.prop("self-optimizing.enabled"):
+                if not table.settings.enabled:
                     continue
-                if table.prop("self-optimizing.group") != self.group:
+                if table.settings.group != self.group:
                     continue
                 tables.append(table)
         return tables
@@ -147,7 +147,7 @@ class Service:
             order = sorted(tables, key=lambda t: (last_optimized_ms(records[str(t.identifier)]), str(t.identifier)))
         else:
             def occupied(t: ArcticTable) -> float:
-                threads = quota_threads(float(t.prop("self-optimizing.quota")), self.cores)  # type: ignore[arg-type]
+                threads = quota_threads(t.settings.quota, self.cores)
                 return occupation(records[str(t.identifier)], threads, now)
 
             order = sorted(tables, key=lambda t: (occupied(t), str(t.identifier)))
@@ -156,7 +156,7 @@ class Service:
         return order
 
     def _optimize(self, table: ArcticTable) -> int:
-        budget = int(table.prop("self-optimizing.max-input-bytes")) * self.cores  # type: ignore[call-overload]
+        budget = table.settings.max_input_bytes * self.cores
         try:
             results = process.optimize(self.session.spark, table, process.AUTO, trigger="service",
                                        budget_bytes=budget)
@@ -176,11 +176,12 @@ class Service:
         from arctic_sql import maintenance
 
         now = state.now_ms()
-        jobs = (("expire", "table-expire.enabled", maintenance.expire_snapshots),
-                ("orphans", "clean-orphan-file.enabled", maintenance.remove_orphan_files))
+        settings = table.settings
+        jobs = (("expire", settings.table_expire_enabled, maintenance.expire_snapshots),
+                ("orphans", settings.clean_orphan_file_enabled, maintenance.remove_orphan_files))
         for name, enabled, job in jobs:
             key = (str(table.identifier), name)
-            if not table.prop(enabled) or now - self.maintained_ms.get(key, 0) < MAINTENANCE_INTERVALS_MS[name]:
+            if not enabled or now - self.maintained_ms.get(key, 0) < MAINTENANCE_INTERVALS_MS[name]:
                 continue
             self.maintained_ms[key] = now
             try:

@@ -111,7 +111,7 @@ class Session:
         if not statements_:
             raise InvalidArgumentError("No SQL statement to run")
         for statement in statements_:  # before anything runs
-            if statement.error is not None and self._claims_unparsed(statement):
+            if statement.error is not None and self.claims_unparsed(statement):
                 raise statement.error
         result = None
         for statement in statements_:
@@ -128,7 +128,7 @@ class Session:
         assert result is not None
         return result
 
-    def _claims_unparsed(self, statement: ParsedStatement) -> bool:
+    def claims_unparsed(self, statement: ParsedStatement) -> bool:
         """Whether a statement the dialect could not parse is arctic's: a CALL, or one naming an
         arctic table. Its parse error is then final; Spark never sees it."""
         from arctic_sql.catalog import TableIdentifier

@@ -49,8 +49,9 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _EPILOG = f"""\
 what runs:
   -f FILE and -e SQL run their statements in order, FILE first, then SQL. The whole script is
-  parsed first (a syntax error runs nothing, and starts no Spark); then the first statement that
-  fails stops the run (exit code 1).
+  parsed first (an unclosed string or comment runs nothing and starts no Spark; a statement
+  naming an arctic table that does not parse runs nothing; other statements the parser does not
+  know go to Spark as written); then the first statement that fails stops the run (exit code 1).
   Without -f or -e, statements are read from standard input: on a terminal an interactive shell
   (history in {HISTORY_FILE}; `quit;`, `exit;` or Ctrl-D leave; Ctrl-C clears the statement
   being typed); otherwise one statement after another without prompts, going on after a failed
@@ -428,7 +429,21 @@ class Shell:
         self.err.write(f"Error: {error_message(error)}\n")
         self.err.flush()
 
+    def check_unparsed(self, statements: Sequence[ParsedStatement]) -> None:
+        """Raise the parse error of the first statement the dialect could not parse that is
+        arctic's (names an arctic table, or is a CALL); the others go to Spark as written."""
+        for statement in statements:
+            if statement.error is not None and self.session.claims_unparsed(statement):
+                raise statement.error
+
     def run_script(self, statements: Sequence[ParsedStatement]) -> int:
+        from arctic_sql.errors import SqlParseError
+
+        try:
+            self.check_unparsed(statements)  # before anything runs
+        except SqlParseError as e:
+            self.report(e)
+            return EXIT_ERROR
         for statement in statements:
             if not self.run(statement):
                 return EXIT_ERROR
@@ -471,7 +486,8 @@ class Shell:
         from arctic_sql.parser import parse
 
         try:
-            statements = parse(text)
+            statements = parse(text, keep_unparsed=True)
+            self.check_unparsed(statements)
         except SqlParseError as e:
             self.report(e)
             return False
@@ -511,7 +527,9 @@ def _with_jvm_hint(error: Exception, jvm_log: IO[bytes] | None) -> Exception:
 def read_script(args: argparse.Namespace) -> list[ParsedStatement] | None:
     """The statements of the -f file followed by those of -e, or ``None`` for a shell on stdin.
 
-    Raises :class:`~arctic_sql.errors.SqlParseError` (naming the file) before anything runs.
+    Raises :class:`~arctic_sql.errors.SqlParseError` (naming the file) before anything runs for an
+    unclosed string or comment; statements that do not parse are kept with their error (see
+    ``Shell.check_unparsed``).
     """
     if args.file is None and args.execute is None:
         return None
@@ -523,11 +541,11 @@ def read_script(args: argparse.Namespace) -> list[ParsedStatement] | None:
         with open(args.file, encoding="utf-8") as f:
             text = f.read()
         try:
-            statements += parse(text)
+            statements += parse(text, keep_unparsed=True)
         except SqlParseError as e:
             raise SqlParseError(f"{args.file}: {e}") from e
     if args.execute is not None:
-        statements += parse(args.execute)
+        statements += parse(args.execute, keep_unparsed=True)
     return statements
 
 
@@ -606,7 +624,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(shell: Shell, args: argparse.Namespace) -> int:
     try:
-        statements = read_script(args)  # a syntax error anywhere runs nothing and starts no Spark
+        # An unclosed string or comment anywhere runs nothing and starts no Spark; statements the
+        # dialect cannot parse are checked against the catalog in run_script, before any runs.
+        statements = read_script(args)
         if statements == []:
             return EXIT_OK
         interactive = statements is None and sys.stdin.isatty()

@@ -160,12 +160,11 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
     primary_key = [by_lower[k.lower()] for k in primary_key]
     if len(set(primary_key)) != len(primary_key):
         raise InvalidArgumentError(f"Primary key of {identifier} names a column twice")
+    _check_key_types(struct, primary_key)
+    _check_transactional(user_props, primary_key, identifier)
     not_null = {c.name for c in column_defs if any(
         isinstance(cc.kind, exp.NotNullColumnConstraint) for cc in c.constraints)}
     schema = iceberg_schema(struct, required=set(primary_key) | not_null, identifier=primary_key)
-    for field in schema.fields:
-        if field.name in primary_key and not field.field_type.is_primitive:
-            raise InvalidArgumentError(f"Primary key column '{field.name}' must have a primitive type")
     spec = build_spec(_partition_terms(expression), schema)
     if primary_key:
         key_ids = {schema.find_field(k).field_id for k in primary_key}
@@ -199,6 +198,36 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
             raise
         session.catalog.publish(table)
     return session.ok()
+
+
+def _check_key_types(struct: StructType, primary_key: list[str]) -> None:
+    """Iceberg identifier fields must be primitive and not floating point (equality is not exact)."""
+    from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType
+    from pyspark.sql.types import StructType as SparkStruct
+
+    for field in struct.fields:
+        if field.name not in primary_key:
+            continue
+        shown = field.dataType.simpleString().upper()
+        if isinstance(field.dataType, (DoubleType, FloatType)):
+            raise InvalidArgumentError(
+                f"Primary key column '{field.name}' has type {shown}; keys must be exact types "
+                "(integers, DECIMAL, STRING, DATE, TIMESTAMP, ...), not FLOAT or DOUBLE"
+            )
+        if isinstance(field.dataType, (ArrayType, MapType, SparkStruct)):
+            raise InvalidArgumentError(
+                f"Primary key column '{field.name}' has type {shown}; keys must have a primitive type"
+            )
+
+
+def _check_transactional(user_props: dict[str, str], primary_key: list[str], identifier: TableIdentifier) -> None:
+    """MaxCompute's ``'transactional'='true'`` asks for a table that takes upserts and deletes: that
+    is a primary-key table here, so without a key it is refused rather than silently append-only."""
+    if user_props.get("transactional", "").strip().lower() == "true" and not primary_key:
+        raise InvalidArgumentError(
+            f"Table {identifier} sets 'transactional'='true' but has no PRIMARY KEY; "
+            "transactional tables need one (add PRIMARY KEY (...) or leave the property out)"
+        )
 
 
 def _identifier_of(session: Session, node: exp.Table) -> TableIdentifier | None:

@@ -76,7 +76,7 @@ def check_keys(df: DataFrame, keys: list[str], what: str) -> None:
     if not most or (most <= 1 and not nulls):
         return
     row = per_key.where(f"_arctic_n > 1 OR {null}").limit(1).collect()[0]
-    shown = ", ".join(f"{k}={row[k]!r}" for k in keys)
+    shown = ", ".join(f"{k}={'NULL' if row[k] is None else repr(row[k])}" for k in keys)
     if any(row[k] is None for k in keys):
         raise PrimaryKeyViolationError(f"{what} writes a null primary key ({shown})")
     raise PrimaryKeyViolationError(f"{what} writes primary key ({shown}) {row['_arctic_n']} times in one statement")

@@ -36,9 +36,14 @@ class TableProperty:
     # Fixed at CREATE TABLE: changing it later would misplace existing files.
     immutable: bool = False
 
-    def parse(self, raw: object) -> object:
-        """The typed value of ``raw``, or InvalidArgumentError naming the key and what is wrong."""
+    def parse(self, raw: object, typed_key: str | None = None) -> object:
+        """The typed value of ``raw``, or InvalidArgumentError naming the key and what is wrong.
+
+        ``typed_key``: the key as the user wrote it (an alias such as ``write.bucket.num``), for
+        the message; default the canonical key.
+        """
         text = str(raw).strip()
+        name = typed_key or self.key
         try:
             if self.kind is Kind.BOOLEAN:
                 if text.lower() not in ("true", "false"):
@@ -52,10 +57,10 @@ class TableProperty:
                 value = text
         except ValueError:
             raise InvalidArgumentError(
-                f"Invalid value '{raw}' for table property '{self.key}': expected {self.kind.value}"
+                f"Invalid value '{raw}' for table property '{name}': expected {self.kind.value}"
             ) from None
         if self.check is not None and (problem := self.check(value)) is not None:
-            raise InvalidArgumentError(f"Invalid value '{raw}' for table property '{self.key}': {problem}")
+            raise InvalidArgumentError(f"Invalid value '{raw}' for table property '{name}': {problem}")
         return value
 
 
@@ -210,7 +215,7 @@ def validate(properties: Mapping[str, str], *, creating: bool) -> dict[str, str]
             raise InvalidArgumentError(f"Table property '{raw_key}' can only be set at CREATE TABLE")
         declared = _BY_KEY.get(key)
         if declared is not None:
-            value = declared.parse(raw_value)
+            value = declared.parse(raw_value, raw_key)
             raw_value = str(value).lower() if isinstance(value, bool) else str(value)
         result[key] = str(raw_value)
     if "acid.data.retain.hours" in result and "snapshot.keep.duration" not in result:

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from arctic_sql import ddl, dml, query
+from arctic_sql import ddl, dml, query, show, truncate
 from arctic_sql.catalog import ArcticCatalog, ArcticTable
-from arctic_sql.errors import ArcticError, InvalidArgumentError
-from arctic_sql.parser import parse, statements, to_spark_sql
+from arctic_sql.errors import ArcticError, InvalidArgumentError, SqlParseError
+from arctic_sql.parser import ParsedStatement, parse, statements, to_spark_sql
 from arctic_sql.spark import configure, local_session, translate
 
 if TYPE_CHECKING:
@@ -107,14 +107,42 @@ class Session:
     # public API -------------------------------------------------------------------------------
     def sql(self, text: str) -> DataFrame:
         """Run one or more ``;``-separated statements; return the last one's result as a DataFrame."""
-        statements_ = parse(text)
+        statements_ = parse(text, keep_unparsed=True)
         if not statements_:
             raise InvalidArgumentError("No SQL statement to run")
+        for statement in statements_:  # before anything runs
+            if statement.error is not None and self.claims_unparsed(statement):
+                raise statement.error
         result = None
         for statement in statements_:
-            result = self.execute(statement.expression, statement.sql)
+            if statement.error is None:
+                result = self.execute(statement.expression, statement.sql)
+                continue
+            # Spark's grammar is wider than sqlglot's (SET k=/path, INSERT OVERWRITE DIRECTORY ...):
+            # a statement that touches no arctic table goes to Spark as written. If Spark cannot
+            # parse it either, the dialect's error (with its line and column) is the one to show.
+            try:
+                result = self.execute(statement.expression, statement.sql)
+            except SqlParseError as e:
+                raise statement.error from e
         assert result is not None
         return result
+
+    def claims_unparsed(self, statement: ParsedStatement) -> bool:
+        """Whether a statement the dialect could not parse is arctic's: a CALL, or one naming an
+        arctic table. Its parse error is then final; Spark never sees it."""
+        from arctic_sql.catalog import TableIdentifier
+
+        if statement.sql.split(None, 1)[0].upper() == "CALL":
+            return True
+        for name in statement.table_names:
+            try:
+                identifier = TableIdentifier.parse(name, self.current_database)
+            except ArcticError:
+                continue  # not a table name (a Spark config key, a function, ...)
+            if self.catalog.table_exists(identifier):
+                return True
+        return False
 
     def arctic_table(self, node: exp.Table) -> ArcticTable | None:
         """The arctic table a table name in a statement stands for, or None if it is not arctic's."""
@@ -254,6 +282,11 @@ _HANDLERS: dict[type, Any] = {
     exp.Merge: dml.merge,
     statements.Call: _call,
     statements.DescribeHistory: _describe_history,
+    statements.ShowTableProperties: show.show_table_properties,
+    statements.ShowColumns: show.show_columns,
+    statements.ShowPartitions: show.show_partitions,
+    statements.ShowCreateTable: show.show_create_table,
+    exp.TruncateTable: truncate.truncate,
     statements.CompactTable: _compact,
 }
 

@@ -31,7 +31,11 @@ from .statements import (
     CompactTable,
     DescribeHistory,
     Explain,
+    ShowColumns,
+    ShowCreateTable,
     ShowDatabases,
+    ShowPartitions,
+    ShowTableProperties,
     ShowTables,
     UnsetTableProperties,
 )
@@ -44,7 +48,11 @@ __all__ = [
     "DescribeHistory",
     "Explain",
     "ParsedStatement",
+    "ShowColumns",
+    "ShowCreateTable",
     "ShowDatabases",
+    "ShowPartitions",
+    "ShowTableProperties",
     "ShowTables",
     "UnsetTableProperties",
     "parse",
@@ -62,22 +70,65 @@ class ParsedStatement:
     sql: str
     """The statement as written (without its ``;``), to hand to Spark unchanged."""
     expression: exp.Expression
-    """The sqlglot tree; arctic statements use the nodes of :mod:`arctic_sql.parser.statements`."""
+    """The sqlglot tree; arctic statements use the nodes of :mod:`arctic_sql.parser.statements`.
+    For a statement the dialect could not parse (see ``keep_unparsed``), an ``exp.Command``."""
+    error: SqlParseError | None = None
+    """Why the dialect could not parse the statement, or None when it could."""
+    table_names: tuple[str, ...] = ()
+    """For a statement that did not parse: the names in it that may be tables (``db.t``, and single
+    words after FROM, JOIN, TABLE, INTO or UPDATE), so a caller can tell whether it is arctic's."""
 
 
-def parse(text: str) -> list[ParsedStatement]:
+def parse(text: str, *, keep_unparsed: bool = False) -> list[ParsedStatement]:
     """Split ``text`` on ``;`` outside strings and comments and parse each statement.
 
     Empty statements are skipped. Raises :class:`~arctic_sql.errors.SqlParseError` naming the
-    problem and its line and column (counted in ``text``) at the first statement that fails.
+    problem and its line and column (counted in ``text``) at the first statement that fails; with
+    ``keep_unparsed`` such a statement is returned instead, with its ``error`` and ``table_names``
+    set, for a caller that hands statements it does not claim to Spark (whose grammar is wider).
+    An unterminated string or comment is an error either way.
     """
     tokens = _tokenize(text)
     statements = []
     for chunk in _split(tokens):
-        expression = _parse_chunk(text, chunk, tokens)
         sql = text[chunk[0].start : chunk[-1].end + 1].strip()
+        try:
+            expression = _parse_chunk(text, chunk, tokens)
+        except SqlParseError as e:
+            if not keep_unparsed:
+                raise
+            command = exp.Command(this=chunk[0].text.upper(), expression=exp.Literal.string(sql))
+            statements.append(ParsedStatement(sql=sql, expression=command, error=e, table_names=_table_names(chunk)))
+            continue
         statements.append(ParsedStatement(sql=sql, expression=expression))
     return statements
+
+
+# Words after which a single name is a table; longer dotted names are candidates anywhere.
+_TABLE_WORDS = frozenset({TokenType.FROM, TokenType.JOIN, TokenType.TABLE, TokenType.INTO, TokenType.UPDATE})
+_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
+
+
+def _table_names(chunk: list[Token]) -> tuple[str, ...]:
+    names: list[str] = []
+    index = 0
+    while index < len(chunk):
+        token = chunk[index]
+        if token.token_type not in _NAME_TOKENS and not token.text.isidentifier():
+            index += 1
+            continue
+        parts = [token.text]
+        end = index + 1
+        while end + 1 < len(chunk) and chunk[end].token_type == TokenType.DOT and (
+            chunk[end + 1].token_type in _NAME_TOKENS or chunk[end + 1].text.isidentifier()
+        ):
+            parts.append(chunk[end + 1].text)
+            end += 2
+        after_table_word = index > 0 and chunk[index - 1].token_type in _TABLE_WORDS
+        if len(parts) > 1 or after_table_word:
+            names.append(".".join(parts))
+        index = end
+    return tuple(names)
 
 
 def parse_one(text: str) -> exp.Expression:

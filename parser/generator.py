@@ -16,7 +16,11 @@ from .statements import (
     CompactTable,
     DescribeHistory,
     Explain,
+    ShowColumns,
+    ShowCreateTable,
     ShowDatabases,
+    ShowPartitions,
+    ShowTableProperties,
     ShowTables,
     UnsetTableProperties,
 )
@@ -36,6 +40,25 @@ def _show_databases_sql(self: ArcticGenerator, expression: ShowDatabases) -> str
 def _like_sql(self: ArcticGenerator, expression: exp.Expr) -> str:
     like = self.sql(expression, "like")
     return f" LIKE {like}" if like else ""
+
+
+def _show_table_properties_sql(self: ArcticGenerator, expression: ShowTableProperties) -> str:
+    key = self.sql(expression, "key")
+    return f"SHOW TBLPROPERTIES {self.sql(expression, 'this')}{f' ({key})' if key else ''}"
+
+
+def _show_create_table_sql(self: ArcticGenerator, expression: ShowCreateTable) -> str:
+    return f"SHOW CREATE TABLE {self.sql(expression, 'this')}"
+
+
+def _show_columns_sql(self: ArcticGenerator, expression: ShowColumns) -> str:
+    database = self.sql(expression, "database")
+    return f"SHOW COLUMNS IN {self.sql(expression, 'this')}{f' IN {database}' if database else ''}"
+
+
+def _show_partitions_sql(self: ArcticGenerator, expression: ShowPartitions) -> str:
+    partition = self.sql(expression, "partition")
+    return f"SHOW PARTITIONS {self.sql(expression, 'this')}{f' {partition}' if partition else ''}"
 
 
 def _unset_table_properties_sql(self: ArcticGenerator, expression: UnsetTableProperties) -> str:
@@ -69,6 +92,10 @@ class ArcticGenerator(SparkGenerator):
         ShowTables: _show_tables_sql,
         ShowDatabases: _show_databases_sql,
         UnsetTableProperties: _unset_table_properties_sql,
+        ShowTableProperties: _show_table_properties_sql,
+        ShowCreateTable: _show_create_table_sql,
+        ShowColumns: _show_columns_sql,
+        ShowPartitions: _show_partitions_sql,
         CompactTable: _compact_table_sql,
         DescribeHistory: _describe_history_sql,
         Explain: _explain_sql,

@@ -20,7 +20,11 @@ from .statements import (
     CompactTable,
     DescribeHistory,
     Explain,
+    ShowColumns,
+    ShowCreateTable,
     ShowDatabases,
+    ShowPartitions,
+    ShowTableProperties,
     ShowTables,
     UnsetTableProperties,
 )
@@ -62,6 +66,10 @@ class ArcticParser(SparkParser):
         "DATABASES": lambda self: self._parse_show_databases(),
         "SCHEMAS": lambda self: self._parse_show_databases(),
         "NAMESPACES": lambda self: self._parse_show_databases(),
+        "TBLPROPERTIES": lambda self: self._parse_show_table_properties(),
+        "CREATE TABLE": lambda self: self._parse_show_create_table(),
+        "COLUMNS": lambda self: self._parse_show_columns(),
+        "PARTITIONS": lambda self: self._parse_show_partitions(),
     }
     SHOW_TRIE: t.ClassVar = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -152,6 +160,38 @@ class ArcticParser(SparkParser):
                 self.raise_error("Expecting a quoted pattern after LIKE")
             return pattern
         return self._parse_string()
+
+    def _parse_show_table_properties(self) -> ShowTableProperties:
+        table = self._parse_plain_table()
+        key = None
+        if self._match(TokenType.L_PAREN):
+            key = self._parse_property_key()
+            if key is None:
+                self.raise_error("Expecting a property key")
+            self._match_r_paren()
+        return self.expression(ShowTableProperties(this=table, key=key))
+
+    def _parse_show_create_table(self) -> ShowCreateTable | exp.Command:
+        start = self._tokens[self._index - 3]
+        table = self._parse_table_parts()
+        if self._curr:  # SHOW CREATE TABLE t AS SERDE: Spark's Hive form, passed through
+            return self._parse_as_command(start)
+        return self.expression(ShowCreateTable(this=table))
+
+    def _parse_show_columns(self) -> ShowColumns:
+        if not self._match_set((TokenType.IN, TokenType.FROM)):
+            self.raise_error("Expecting IN or FROM after SHOW COLUMNS")
+        table = self._parse_table_parts()
+        database = None
+        if self._match_set((TokenType.IN, TokenType.FROM)):
+            database = self._parse_id_var(any_token=False)
+            if database is None:
+                self.raise_error("Expecting a database name")
+        return self.expression(ShowColumns(this=table, database=database))
+
+    def _parse_show_partitions(self) -> ShowPartitions:
+        table = self._parse_table_parts()
+        return self.expression(ShowPartitions(this=table, partition=self._parse_partition()))
 
     # ALTER TABLE ... UNSET / COMPACT -----------------------------------------------------------
 
@@ -289,6 +329,14 @@ class ArcticParser(SparkParser):
         if value is None:
             self.raise_error(f"Expecting a version or timestamp after {after}")
         return value
+
+    def _parse_plain_table(self) -> exp.Table:
+        """``[catalog.][db.]t`` with nothing after it read as part of the name (not ``t(...)``)."""
+        parts = self._parse_dotted_identifiers("Expecting a table name", any_token=False)
+        if len(parts) > 3:
+            self.raise_error("Expecting a table name of at most three parts")
+        names = dict(zip(("this", "db", "catalog"), reversed(parts)))
+        return self.expression(exp.Table(**names))
 
     # Helpers -----------------------------------------------------------------------------------
 

@@ -86,6 +86,40 @@ class CompactTable(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "kind": True}
 
 
+class ShowTableProperties(exp.Expression):
+    """``SHOW TBLPROPERTIES t [('key')]``.
+
+    ``this``: the ``exp.Table``. ``key``: the key as a string ``exp.Literal``, or None for all.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "key": False}
+
+
+class ShowCreateTable(exp.Expression):
+    """``SHOW CREATE TABLE t``. ``this``: the ``exp.Table``."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
+
+
+class ShowColumns(exp.Expression):
+    """``SHOW COLUMNS IN|FROM t [IN|FROM db]``.
+
+    ``this``: the ``exp.Table``. ``database``: the database after the table as an
+    ``exp.Identifier``, or None.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "database": False}
+
+
+class ShowPartitions(exp.Expression):
+    """``SHOW PARTITIONS t [PARTITION (k = v, ...)]``.
+
+    ``this``: the ``exp.Table``. ``partition``: sqlglot's ``exp.Partition`` of ``k = v`` pairs, or None.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partition": False}
+
+
 ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     ShowTables,
     ShowDatabases,
@@ -94,5 +128,9 @@ ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     Call,
     DescribeHistory,
     CompactTable,
+    ShowTableProperties,
+    ShowCreateTable,
+    ShowColumns,
+    ShowPartitions,
 )
 """Every node class this module defines, for callers that dispatch on statement type."""

@@ -70,6 +70,10 @@ def build_spec(terms: list[PartitionTerm], schema: Schema) -> PartitionSpec:
             transform, field_name = BucketTransform(term.width), f"{source.name}_bucket"
         elif name == "truncate" and term.width:
             transform, field_name = TruncateTransform(term.width), f"{source.name}_trunc"
+        elif name in ("bucket", "truncate"):
+            what = "number of buckets" if name == "bucket" else "width"
+            shown = f"{name}({term.width}, {source.name})" if term.width is not None else f"{name}({source.name})"
+            raise InvalidArgumentError(f"Partition transform {shown} needs a positive {what}, not {term.width}")
         else:
             raise InvalidArgumentError(f"Unknown partition transform '{term.transform}'")
         if not transform.can_transform(source.field_type):

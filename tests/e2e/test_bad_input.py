@@ -101,3 +101,39 @@ def test_bad_create_table_creates_nothing(arctic, warehouse, ddl, needle):
     tables = [r[1] for r in arctic.sql("SHOW TABLES IN db").collect()]
     assert "u" not in tables
     assert not _files(warehouse)
+
+
+@pytest.mark.parametrize(
+    ("ddl", "message"),
+    [
+        ("CREATE TABLE db.u (x DOUBLE, PRIMARY KEY (x))",
+         "Primary key column 'x' has type DOUBLE; keys must be exact types (integers, DECIMAL, STRING, DATE, "
+         "TIMESTAMP, ...), not FLOAT or DOUBLE"),
+        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) PARTITIONED BY (bucket(0, id))",
+         "Partition transform bucket(0, id) needs a positive number of buckets, not 0"),
+        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('write.bucket.num' = '10')",
+         "Invalid value '10' for table property 'write.bucket.num': must be a power of two between 1 and 1024"),
+        ("CREATE TABLE db.u (id BIGINT) TBLPROPERTIES ('transactional' = 'true')",
+         "Table db.u sets 'transactional'='true' but has no PRIMARY KEY; transactional tables need one "
+         "(add PRIMARY KEY (...) or leave the property out)"),
+    ],
+)
+def test_create_table_messages_use_the_users_words(arctic, warehouse, ddl, message):
+    with pytest.raises(InvalidArgumentError) as raised:
+        arctic.sql(ddl)
+    assert str(raised.value) == message
+    assert "u" not in [r[1] for r in arctic.sql("SHOW TABLES IN db").collect()]
+    assert not _files(warehouse)
+
+
+def test_a_null_key_is_shown_as_sql_null(table, warehouse):
+    before = _state(table, warehouse)
+    with pytest.raises(PrimaryKeyViolationError) as raised:
+        table.sql("INSERT INTO db.t VALUES (NULL, 'c')")
+    assert "(id=NULL)" in str(raised.value) and "None" not in str(raised.value)
+    assert _state(table, warehouse) == before
+
+
+def test_transactional_with_a_key_is_a_primary_key_table(arctic):
+    arctic.sql("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('transactional' = 'true')")
+    assert arctic.table("db.u").primary_key == ["id"]

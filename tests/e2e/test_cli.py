@@ -158,6 +158,18 @@ def test_bad_output_format_is_a_usage_error():
     assert result.stdout == ""
 
 
+def test_statements_only_spark_parses_run_and_an_unparsable_one_on_an_arctic_table_runs_nothing(setup_run):
+    warehouse, _ = setup_run
+    result = run_cli(warehouse, "-e", "SET spark.sql.x.dir=/tmp/p; SET spark.sql.x.dir; "
+                                      "SELECT 7 AS seven; SELECT * FROM db.t WHERE (id = 1")
+    assert result.returncode == 1
+    assert result.stdout == "", result.stdout  # nothing ran, not even the SETs before it
+    assert result.stderr == "Error: Invalid SQL: Expecting ) (line 1, column 100)\n"
+    result = run_cli(warehouse, "--output", "csv", "-e", "SET spark.sql.x.dir=/tmp/p; SET spark.sql.x.dir")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "key,value\nspark.sql.x.dir,/tmp/p\n" * 2  # SET k=v prints the pair too
+
+
 def test_a_syntax_error_anywhere_in_the_script_runs_nothing(tmp_path):
     result = run_cli(str(tmp_path / "warehouse"), "-e", "CREATE DATABASE made; SELECT 'unclosed")
     assert result.returncode == 1

@@ -144,3 +144,30 @@ def test_files_written_before_a_column_was_added_read_it_as_null_in_a_full_scan(
     # No WHERE: the node merge reads every file by field id; the older ones have no `note`.
     rows = orders.sql("SELECT id, note FROM db.orders ORDER BY id").collect()
     assert [tuple(r) for r in rows] == [(1, None), (3, None), (4, None), (5, None), (6, "new")]
+
+
+def test_spark_statements_arctics_parser_cannot_read_pass_to_spark(orders, tmp_path):
+    orders.sql(f"SET spark.sql.warehouse.test.dir=/{tmp_path}/x")
+    assert orders.spark.conf.get("spark.sql.warehouse.test.dir") == f"/{tmp_path}/x"
+    out = tmp_path / "out"
+    orders.sql(f"INSERT OVERWRITE DIRECTORY '{out}' USING csv SELECT 1 AS a, 'x' AS b")
+    written = [p for p in out.iterdir() if p.name.endswith(".csv")]
+    assert [p.read_text().strip() for p in written if p.read_text().strip()] == ["1,x"]
+
+
+def test_unparsable_statements_on_arctic_tables_keep_arctics_error(orders, tmp_path):
+    from arctic_sql.errors import SqlParseError
+
+    before = sorted(tuple(r) for r in orders.sql("SELECT * FROM db.orders").collect())
+    # Spark would parse this one (an INSERT OVERWRITE DIRECTORY reading an arctic table), but it
+    # names an arctic table, so arctic's own error stands and nothing runs, not even the first statement.
+    with pytest.raises(SqlParseError, match=r"line 2, column \d+"):
+        orders.sql(f"DELETE FROM db.orders WHERE id = 1;\nINSERT OVERWRITE DIRECTORY '{tmp_path}/o' USING csv "
+                   "SELECT * FROM db.orders")
+    assert sorted(tuple(r) for r in orders.sql("SELECT * FROM db.orders").collect()) == before
+    with pytest.raises(SqlParseError, match=r"line 1, column \d+"):
+        orders.sql("CALL system.optimize(table => ")
+    # Neither sqlglot nor Spark parses it: one error, the dialect's, with its position.
+    with pytest.raises(SqlParseError) as raised:
+        orders.sql("SELECT * FROM regions WHERE (code = 'eu'")
+    assert str(raised.value) == "Invalid SQL: Expecting ) (line 1, column 37)"

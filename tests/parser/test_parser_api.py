@@ -175,3 +175,17 @@ def test_errors_name_the_problem_without_sqlglot_internals(sql, message):
     with pytest.raises(SqlParseError) as raised:
         parse(sql)
     assert str(raised.value) == message
+
+
+def test_keep_unparsed_returns_failing_statements_with_their_error_and_table_names() -> None:
+    text = "SELECT 1;\nSET spark.sql.x.dir=/p;\nSELECT * FROM t JOIN db.u ON (t.id = db.u.id"
+    first, setting, broken = parse(text, keep_unparsed=True)
+    assert first.error is None and isinstance(first.expression, exp.Select)
+    assert setting.sql == "SET spark.sql.x.dir=/p" and isinstance(setting.expression, exp.Command)
+    assert setting.table_names == ("spark.sql.x.dir",)
+    assert broken.table_names == ("t", "db.u", "t.id", "db.u.id")
+    assert broken.error is not None and (broken.error.line, broken.error.column) == (3, 43)
+    with pytest.raises(SqlParseError, match="line 2"):
+        parse(text)
+    with pytest.raises(SqlParseError, match="missing closing"):
+        parse("SELECT 'open", keep_unparsed=True)

@@ -125,10 +125,10 @@ def commit_change(
             for data_file in files:
                 fast_append.append_data_file(data_file)
 
-    return _commit_loop(table, store, apply, paths).sequence_number
+    return commit_loop(table, store, apply, paths).sequence_number
 
 
-def _commit_loop(
+def commit_loop(
     table: ArcticTable,
     store: Table,
     apply: Callable[[Transaction, str], None],
@@ -186,7 +186,7 @@ def reserve_transaction(table: ArcticTable, operation: str) -> int:
         with tx.update_snapshot(snapshot_properties=properties).fast_append():
             pass
 
-    return _commit_loop(table, table.change, apply, []).sequence_number
+    return commit_loop(table, table.change, apply, []).sequence_number
 
 
 @dataclass
@@ -226,7 +226,7 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
                 for data_file in change.add:
                     append.append_data_file(data_file)
 
-    return _commit_loop(table, store, apply, written)
+    return commit_loop(table, store, apply, written)
 
 
 def delete_files(paths: Iterable[str]) -> None:

@@ -62,14 +62,14 @@ def _is_arctic_create(expression: exp.Create) -> bool:
     return not formats or formats[0].lower() in ARCTIC_PROVIDERS
 
 
-def _literal_value(node: exp.Expression) -> str:
+def literal_value(node: exp.Expression) -> str:
     return node.name if isinstance(node, (exp.Literal, exp.Identifier, exp.Var, exp.Column)) else node.sql()
 
 
 def _table_properties(expression: exp.Expression) -> dict[str, str]:
     # Exactly exp.Property: its subclasses (PARTITIONED BY, LOCATION, ...) are other clauses.
     return {
-        _literal_value(p.this): _literal_value(p.args["value"])
+        literal_value(p.this): literal_value(p.args["value"])
         for p in _properties(expression, exp.Property)
         if type(p) is exp.Property
     }

@@ -250,7 +250,7 @@ def _retrying(table: ArcticTable, operation: str, attempt_once) -> None:  # noqa
     raise CommitConflictError(f"{operation.upper()} on {table.identifier} kept conflicting with other writers")
 
 
-def _at_version(table_node: exp.Table, version: int) -> exp.Table:
+def at_version(table_node: exp.Table, version: int) -> exp.Table:
     node = table_node.copy()
     if version > 0:
         node.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(version)))
@@ -283,7 +283,7 @@ def insert(session: Session, expression: exp.Insert, text: str) -> DataFrame | N
 
 
 def _select_from_target(session: Session, table_node: exp.Table, version: int, projections, where):
-    select = exp.select(*projections).from_(_at_version(table_node, version))
+    select = exp.select(*projections).from_(at_version(table_node, version))
     if where is not None:
         select = select.where(where)
     return session.run_spark(select, to_spark_sql(select))

@@ -324,7 +324,7 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
 
     try:
         with leases.writing(table, versions.CHANGE_TTL):
-            commit._commit_loop(table, change, apply, [])
+            commit.commit_loop(table, change, apply, [])
     except _NothingToDo:
         return 0
     return dropped

@@ -195,11 +195,11 @@ class MergePlan:
 
     def _joined_changes(self, session: Session, source_sql: exp.Select, target_node: exp.Table,
                         version: int) -> DataFrame:
-        from arctic_sql.dml import _at_version
+        from arctic_sql.dml import at_version
 
         bare = target_node.copy()
         bare.set("alias", None)
-        target_select = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(_at_version(bare, version))
+        target_select = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(at_version(bare, version))
         both = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
                         exp.column(TARGET_MARK).is_(exp.null()).not_())
         only_source = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),

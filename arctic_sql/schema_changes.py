@@ -43,12 +43,12 @@ def apply_alter(session: Session, table: ArcticTable, expression: exp.Alter) -> 
 
 
 def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
-    from arctic_sql.ddl import _literal_value
+    from arctic_sql.ddl import literal_value
 
     raw: dict[str, str] = {}
     for container in action.expressions:
         for prop in container.expressions if isinstance(container, exp.Properties) else [container]:
-            raw[_literal_value(prop.this)] = _literal_value(prop.args["value"])
+            raw[literal_value(prop.this)] = literal_value(prop.args["value"])
     values = props.validate(raw, creating=False)
     with table.base.transaction() as tx:
         tx.set_properties(values)

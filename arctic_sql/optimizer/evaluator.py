@@ -25,10 +25,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from arctic_sql.optimizer.inputs import PlanFile, Settings
 
-MINOR, MAJOR, FULL = "minor", "major", "full"
+
+class Mode(StrEnum):
+    """The generations of optimizing (DESIGN "Self-optimizing"), as users spell them."""
+
+    MINOR = "minor"
+    MAJOR = "major"
+    FULL = "full"
+
+
+MINOR, MAJOR, FULL = Mode.MINOR, Mode.MAJOR, Mode.FULL
 MODES = (MINOR, MAJOR, FULL)
 RANK = {None: 0, MINOR: 1, MAJOR: 2, FULL: 3}
 

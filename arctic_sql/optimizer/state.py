@@ -23,6 +23,7 @@ import json
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 
 import pyarrow.fs as pafs
 
@@ -31,8 +32,23 @@ from arctic_sql.catalog import ArcticTable
 from arctic_sql.errors import ArcticError
 from arctic_sql.format import layout
 
-PLANNED, EXECUTING, COMMITTING = "PLANNED", "EXECUTING", "COMMITTING"
-SUCCESS, PARTIAL, DROPPED, FAILED, ABANDONED = "SUCCESS", "PARTIAL", "DROPPED", "FAILED", "ABANDONED"
+
+class Status(StrEnum):
+    """Where an optimizing process is (a str: records store it as its value)."""
+
+    PLANNED = "PLANNED"
+    EXECUTING = "EXECUTING"
+    COMMITTING = "COMMITTING"
+    SUCCESS = "SUCCESS"
+    PARTIAL = "PARTIAL"
+    DROPPED = "DROPPED"
+    FAILED = "FAILED"
+    ABANDONED = "ABANDONED"  # never stored: an active record whose heartbeat stopped
+
+
+PLANNED, EXECUTING, COMMITTING = Status.PLANNED, Status.EXECUTING, Status.COMMITTING
+SUCCESS, PARTIAL, DROPPED, FAILED, ABANDONED = (Status.SUCCESS, Status.PARTIAL, Status.DROPPED, Status.FAILED,
+                                                Status.ABANDONED)
 ACTIVE = frozenset({PLANNED, EXECUTING, COMMITTING})
 TRANSITIONS: dict[str, frozenset[str]] = {
     PLANNED: frozenset({EXECUTING, FAILED}),

@@ -44,21 +44,20 @@ def run_without(modules: list[str], code: str, *args: str) -> subprocess.Complet
 
 
 RUN_CLI = "from arctic_sql.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+SERVER_HINT = "arctic-sql thriftserver needs the 'server' extra: pip install 'arctic-sql[server]'\n"
 
 
 def test_thriftserver_without_thrift_names_the_server_extra(tmp_path):
     result = run_without(["thrift"], RUN_CLI, "thriftserver", "--port", "0", "--warehouse", str(tmp_path))
     assert result.returncode == 2, result.stderr
-    assert result.stderr == "arctic-sql thriftserver needs the 'server' extra: pip install 'arctic-sql[server]'\n"
+    assert result.stderr == SERVER_HINT
     assert result.stdout == ""
     assert not os.listdir(tmp_path)  # it stopped before Spark or a catalog touched the warehouse
 
 
 def test_thriftserver_without_pyhive_names_the_server_extra(tmp_path):
     result = run_without(["TCLIService", "pyhive"], RUN_CLI, "thriftserver", "--warehouse", str(tmp_path))
-    assert (result.returncode, result.stderr) == (
-        2, "arctic-sql thriftserver needs the 'server' extra: pip install 'arctic-sql[server]'\n"
-    )
+    assert (result.returncode, result.stderr) == (2, SERVER_HINT)
 
 
 def test_the_hiding_is_real():

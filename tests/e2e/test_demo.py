@@ -14,7 +14,7 @@ pytestmark = pytest.mark.spark
 def test_the_demo_runs_and_what_it_suggests_next_works(arctic, warehouse):
     said: list[str] = []
     demo.run(arctic, said.append)
-    assert "arctic> SELECT * FROM demo.orders VERSION AS OF 1 ORDER BY order_id" in said
+    assert "\narctic> SELECT * FROM demo.orders VERSION AS OF 1 ORDER BY order_id" in said
 
     text = demo.try_next(warehouse)
     for needle in ("system.optimize", "VERSION BETWEEN", "VERSION AS OF", "thriftserver"):

@@ -5,8 +5,9 @@
 | namespace |
 ...
 
-Arguments are checked, and any ``-e``/``-f`` script read and parsed, before Spark starts, so a typo
-costs no JVM start. Spark's own console output (JVM logging, progress bars) goes to a scratch file,
+Arguments are checked, and any ``-e``/``-f`` script read and split into statements, before Spark starts.
+Every statement of a script is checked before any runs (:mod:`arctic_sql.script_check`). Spark's own
+console output (JVM logging, progress bars) goes to a scratch file,
 never to the terminal; the shell reports every problem as one ``Error: <message>`` line on stderr.
 """
 
@@ -23,19 +24,22 @@ import os
 import re
 import sys
 import tempfile
+import time
 import traceback
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.parser import ParsedStatement
+    from arctic_sql.script_check import ScriptStatement
     from arctic_sql.session import Session
+    from arctic_sql.shell_history import History
 
 PROG = "arctic-sql"
 PROMPT = f"{PROG}> "
@@ -48,21 +52,24 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 _EPILOG = f"""\
 what runs:
-  -f FILE and -e SQL run their statements in order, FILE first, then SQL. The whole script is
-  parsed first (an unclosed string or comment runs nothing and starts no Spark; a statement
-  naming an arctic table that does not parse runs nothing; other statements the parser does not
-  know go to Spark as written); then the first statement that fails stops the run (exit code 1).
+  -f FILE and -e SQL run their statements in order, FILE first, then SQL. Every statement is
+  checked before any runs: a statement that neither arctic-sql's parser nor Spark's accepts runs
+  nothing and is reported as `Error in statement N (line L): ...` (an unclosed string or comment
+  is found before Spark starts); then the first statement that fails stops the run (exit code 1).
   Without -f or -e, statements are read from standard input: on a terminal an interactive shell
-  (history in {HISTORY_FILE}; `quit;`, `exit;` or Ctrl-D leave; Ctrl-C clears the statement
-  being typed); otherwise one statement after another without prompts, going on after a failed
-  statement (exit code 1 at the end if any failed). A statement ends at a `;` outside strings
-  and comments.
+  (history in {HISTORY_FILE}, a statement typed over several lines kept as one entry; `quit;`,
+  `exit;` or Ctrl-D leave; Ctrl-C clears the statement being typed); otherwise the input up to
+  its end (or a `quit;` line) is one script, checked as above, whose statements then run one
+  after another, going on after a failed statement (exit code 1 at the end if any failed).
+  A statement ends at a `;` outside strings and comments.
 
 output:
   Each statement that returns columns prints its rows: `table` is an aligned text table with a
   `(N rows)` footer, NULL shown as NULL; `csv` has a header row, NULL as an empty field; `json`
   prints one object per row (JSON lines), with decimals, dates and timestamps as strings.
-  Statements without columns print nothing (`OK` in the interactive shell).
+  Statements without columns print nothing (`OK` in the interactive shell). With `table`, as in
+  spark-sql, each statement is followed on stderr by `Time taken: S seconds[, Fetched N row(s)]`
+  (-S leaves it out); csv and json print nothing but the rows.
 
 catalog:
   By default a pyiceberg SQL catalog on SQLite inside --warehouse. --catalog-uri URI uses the
@@ -91,6 +98,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "--output", choices=OUTPUT_FORMATS, default="table", help="result format (default: table)"
     )
     parser.add_argument("--database", metavar="DB", help="database to use first (must exist)")
+    parser.add_argument(
+        "-S", "--silent", action="store_true", help="no `Time taken` line after each statement"
+    )
     parser.add_argument(
         "--debug", action="store_true", help="show stack traces, Python warnings and Spark's console output"
     )
@@ -278,23 +288,49 @@ def write_json_lines(columns: Sequence[str], rows: Iterable[Sequence[Any]], out:
         out.write("{" + ",".join(f"{k}:{_compact_json(json_value(v))}" for k, v in zip(keys, row)) + "}\n")
 
 
-def write_result(df: DataFrame, output: str, out: IO[str]) -> bool:
-    """Print ``df`` in ``output`` format; ``False`` (and nothing printed) when it has no columns."""
+def write_result(df: DataFrame, output: str, out: IO[str]) -> int | None:
+    """Print ``df`` in ``output`` format and return its row count; ``None`` (and nothing printed)
+    when it has no columns."""
     fields = df.schema.fields
     if not fields:
-        return False
+        return None
     columns = [f.name for f in fields]
     if output == "table":
         from pyspark.sql.types import NumericType
 
         right = [isinstance(f.dataType, NumericType) for f in fields]
-        out.write(format_table(columns, df.collect(), right) + "\n")
-    elif output == "csv":
-        write_csv(columns, df.toLocalIterator(), out)
+        rows = df.collect()
+        out.write(format_table(columns, rows, right) + "\n")
+        count = len(rows)
     else:
-        write_json_lines(columns, df.toLocalIterator(), out)
+        counted = _Counted(df.toLocalIterator())
+        (write_csv if output == "csv" else write_json_lines)(columns, counted, out)
+        count = counted.count
     out.flush()
-    return True
+    return count
+
+
+class _Counted:
+    """Iterates over ``items``, counting them."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self._items = items
+        self.count = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self._items:
+            self.count += 1
+            yield item
+
+
+def time_taken(seconds: float, rows: int | None) -> str:
+    """spark-sql's line after a statement: ``Fetched`` only when rows came back.
+
+    >>> time_taken(1.23449, 2), time_taken(0.5, 0)
+    ('Time taken: 1.234 seconds, Fetched 2 row(s)', 'Time taken: 0.500 seconds')
+    """
+    fetched = f", Fetched {rows} row(s)" if rows else ""
+    return f"Time taken: {seconds:.3f} seconds{fetched}"
 
 
 # statements -----------------------------------------------------------------------------------
@@ -407,100 +443,119 @@ class Shell:
             self._jvm_log.close()
 
     # running ---------------------------------------------------------------------------------
-    def run(self, statement: ParsedStatement, *, interactive: bool = False) -> bool:
+    def run(self, sql: str, *, interactive: bool = False) -> bool:
         """Run one statement and print its result; ``False`` after printing its error."""
+        started = time.monotonic()
         try:
-            df = self.session.sql(statement.sql)
-            printed = write_result(df, self.args.output, self.out)
-            if interactive and not printed:
+            df = self.session.sql(sql)
+            rows = write_result(df, self.args.output, self.out)
+            if interactive and rows is None:
                 self.out.write("OK\n")
                 self.out.flush()
-            return True
         except BrokenPipeError:
             raise
         except Exception as e:  # noqa: BLE001 - every failure is reported as one line
             self.report(e)
             return False
+        if self.args.output == "table" and not self.args.silent:
+            self.err.write(time_taken(time.monotonic() - started, rows) + "\n")
+            self.err.flush()
+        return True
 
-    def report(self, error: BaseException) -> None:
+    def report(self, error: BaseException, *, numbered: bool = True) -> None:
+        """Print ``Error: <message>``, or for a script ``Error in statement N (line L): <message>``."""
+        from arctic_sql.script_check import ScriptError
+
         self.out.flush()
         if self.args.debug:
             traceback.print_exception(error, file=self.err)
-        self.err.write(f"Error: {error_message(error)}\n")
+        if isinstance(error, ScriptError) and numbered:
+            line = error.headline()
+        else:
+            line = f"Error: {error_message(error)}"
+        self.err.write(line + "\n")
         self.err.flush()
 
-    def check_unparsed(self, statements: Sequence[ParsedStatement]) -> None:
-        """Raise the parse error of the first statement the dialect could not parse that is
-        arctic's (names an arctic table, or is a CALL); the others go to Spark as written."""
-        for statement in statements:
-            if statement.error is not None and self.session.claims_unparsed(statement):
-                raise statement.error
+    def check(self, text: str, statements: Sequence[ScriptStatement], source: str | None = None) -> None:
+        """Raise :class:`~arctic_sql.script_check.ScriptError` unless every statement parses."""
+        from arctic_sql.script_check import check_script, spark_parse_error
 
-    def run_script(self, statements: Sequence[ParsedStatement]) -> int:
-        from arctic_sql.errors import SqlParseError
+        check_script(text, statements, lambda sql: spark_parse_error(self.session.spark, sql), source,
+                     claimed=self.session.claims_unparsed)
 
-        try:
-            self.check_unparsed(statements)  # before anything runs
-        except SqlParseError as e:
-            self.report(e)
-            return EXIT_ERROR
+    def run_script(self, statements: Sequence[str], *, keep_going: bool = False) -> int:
+        """Run checked statements in order; stop at the first failure unless ``keep_going``."""
+        failed = False
         for statement in statements:
             if not self.run(statement):
-                return EXIT_ERROR
+                if not keep_going:
+                    return EXIT_ERROR
+                failed = True
+        return EXIT_ERROR if failed else EXIT_OK
+
+    def run_interactive(self, read_line: Callable[[str], str], history: History | None) -> int:
+        """The read-eval-print loop on a terminal; ``read_line(prompt)`` raises EOFError at Ctrl-D."""
+        for text in statement_texts(read_line, interactive=True, history=history):
+            try:
+                self.run_text(text)
+            except KeyboardInterrupt:
+                self.err.write("\nCancelled\n")
         return EXIT_OK
 
-    def run_lines(self, read_line: Callable[[str], str], *, interactive: bool) -> int:
-        """The read-eval-print loop; ``read_line(prompt)`` raises EOFError at the end of input."""
-        failed = False
-        buffer = ""
-        while True:
-            line: str | None
-            try:
-                line = read_line(CONTINUATION_PROMPT if buffer else PROMPT)
-            except KeyboardInterrupt:
-                if not interactive:
-                    raise
-                self.out.write("\n")
-                buffer = ""
-                continue
-            except EOFError:
-                if interactive:  # Ctrl-D leaves; a half-typed statement is dropped
-                    self.out.write("\n")
-                    break
-                line = None  # a piped script: its last statement may lack the `;`
-            if line is not None:
-                if not buffer and line.strip().rstrip(";").strip().lower() in ("quit", "exit"):
-                    break
-                buffer += line if line.endswith("\n") else line + "\n"
-                if not statement_complete(buffer):
-                    continue
-            text, buffer = buffer, ""
-            failed |= not self.run_text(text, interactive=interactive)
-            if line is None:
-                break
-        return EXIT_ERROR if failed and not interactive else EXIT_OK
+    def run_text(self, text: str) -> bool:
+        """Check, then run every statement typed at the prompt; ``False`` if one failed."""
+        from arctic_sql.script_check import split_script
 
-    def run_text(self, text: str, *, interactive: bool) -> bool:
-        """Run every statement of ``text``; ``False`` if one failed or was cancelled with Ctrl-C."""
-        from arctic_sql.errors import SqlParseError
-        from arctic_sql.parser import parse
-
+        statements: list[ScriptStatement] = []
         try:
-            statements = parse(text, keep_unparsed=True)
-            self.check_unparsed(statements)
-        except SqlParseError as e:
-            self.report(e)
+            statements = split_script(text)
+            self.check(text, statements)
+        except Exception as e:  # noqa: BLE001 - reported as one line
+            self.report(e, numbered=len(statements) > 1)  # one statement typed: its number says nothing
             return False
         ok = True
         for statement in statements:
-            try:
-                ok &= self.run(statement, interactive=interactive)
-            except KeyboardInterrupt:
-                if not interactive:
-                    raise
-                self.err.write("\nCancelled\n")
-                return False
+            ok &= self.run(statement.sql, interactive=True)
         return ok
+
+
+def statement_texts(
+    read_line: Callable[[str], str], *, interactive: bool, history: History | None = None
+) -> Iterator[str]:
+    """The input, one complete statement (or several on one line) at a time, up to its end or a
+    `quit;`/`exit;` line. ``read_line(prompt)`` raises EOFError at the end of the input.
+
+    On a terminal, Ctrl-C clears the statement being typed, and ``history`` keeps each statement as
+    one entry; elsewhere the last statement may lack its `;`.
+    """
+    buffer = ""
+    mark = history.mark() if history is not None else 0
+    while True:
+        try:
+            line = read_line(CONTINUATION_PROMPT if buffer else PROMPT)
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            sys.stdout.write("\n")
+            buffer = ""
+            mark = history.mark() if history is not None else 0
+            continue
+        except EOFError:
+            if interactive:  # Ctrl-D leaves; a half-typed statement is dropped
+                sys.stdout.write("\n")
+            elif buffer:
+                yield buffer
+            return
+        if not buffer and line.strip().rstrip(";").strip().lower() in ("quit", "exit"):
+            return
+        buffer += line if line.endswith("\n") else line + "\n"
+        if not statement_complete(buffer):
+            continue
+        if history is not None:
+            history.keep_as_one(mark, buffer)
+        text, buffer = buffer, ""
+        yield text
+        mark = history.mark() if history is not None else 0
 
 
 def _quote_identifier(name: str) -> str:
@@ -524,29 +579,33 @@ def _with_jvm_hint(error: Exception, jvm_log: IO[bytes] | None) -> Exception:
 # entry point ------------------------------------------------------------------------------------
 
 
-def read_script(args: argparse.Namespace) -> list[ParsedStatement] | None:
-    """The statements of the -f file followed by those of -e, or ``None`` for a shell on stdin.
+@dataclass(frozen=True)
+class Script:
+    """The text of one input and the statements it splits into."""
 
-    Raises :class:`~arctic_sql.errors.SqlParseError` (naming the file) before anything runs for an
-    unclosed string or comment; statements that do not parse are kept with their error (see
-    ``Shell.check_unparsed``).
+    source: str | None
+    """The -f file's name; ``None`` for -e and standard input."""
+    text: str
+    statements: list[ScriptStatement]
+
+
+def read_scripts(args: argparse.Namespace, read_line: Callable[[str], str] | None = None) -> list[Script]:
+    """The -f file, then -e; without either, standard input up to its end (or a `quit;` line).
+
+    Each is split into statements here, before Spark starts: an unclosed string or comment raises
+    :class:`~arctic_sql.script_check.ScriptError` (naming the file).
     """
-    if args.file is None and args.execute is None:
-        return None
-    from arctic_sql.errors import SqlParseError
-    from arctic_sql.parser import parse
+    from arctic_sql.script_check import split_script
 
-    statements = []
+    inputs: list[tuple[str | None, str]] = []
     if args.file is not None:
         with open(args.file, encoding="utf-8") as f:
-            text = f.read()
-        try:
-            statements += parse(text, keep_unparsed=True)
-        except SqlParseError as e:
-            raise SqlParseError(f"{args.file}: {e}") from e
+            inputs.append((args.file, f.read()))
     if args.execute is not None:
-        statements += parse(args.execute, keep_unparsed=True)
-    return statements
+        inputs.append((None, args.execute))
+    if not inputs:
+        inputs.append((None, "".join(statement_texts(read_line or _stdin_lines(), interactive=False))))
+    return [Script(source, text, split_script(text, source)) for source, text in inputs]
 
 
 def _quiet_python(debug: bool) -> None:
@@ -566,28 +625,6 @@ def _stdin_lines() -> Callable[[str], str]:
         return line
 
     return read_line
-
-
-def _interactive_lines() -> tuple[Callable[[str], str], Callable[[], None]]:
-    """``input`` with readline history when the platform has readline, and a function saving it."""
-    try:
-        import readline
-    except ImportError:  # Windows without pyreadline: plain input(), no history
-        return input, lambda: None
-    path = os.path.expanduser(HISTORY_FILE)
-    try:
-        readline.read_history_file(path)
-    except OSError:
-        pass
-    readline.set_history_length(HISTORY_LENGTH)
-
-    def save() -> None:
-        try:
-            readline.write_history_file(path)
-        except OSError:
-            pass
-
-    return input, save
 
 
 # Long-running services are subcommands with their own arguments: `arctic-sql optimizer --help`.
@@ -623,28 +660,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(shell: Shell, args: argparse.Namespace) -> int:
+    interactive = args.file is None and args.execute is None and sys.stdin.isatty()
+    scripts: list[Script] = []
     try:
-        # An unclosed string or comment anywhere runs nothing and starts no Spark; statements the
-        # dialect cannot parse are checked against the catalog in run_script, before any runs.
-        statements = read_script(args)
-        if statements == []:
-            return EXIT_OK
-        interactive = statements is None and sys.stdin.isatty()
-        if interactive:
+        if not interactive:
+            scripts = read_scripts(args)  # an unclosed string or comment starts no Spark
+            if not any(script.statements for script in scripts):
+                return EXIT_OK
+        else:
             sys.stderr.write(f"{PROG}: starting Spark...\n")
         shell.session  # noqa: B018 - connect now: a bad catalog fails before the first prompt
+        for script in scripts:  # every statement of every input, before any runs
+            shell.check(script.text, script.statements, script.source)
     except Exception as e:  # noqa: BLE001 - reported as one line
         shell.report(e)
         return EXIT_ERROR
-    if statements is not None:
-        return shell.run_script(statements)
     if not interactive:
-        return shell.run_lines(_stdin_lines(), interactive=False)
-    read_line, save_history = _interactive_lines()
+        statements = [statement.sql for script in scripts for statement in script.statements]
+        from_stdin = args.file is None and args.execute is None
+        return shell.run_script(statements, keep_going=from_stdin)
+    from arctic_sql.shell_history import History
+
+    history = History.open(HISTORY_FILE, HISTORY_LENGTH)
     try:
-        return shell.run_lines(read_line, interactive=True)
+        return shell.run_interactive(input, history)
     finally:
-        save_history()
+        if history is not None:
+            history.save()
 
 
 if __name__ == "__main__":

@@ -1,16 +1,25 @@
 """A walk through arctic-sql on the embedded default: ``python -m arctic_sql.demo [--warehouse DIR]``.
 
 Creates a primary-key table, upserts, deletes, updates, merges, reads it back, travels in time and
-shows the table's history and files, printing each statement and its result.
+shows the table's history and files, printing each statement and its result; then what to try next
+(optimize, an incremental read, time travel, the Thrift server), as command lines to copy.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import shutil
+import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import arctic_sql
+
+if TYPE_CHECKING:
+    from arctic_sql.session import Session
 
 STEPS = [
     "CREATE DATABASE IF NOT EXISTS demo",
@@ -44,6 +53,48 @@ STEPS = [
 ]
 
 
+# What to try next: (what it shows, the statement), run on the demo's table after the steps above.
+TRY_NEXT = [
+    ("optimize now: merge the change data into base files (the service does it in the background)",
+     "CALL system.optimize(table => 'demo.orders', mode => 'full')"),
+    ("incremental read: each order changed after version 1, with its last change",
+     "SELECT * FROM demo.orders VERSION BETWEEN 1 AND get_latest_version('demo.orders')"),
+    ("time travel: the table one commit before the newest",
+     "SELECT * FROM demo.orders VERSION AS OF get_latest_version('demo.orders', 2)"),
+]
+
+
+def run(session: Session, say: Callable[[str], None] = print) -> None:
+    """Run the demo's statements on ``session``, printing each and its result."""
+    for step in STEPS:
+        if step.startswith("--"):
+            say(f"\n{step}")
+            continue
+        say("\narctic> " + " ".join(step.split()))
+        result = session.sql(step)
+        if result.columns:
+            result.show(truncate=False)
+
+
+def try_next(warehouse: str) -> str:
+    """Command lines to copy after the demo, on the same warehouse."""
+    shell = os.path.join(os.path.dirname(sys.executable), "arctic-sql")
+    if not os.path.exists(shell):
+        shell = "arctic-sql"
+    elif not os.path.relpath(shell).startswith(".."):
+        shell = os.path.relpath(shell)
+    at = f"{shell} --warehouse {shlex.quote(warehouse)}"
+    lines = ["", "What to try next (each line runs on the demo's table):"]
+    for what, sql in TRY_NEXT:
+        lines += [f"  # {what}", f'  {at} -e "{sql}"']
+    lines += [
+        "  # the Thrift server for JDBC/ODBC clients, BI tools and dbt-spark (the 'server' extra)",
+        f"  {shell} thriftserver --warehouse {shlex.quote(warehouse)}   # listens on 127.0.0.1:10000",
+        "More: README.md (SQL, history, self-optimizing, Thrift server, dbt, Jupyter), docs/design.md.",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--warehouse", default="./warehouse")
@@ -54,16 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     session = arctic_sql.connect(warehouse=args.warehouse)
     print(f"-- arctic-sql {arctic_sql.__version__}: Spark {session.spark.version}, warehouse {args.warehouse}")
-    for step in STEPS:
-        if step.startswith("--"):
-            print(f"\n{step}")
-            continue
-        print("\narctic> " + " ".join(step.split()))
-        result = session.sql(step)
-        if result.columns:
-            result.show(truncate=False)
+    run(session)
     print(f"-- demo finished in {time.time() - started:.1f} s")
     session.stop()
+    print(try_next(args.warehouse))
     return 0
 
 

@@ -26,8 +26,13 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+try:
+    from IPython.core.error import UsageError
+    from IPython.core.magic import Magics, line_cell_magic, magics_class
+except ImportError as e:  # a plain `pip install arctic-sql`: say which extra brings IPython
+    from arctic_sql.extras import install_hint
+
+    raise ImportError(install_hint("The %%sql magic (arctic_sql.magic)", "jupyter")) from e
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 

@@ -1,6 +1,6 @@
 """The table-property registry: every arctic key declared once with its type, default and validation.
 
-Keys follow Amoro's names and defaults (see shared/reference/amoro.md). MaxCompute's names are
+Keys follow Amoro's names and defaults (Amoro's table-properties documentation). MaxCompute's names are
 accepted as aliases and stored under the canonical key, so one table never holds both spellings.
 Keys outside the registry that belong to Iceberg (``write.*``, ``commit.*``, ``format-version`` ...)
 or to the user (any other key) pass through unvalidated, as in Iceberg and Delta.

@@ -1,1 +1,1 @@
-"""Benchmarks of arctic-sql against its peers (see /work/shared/BENCHMARKS.md and README.md here)."""
+"""Benchmarks of arctic-sql against its peers (the workloads and figures: README.md here)."""

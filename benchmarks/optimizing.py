@@ -1,4 +1,4 @@
-"""The self-optimizing benchmark: figures O1, L1, R1, R2, S1 and A1 of BENCHMARKS.md.
+"""The self-optimizing benchmark: figures O1, L1, R1, R2, S1 and A1 (README.md here).
 
     python -m benchmarks.optimizing                          # everything, default sizes (about 35-40 min here)
     python -m benchmarks.optimizing --scale 0.1 --commits 10 --stream-scale 0.02 --stream-commits 40   # quick

@@ -1,4 +1,4 @@
-"""The upsert-stream benchmark: figures W1, W2 and R1 of BENCHMARKS.md, arctic-sql beside its peers.
+"""The upsert-stream benchmark: figures W1, W2 and R1 (README.md here), arctic-sql beside its peers.
 
     python -m benchmarks.upsert_stream --scale 1            # W1, R1, checksums: arctic-sql, delta-rs, pyiceberg
     python -m benchmarks.upsert_stream --scale 0.02 --commits 5   # a quick run

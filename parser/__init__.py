@@ -90,7 +90,7 @@ def parse(text: str, *, keep_unparsed: bool = False) -> list[ParsedStatement]:
     """
     tokens = _tokenize(text)
     statements = []
-    for chunk in _split(tokens):
+    for chunk in split_statements(tokens):
         sql = text[chunk[0].start : chunk[-1].end + 1].strip()
         try:
             expression = _parse_chunk(text, chunk, tokens)
@@ -138,7 +138,7 @@ def parse_one(text: str) -> exp.Expression:
     'db.t'
     """
     tokens = _tokenize(text)
-    chunks = _split(tokens)
+    chunks = split_statements(tokens)
     if not chunks:
         raise SqlParseError("Invalid SQL: no statement found")
     if len(chunks) > 1:
@@ -162,7 +162,7 @@ def _tokenize(text: str) -> list[Token]:
         raise token_error_to_arctic(e, text) from e
 
 
-def _split(tokens: list[Token]) -> list[list[Token]]:
+def split_statements(tokens: list[Token]) -> list[list[Token]]:
     """Group tokens into statements at ``;`` tokens; strings and comments are single tokens
     already, so a ``;`` inside them never splits. Empty statements are dropped."""
     chunks: list[list[Token]] = [[]]

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Set up and run the whole test suite (unit, parser, end-to-end on local Spark, notebooks).
+# Usage: bash scripts/test.sh [--fast] [pytest options...]
+#   --fast  only tests/unit and tests/parser: no Spark, seconds (the edit-test loop). CI runs everything.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+targets=(tests)
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  targets=(tests/unit tests/parser)
+fi
 bash "$here/scripts/setup.sh" test
 cd "$here"
 export SPARK_LOCAL_IP=127.0.0.1
 # Import arctic_sql as installed, never from the source folder in the working directory: the
 # source tree keeps parser/ and procedures/ beside arctic_sql/, installed inside it (package-dir).
 export PYTHONSAFEPATH=1
-exec "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+exec "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider "${targets[@]}" "$@"

@@ -380,6 +380,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.hash_password:
         return _print_hash()
+    from arctic_sql.extras import SERVER_MODULES, install_hint, missing_module
+
+    if missing_module(SERVER_MODULES) is not None:
+        sys.stderr.write(install_hint("arctic-sql thriftserver", "server") + "\n")
+        return 2
     warehouse = os.path.abspath(args.warehouse)
     try:
         settings = _settings(args, warehouse)

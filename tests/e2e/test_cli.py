@@ -1,7 +1,7 @@
 """The ``arctic-sql`` command run as a real process: -e, -f, output formats, errors, the stdin shell.
 
 Every CLI process starts its own JVM, so the Spark-backed cases share one warehouse (built once by
-the ``-e`` run) and there are five Spark-starting invocations in all.
+the ``-e`` run) and there are nine Spark-starting invocations in all.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -36,6 +37,15 @@ SELECT id, v FROM t ORDER BY id;
 SELECT CAST(NULL AS STRING) AS n, CAST(2.50 AS DECIMAL(5, 2)) AS d, DATE'2024-02-29' AS day,
        TIMESTAMP'2024-01-01 10:00:00.5' AS ts, 'x;"y' AS s, 1.5D AS f, true AS ok
 """
+
+
+# spark-sql's line after each statement with --output table, on stderr.
+TIME_TAKEN = re.compile(r"Time taken: \d+\.\d{3} seconds(, Fetched [1-9]\d* row\(s\))?")
+
+
+def errors_only(stderr: str) -> list[str]:
+    """stderr without its ``Time taken`` lines."""
+    return [line for line in stderr.splitlines() if not TIME_TAKEN.fullmatch(line)]
 
 
 def run_cli(warehouse: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -70,7 +80,10 @@ def test_e_runs_statements_in_order_and_prints_only_results_as_a_table(setup_run
     assert result.stdout == (
         "+----+---+\n| id | v |\n+----+---+\n|  1 | a |\n|  2 | c |\n+----+---+\n(2 rows)\n"
     )
-    assert result.stderr == ""
+    # As spark-sql: a `Time taken` line per statement on stderr, `Fetched` when rows came back.
+    lines = result.stderr.splitlines()
+    assert len(lines) == 5 and all(TIME_TAKEN.fullmatch(line) for line in lines), result.stderr
+    assert [line.partition(", ")[2] for line in lines] == ["", "", "", "", "Fetched 2 row(s)"]
 
 
 def test_csv_output_of_a_file(setup_run, script_file):
@@ -104,6 +117,7 @@ def test_json_lines_output_of_a_file(setup_run, script_file):
             "ok": True,
         },
     ]
+    assert result.stderr == ""  # no `Time taken` lines outside --output table
 
 
 def test_a_failing_statement_stops_the_run_with_one_error_line(setup_run):
@@ -111,7 +125,7 @@ def test_a_failing_statement_stops_the_run_with_one_error_line(setup_run):
     result = run_cli(warehouse, "-e", "SELECT 41 AS before; SELECT * FROM db.nope; SELECT 43 AS after")
     assert result.returncode == 1
     assert "41" in result.stdout and "43" not in result.stdout
-    lines = result.stderr.splitlines()
+    lines = errors_only(result.stderr)
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("Error: ") and "nope" in lines[0]
     assert "Traceback" not in result.stderr + result.stdout
@@ -145,7 +159,7 @@ def test_shell_on_stdin_reads_multi_line_statements_and_continues_after_an_error
         "+------------+---+\n"
         "(1 row)\n"
     )
-    lines = result.stderr.splitlines()
+    lines = errors_only(result.stderr)
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "no_such_table" in lines[0], result.stderr
     assert result.returncode == 1  # a piped script that had a failing statement
 
@@ -164,7 +178,7 @@ def test_statements_only_spark_parses_run_and_an_unparsable_one_on_an_arctic_tab
                                       "SELECT 7 AS seven; SELECT * FROM db.t WHERE (id = 1")
     assert result.returncode == 1
     assert result.stdout == "", result.stdout  # nothing ran, not even the SETs before it
-    assert result.stderr == "Error: Invalid SQL: Expecting ) (line 1, column 100)\n"
+    assert result.stderr == "Error in statement 4 (line 1): Invalid SQL: Expecting ) (line 1, column 100)\n"
     result = run_cli(warehouse, "--output", "csv", "-e", "SET spark.sql.x.dir=/tmp/p; SET spark.sql.x.dir")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "key,value\nspark.sql.x.dir,/tmp/p\n" * 2  # SET k=v prints the pair too
@@ -173,7 +187,7 @@ def test_statements_only_spark_parses_run_and_an_unparsable_one_on_an_arctic_tab
 def test_a_syntax_error_anywhere_in_the_script_runs_nothing(tmp_path):
     result = run_cli(str(tmp_path / "warehouse"), "-e", "CREATE DATABASE made; SELECT 'unclosed")
     assert result.returncode == 1
-    assert result.stderr == "Error: Invalid SQL: missing closing ' (line 1, column 30)\n"
+    assert result.stderr == "Error in statement 2 (line 1): Invalid SQL: missing closing ' (line 1, column 30)\n"
     assert not (tmp_path / "warehouse").exists()  # no catalog was opened, so nothing was created
 
 
@@ -208,3 +222,99 @@ def test_format_table_aligns_wide_characters_and_escapes_newlines():
         "+------+------+",
         "(2 rows)",
     ]
+
+
+# every statement is checked before any runs ------------------------------------------------------
+
+
+def test_a_statement_only_spark_can_judge_is_checked_before_the_first_runs(setup_run):
+    """sqlglot has no grammar for `SELEC 1` and leaves it to Spark, whose parser refuses it: the
+    SELECT before it must not run (it used to, and the error came after its rows)."""
+    warehouse, _ = setup_run
+    result = run_cli(warehouse, "-e", "SELECT 41 AS first; SELEC 1")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error in statement 2 (line 1): Invalid SQL: [PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'.\n"
+    )
+
+
+def test_an_error_in_a_file_names_the_statement_its_line_and_the_file(setup_run, tmp_path):
+    warehouse, _ = setup_run
+    path = tmp_path / "broken.sql"
+    path.write_text("SELECT 41 AS first;\n-- the next one is broken\nSELECT id\nFROM db.t WHERE id = = 2;\nSELECT 43;\n")
+    result = run_cli(warehouse, "-f", str(path))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"Error in statement 2 (line 3) of {path}: Invalid SQL: "), result.stderr
+    # arctic-sql's reason (Spark's parser refuses it too), placed in the whole file
+    assert result.stderr.endswith("(line 4, column 22)\n") and len(result.stderr.splitlines()) == 1
+
+
+def test_an_error_on_stdin_runs_nothing_and_names_the_statement_and_line(setup_run):
+    warehouse, _ = setup_run
+    script = "SELECT 41 AS first;\nSELECT 42\n  AS second;\nSELCT 43 AS third;\nSELECT 44;\n"
+    result = run_cli(warehouse, stdin=script)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error in statement 3 (line 4): Invalid SQL: [PARSE_SYNTAX_ERROR] Syntax error at or near 'SELCT'.\n"
+    )
+
+
+def test_arctic_syntax_that_spark_cannot_parse_passes_the_check_and_silent_drops_time_taken(setup_run):
+    """VERSION BETWEEN with get_latest_version() is arctic-sql's; Spark's parser refuses it."""
+    warehouse, _ = setup_run
+    sql = (
+        "SELECT id, _change_type FROM db.t VERSION BETWEEN 0 AND get_latest_version('db.t') ORDER BY id;"
+        "CALL system.optimize(table => 'db.t', dry_run => true)"
+    )
+    result = run_cli(warehouse, "-S", "-e", sql)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        "+----+--------------+\n"
+        "| id | _change_type |\n"
+        "+----+--------------+\n"
+        "|  1 | upsert       |\n"
+        "|  2 | upsert       |\n"
+        "+----+--------------+\n"
+        "(2 rows)\n"
+    ), result.stdout
+    assert result.stderr == ""
+
+
+def test_the_interactive_shell_keeps_a_multi_line_statement_as_one_history_entry(setup_run, tmp_path):
+    """A real terminal (a pseudo-terminal), so the shell runs interactively with readline."""
+    import select
+
+    warehouse, _ = setup_run
+    home = tmp_path / "home"
+    home.mkdir()
+    controller, terminal = os.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "arctic_sql.cli", "--warehouse", warehouse],
+        stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(home)},
+    )
+    os.close(terminal)
+    # Typed ahead: the terminal holds the lines until the shell's first prompt reads them.
+    os.write(controller, b"SELECT v\n  FROM db.t\n  WHERE id = 2;\nquit;\n")
+    output = b""
+    try:
+        while True:
+            ready, _, _ = select.select([controller], [], [], TIMEOUT)
+            assert ready, f"no output for {TIMEOUT} s: {output!r}"
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the shell exited and closed the terminal
+                break
+            if not chunk:
+                break
+            output += chunk
+    finally:
+        os.close(controller)
+        assert process.wait(timeout=TIMEOUT) == 0, output
+    text = output.decode("utf-8", "replace")
+    assert "| c |" in text and "Time taken: " in text, text
+    lines = (home / ".arctic_sql_history").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines[1:]] == ["SELECT v\n  FROM db.t\n  WHERE id = 2;", "quit;"]

@@ -151,12 +151,12 @@ def commit_loop(
             tx = store.transaction()
             apply(tx, commit_id)
         except BaseException:
-            delete_files(written)  # nothing was sent
+            storage.delete_files(written)  # nothing was sent
             raise
         try:
             tx.commit_transaction()
         except ValidationException as e:  # pyiceberg's own retry found the commit invalid: not landed
-            delete_files(written)
+            storage.delete_files(written)
             raise CommitConflictError(f"Commit to {table.identifier} conflicted with another writer: {e}") from e
         except CommitFailedException:  # the catalog refused it: it did not land
             wait = min(0.02 * 2**attempt, 1.0) * (1 + random.random())
@@ -172,7 +172,7 @@ def commit_loop(
         except BaseException as e:  # Ctrl-C: stop at once, without asking the catalog
             raise _unknown(table, e) from e
         return _landed(store, commit_id)
-    delete_files(written)
+    storage.delete_files(written)
     raise CommitConflictError(f"Commit to {table.identifier} kept conflicting with other writers")
 
 
@@ -227,13 +227,3 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
                     append.append_data_file(data_file)
 
     return commit_loop(table, store, apply, written)
-
-
-def delete_files(paths: Iterable[str]) -> None:
-    """Delete files that no commit references (missing ones are fine)."""
-    for path in paths:
-        fs, inner = storage.filesystem(path)
-        try:
-            fs.delete_file(inner)
-        except FileNotFoundError:
-            pass

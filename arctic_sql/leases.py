@@ -80,11 +80,7 @@ def save(table_root: str, lease: Lease) -> None:
 
 
 def _remove(table_root: str, lease: Lease) -> None:
-    fs, path = storage.filesystem(f"{_folder(table_root)}/{lease.lease_id}.json")
-    try:
-        fs.delete_file(path)
-    except FileNotFoundError:
-        pass
+    storage.delete_files([f"{_folder(table_root)}/{lease.lease_id}.json"])
 
 
 def leases(table_root: str) -> list[Lease]:

@@ -275,15 +275,7 @@ def _refresh(table: ArcticTable) -> None:
 
 
 def _delete(paths: Iterable[str]) -> int:
-    count = 0
-    for path in sorted(paths):
-        fs, inner = storage.filesystem(path)
-        try:
-            fs.delete_file(inner)
-            count += 1
-        except FileNotFoundError:
-            pass
-    return count
+    return storage.delete_files(sorted(paths))
 
 
 # change-data TTL --------------------------------------------------------------------------------

@@ -157,9 +157,7 @@ def remove_folders(files: TableFiles, root: str | None) -> None:
 
 
 def _delete_each(paths: Iterable[str]) -> None:
-    from arctic_sql.commit import delete_files  # commit imports the catalog, which imports this
-
-    delete_files(sorted(paths))
+    storage.delete_files(sorted(paths))
 
 
 def remove_empty_folders(location: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -45,6 +46,19 @@ def replace_file(location: str, data: bytes) -> None:
     with fs.open_output_stream(tmp) as out:
         out.write(data)
     fs.move(tmp, path)
+
+
+def delete_files(locations: Iterable[str]) -> int:
+    """Delete files, in the order given; missing ones are fine. Returns how many were deleted."""
+    deleted = 0
+    for location in locations:
+        fs, path = filesystem(location)
+        try:
+            fs.delete_file(path)
+            deleted += 1
+        except FileNotFoundError:
+            pass
+    return deleted
 
 
 def delete_tree(location: str) -> None:

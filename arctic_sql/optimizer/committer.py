@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from arctic_sql import commit
+from arctic_sql import commit, storage
 from arctic_sql.catalog import ArcticTable
 from arctic_sql.errors import CommitConflictError
 from arctic_sql.format import versions
@@ -87,7 +87,7 @@ def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: di
         return outcome  # commit_base deleted every written file
     outcome.snapshot_id = snapshot.snapshot_id
     dropped_files = [f.file_path for p in outcome.dropped for f in outputs.get(p, [])]
-    commit.delete_files(dropped_files)
+    storage.delete_files(dropped_files)
     for p, why in outcome.dropped.items():
         log.info("optimize %s: partition %s dropped: %s", table.identifier, p or "(table)", why)
     return outcome

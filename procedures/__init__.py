@@ -5,7 +5,7 @@ core (``arctic_sql``); this package only binds arguments and shapes results. Arg
 (``table => 'db.t'``) or positional, positional first, as in Iceberg's Spark procedures:
 
 >>> from arctic_sql.parser import parse_one
->>> call(session, parse_one("CALL system.optimize('db.t', mode => 'full')"))  # doctest: +SKIP
+>>> call(ctx, parse_one("CALL system.optimize('db.t', mode => 'full')"))  # doctest: +SKIP
 
 A module listed in ``_MODULES`` registers its procedures with :func:`procedure` when imported.
 """
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from arctic_sql.parser.statements import Call
     from pyspark.sql import DataFrame
 
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 _MODULES: tuple[str, ...] = ("optimize", "maintenance")
 _REQUIRED = object()
@@ -49,7 +49,7 @@ class Parameter:
 
 @dataclass(frozen=True)
 class Procedure:
-    """A CALL procedure: ``run(session, **arguments)`` returns rows shaped by ``output`` (Spark DDL)."""
+    """A CALL procedure: ``run(ctx, **arguments)`` returns rows shaped by ``output`` (Spark DDL)."""
 
     name: str
     parameters: tuple[Parameter, ...]
@@ -91,15 +91,15 @@ def lookup(name: str) -> Procedure:
     return procedures[parts[-1]]
 
 
-def call(session: Session, statement: Call) -> DataFrame:
+def call(ctx: StatementContext, statement: Call) -> DataFrame:
     """Run a ``CALL`` statement and return its output rows."""
     proc = lookup(statement.name)
-    arguments = bind(session, proc, statement.expressions)
-    rows = proc.run(session, **arguments)
-    return session.result(rows, proc.output)
+    arguments = bind(ctx, proc, statement.expressions)
+    rows = proc.run(ctx, **arguments)
+    return ctx.result(rows, proc.output)
 
 
-def bind(session: Session, proc: Procedure, expressions: list[exp.Expression]) -> dict[str, Any]:
+def bind(ctx: StatementContext, proc: Procedure, expressions: list[exp.Expression]) -> dict[str, Any]:
     """Match positional and named arguments to ``proc``'s parameters and convert their values."""
     by_name = {p.name: p for p in proc.parameters}
     values: dict[str, Any] = {}
@@ -124,7 +124,7 @@ def bind(session: Session, proc: Procedure, expressions: list[exp.Expression]) -
             name, value = proc.parameters[position].name, argument
         if name in values:
             raise InvalidArgumentError(f"system.{proc.name}: parameter '{name}' is given twice")
-        values[name] = _convert(session, proc, by_name[name], value)
+        values[name] = _convert(ctx, proc, by_name[name], value)
     for p in proc.parameters:
         if p.name not in values:
             if p.required:
@@ -133,12 +133,12 @@ def bind(session: Session, proc: Procedure, expressions: list[exp.Expression]) -
     return values
 
 
-def _convert(session: Session, proc: Procedure, parameter: Parameter, value: exp.Expression) -> Any:
+def _convert(ctx: StatementContext, proc: Procedure, parameter: Parameter, value: exp.Expression) -> Any:
     """A parameter's Python value. Literals convert directly; any other expression (``current_timestamp()
-    - INTERVAL 1 DAY``, ``get_latest_version('db.t')``) is evaluated by one SELECT through the session."""
+    - INTERVAL 1 DAY``, ``get_latest_version('db.t')``) is evaluated by one SELECT (``StatementContext.constant``)."""
     raw = _literal(value)
     if raw is _REQUIRED:
-        raw = session.sql(f"SELECT {value.sql(dialect='spark')}").collect()[0][0]
+        raw = ctx.constant(value.sql(dialect='spark'))
     if raw is None:
         return None
     where = f"system.{proc.name}: parameter '{parameter.name}'"
@@ -160,7 +160,7 @@ def _convert(session: Session, proc: Procedure, parameter: Parameter, value: exp
         except ValueError:
             raise InvalidArgumentError(f"{where} must be a whole number, got {value.sql(dialect='spark')}") from None
     if parameter.type == "timestamp":
-        return _timestamp(session, raw, where, value)
+        return _timestamp(ctx, raw, where, value)
     return raw
 
 
@@ -189,7 +189,7 @@ def _literal(value: exp.Expression) -> Any:
     return _REQUIRED
 
 
-def _timestamp(session: Session, raw: Any, where: str, value: exp.Expression) -> Any:
+def _timestamp(ctx: StatementContext, raw: Any, where: str, value: exp.Expression) -> Any:
     """A timezone-aware ``datetime``: from a timestamp value, a string Spark can cast, or epoch millis."""
     import datetime
 
@@ -198,7 +198,7 @@ def _timestamp(session: Session, raw: Any, where: str, value: exp.Expression) ->
     if isinstance(raw, int):
         return datetime.datetime.fromtimestamp(raw / 1000, tz=datetime.UTC)
     if isinstance(raw, str):
-        parsed = session.spark.sql(f"SELECT try_cast({exp.Literal.string(raw).sql(dialect='spark')} AS TIMESTAMP)")
+        parsed = ctx.spark.sql(f"SELECT try_cast({exp.Literal.string(raw).sql(dialect='spark')} AS TIMESTAMP)")
         ts = parsed.collect()[0][0]
         if ts is not None:
             return ts if ts.tzinfo else ts.astimezone()

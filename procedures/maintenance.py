@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.procedures import Parameter, procedure
 
-from arctic_sql import maintenance
+from arctic_sql.table import maintenance
 
 if TYPE_CHECKING:
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 
 def _ms(moment: datetime.datetime | None) -> int | None:
@@ -27,18 +27,18 @@ def _ms(moment: datetime.datetime | None) -> int | None:
     (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("retain_last", "long", None)),
     maintenance.EXPIRE_OUTPUT,
 )
-def expire_snapshots(session: Session, table: str, older_than: datetime.datetime | None,
+def expire_snapshots(ctx: StatementContext, table: str, older_than: datetime.datetime | None,
                      retain_last: int | None) -> list[tuple]:
     """Expire versions older than ``older_than`` (default: now - ``snapshot.keep.duration``) beyond the
     newest ``retain_last`` (default: ``snapshot.keep.min-count``); delete files no kept version needs."""
-    result = maintenance.expire_snapshots(session.table(table), _ms(older_than), retain_last)
+    result = maintenance.expire_snapshots(ctx.table(table), _ms(older_than), retain_last)
     return [result.row()]
 
 
 @procedure("purge", (Parameter("table"),), maintenance.EXPIRE_OUTPUT)
-def purge(session: Session, table: str) -> list[tuple]:
+def purge(ctx: StatementContext, table: str) -> list[tuple]:
     """Drop all history before the current version (MaxCompute's purge)."""
-    return [maintenance.purge(session.table(table)).row()]
+    return [maintenance.purge(ctx.table(table)).row()]
 
 
 @procedure(
@@ -46,9 +46,9 @@ def purge(session: Session, table: str) -> list[tuple]:
     (Parameter("table"), Parameter("older_than", "timestamp", None)),
     "removed_change_files_count long",
 )
-def expire_change_data(session: Session, table: str, older_than: datetime.datetime | None) -> list[tuple]:
+def expire_change_data(ctx: StatementContext, table: str, older_than: datetime.datetime | None) -> list[tuple]:
     """Drop merged change files older than ``older_than`` (default: now - ``change.data.ttl.minutes``)."""
-    return [(maintenance.expire_change_data(session.table(table), _ms(older_than)),)]
+    return [(maintenance.expire_change_data(ctx.table(table), _ms(older_than)),)]
 
 
 @procedure(
@@ -57,19 +57,19 @@ def expire_change_data(session: Session, table: str, older_than: datetime.dateti
      Parameter("force", "boolean", False)),
     "orphan_file_location string",
 )
-def remove_orphan_files(session: Session, table: str, older_than: datetime.datetime | None,
+def remove_orphan_files(ctx: StatementContext, table: str, older_than: datetime.datetime | None,
                         dry_run: bool, force: bool) -> list[tuple]:
     """Delete files no retained snapshot references, older than ``older_than`` (default: now -
     ``clean-orphan-file.min-existing-time-minutes``, at least an hour); ``dry_run`` only lists them.
     A more recent ``older_than`` needs ``force => true``; files of writes in progress are never removed."""
-    found = maintenance.remove_orphan_files(session.table(table), _ms(older_than), bool(dry_run), bool(force))
+    found = maintenance.remove_orphan_files(ctx.table(table), _ms(older_than), bool(dry_run), bool(force))
     return [(p,) for p in found]
 
 
 @procedure("rollback_to_version", (Parameter("table"), Parameter("version", "long")), maintenance.ROLLBACK_OUTPUT)
-def rollback_to_version(session: Session, table: str, version: int) -> list[tuple]:
+def rollback_to_version(ctx: StatementContext, table: str, version: int) -> list[tuple]:
     """Make a version's rows current again, as a new commit."""
-    return [maintenance.rollback_to_version(session, session.table(table), version).row()]
+    return [maintenance.rollback_to_version(ctx.spark, ctx.table(table), version).row()]
 
 
 @procedure(
@@ -77,8 +77,8 @@ def rollback_to_version(session: Session, table: str, version: int) -> list[tupl
     (Parameter("table"), Parameter("timestamp", "timestamp")),
     maintenance.ROLLBACK_OUTPUT,
 )
-def rollback_to_timestamp(session: Session, table: str, timestamp: datetime.datetime) -> list[tuple]:
+def rollback_to_timestamp(ctx: StatementContext, table: str, timestamp: datetime.datetime) -> list[tuple]:
     """Make the rows of the newest version committed at or before ``timestamp`` current again."""
     ms = _ms(timestamp)
     assert ms is not None
-    return [maintenance.rollback_to_timestamp(session, session.table(table), ms).row()]
+    return [maintenance.rollback_to_timestamp(ctx.spark, ctx.table(table), ms).row()]

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from arctic_sql.procedures import Parameter, procedure
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from sqlglot import exp
 
+from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.optimizer.process import OUTPUT_SCHEMA
 from arctic_sql.optimizer.process import optimize as run_optimize
+from arctic_sql.parser import parse_one
+from arctic_sql.procedures import Parameter, procedure
+from arctic_sql.statements.pruning import row_filter
 
 if TYPE_CHECKING:
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.catalog import ArcticTable
 
 
 @procedure(
@@ -25,7 +31,30 @@ if TYPE_CHECKING:
      Parameter("dry_run", "boolean", False)),
     OUTPUT_SCHEMA,
 )
-def optimize(session: Session, table: str, mode: str, where: str | None, dry_run: bool) -> list[tuple]:
+def optimize(ctx: StatementContext, table: str, mode: str, where: str | None, dry_run: bool) -> list[tuple]:
     """Merge change data and small files of ``table`` into target-size base files."""
-    results = run_optimize(session.spark, session.table(table), mode or "auto", where, bool(dry_run))
+    arctic_table = ctx.table(table)
+    partitions = partition_filter(arctic_table, where)
+    results = run_optimize(ctx.spark, arctic_table, mode or "auto", partitions, bool(dry_run))
     return [r.row() for r in results]
+
+
+def partition_filter(table: ArcticTable, where: str | None) -> BooleanExpression | None:
+    """The pyiceberg filter of a ``where`` that may only name partition columns (None: all)."""
+    if where is None or not where.strip():
+        return None
+    spec, schema = table.spec, table.schema
+    if not spec.fields:
+        raise InvalidArgumentError(f"Table {table.identifier} is not partitioned; optimize it without 'where'")
+    predicate = parse_one(f"SELECT 1 WHERE {where}").args["where"].this
+    allowed = {schema.find_column_name(f.source_id).lower() for f in spec.fields}  # type: ignore[union-attr]
+    named = {c.name.lower() for c in predicate.find_all(exp.Column)}
+    if not named or named - allowed:
+        raise InvalidArgumentError(
+            f"Optimize 'where' may only use partition columns of {table.identifier} ({', '.join(sorted(allowed))}),"
+            f" got: {where}"
+        )
+    result = row_filter(predicate, schema, {""})
+    if isinstance(result, AlwaysTrue):
+        raise InvalidArgumentError(f"Optimize 'where' cannot be evaluated on partitions: {where}")
+    return result

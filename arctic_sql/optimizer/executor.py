@@ -26,16 +26,16 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arctic_sql import node_merge, storage, writer
+from arctic_sql.table import node_merge, storage, writer
 from arctic_sql.errors import ExecutionError
-from arctic_sql.format import layout
-from arctic_sql.format.partitioning import HELPER_PREFIX
+from arctic_sql.table.format import layout
+from arctic_sql.table.format.partitioning import HELPER_PREFIX
 from arctic_sql.optimizer.planner import Task, unique_inputs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     """One Spark job, one Spark task per core, each reading, merging and writing its share of the
     planner tasks' nodes in turn in pyarrow (``reader.balance``: the largest first); return the
     files the tasks report having written."""
-    from arctic_sql.reader import balance
+    from arctic_sql.table.reader import balance
 
     schema, keys = table.schema, list(table.primary_key)
     base, change = node_merge.Store.both(table)
@@ -96,7 +96,7 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from arctic_sql.reader import read_files
+    from arctic_sql.table.reader import read_files
 
     base = tuple(unique_inputs(tasks, "base_files"))
     change = tuple(unique_inputs(tasks, "change_files"))

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile
 
-from arctic_sql.format.tree import DataTreeNode
+from arctic_sql.table.format.tree import DataTreeNode
 
 if TYPE_CHECKING:
-    from arctic_sql.catalog import ArcticTable
-    from arctic_sql.scan import FileEntry
+    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.scan import FileEntry
 
 KeyBounds = tuple[tuple[Any, Any], ...]
 

@@ -14,21 +14,21 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from sqlglot import exp
+from pyiceberg.expressions import BooleanExpression
 
-from arctic_sql import commit, storage
+from arctic_sql.table import commit, storage
 from arctic_sql.errors import ArcticError, InvalidArgumentError
-from arctic_sql.format import versions
-from arctic_sql.format.partitioning import partition_path
-from arctic_sql.optimizer import committer, evaluator, executor, planner, state
+from arctic_sql.table.format import versions
+from arctic_sql.table.format.partitioning import partition_path
+from arctic_sql.optimizer import committer, evaluator, executor, planner
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
-from arctic_sql.scan import live_files
+from arctic_sql.table.scan import live_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
 
 log = logging.getLogger(__name__)
 
@@ -75,32 +75,9 @@ class Snapshot:
         return sorted(set(self.base) | set(self.change))
 
 
-def partition_filter(table: ArcticTable, where: str | None) -> BooleanExpression | None:
-    """The pyiceberg filter of a ``where`` that may only name partition columns (None: all)."""
-    if where is None or not where.strip():
-        return None
-    from arctic_sql.parser import parse_one
-    from arctic_sql.pruning import row_filter
-
-    spec, schema = table.spec, table.schema
-    if not spec.fields:
-        raise InvalidArgumentError(f"Table {table.identifier} is not partitioned; optimize it without 'where'")
-    predicate = parse_one(f"SELECT 1 WHERE {where}").args["where"].this
-    allowed = {schema.find_column_name(f.source_id).lower() for f in spec.fields}  # type: ignore[union-attr]
-    named = {c.name.lower() for c in predicate.find_all(exp.Column)}
-    if not named or named - allowed:
-        raise InvalidArgumentError(
-            f"Optimize 'where' may only use partition columns of {table.identifier} ({', '.join(sorted(allowed))}),"
-            f" got: {where}"
-        )
-    result = row_filter(predicate, schema, {""})
-    if isinstance(result, AlwaysTrue):
-        raise InvalidArgumentError(f"Optimize 'where' cannot be evaluated on partitions: {where}")
-    return result
-
-
-def gather(table: ArcticTable, where: str | None = None) -> Snapshot:
-    """Read the current metadata of both stores (no data file is opened)."""
+def gather(table: ArcticTable, partitions: BooleanExpression | None = None) -> Snapshot:
+    """Read the current metadata of both stores (no data file is opened); ``partitions``: a filter on
+    partition columns selecting the partitions to consider (None: all)."""
     table.base.refresh()
     if table.change is not None:
         table.change.refresh()
@@ -113,11 +90,10 @@ def gather(table: ArcticTable, where: str | None = None) -> Snapshot:
         if f.sequence_number > marks.get(f.partition, 0)
     ]
     selected = None
-    filt = partition_filter(table, where)
-    if filt is not None:
+    if partitions is not None:
         selected = {task.file.file_path for store, snap in ((table.base, base_snap), (table.change, change_snap))
                     if store is not None and snap is not None
-                    for task in store.scan(row_filter=filt, snapshot_id=snap.snapshot_id).plan_files()}
+                    for task in store.scan(row_filter=partitions, snapshot_id=snap.snapshot_id).plan_files()}
         selected = {f.partition for f in [*base_entries, *change_entries] if f.path in selected}
     base: dict[str, list[PlanFile]] = defaultdict(list)
     change: dict[str, list[PlanFile]] = defaultdict(list)
@@ -180,7 +156,8 @@ def decide(table: ArcticTable, snap: Snapshot, mode: str, settings: Settings,
     return inputs
 
 
-def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO, where: str | None = None,
+def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO,
+             partitions: BooleanExpression | None = None,
              dry_run: bool = False, trigger: str = "manual", budget_bytes: int | None = None,
              now_ms: int | None = None) -> list[PartitionResult]:
     """Optimize ``table`` once; return one result per partition planned (``budget_bytes``: input cap)."""
@@ -188,7 +165,7 @@ def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO, where: s
     if mode not in MODES:
         raise InvalidArgumentError(f"Unknown optimizing mode '{mode}'; use one of {', '.join(MODES)}")
     settings = Settings.of(table)
-    snap = gather(table, where)
+    snap = gather(table, partitions)
     plan = planner.plan(decide(table, snap, mode, settings, now_ms), settings, budget_bytes)
     for skipped in plan.skipped:
         log.info("optimize %s: partition %s left for the next run (input budget spent)", table.identifier,

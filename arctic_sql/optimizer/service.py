@@ -28,12 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arctic_sql.catalog import TableIdentifier
-from arctic_sql.optimizer import process, state
+from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.optimizer import process
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.optimizer.inputs import Settings
 
 if TYPE_CHECKING:
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
     from arctic_sql.session import Session
 
 log = logging.getLogger("arctic_sql.optimizer")
@@ -173,7 +174,7 @@ class Service:
 
     def _maintain(self, table: ArcticTable) -> None:
         """Expiration (with the change-data TTL) and orphan cleaning on schedule, where the table enables them."""
-        from arctic_sql import maintenance
+        from arctic_sql.table import maintenance
 
         now = state.now_ms()
         settings = table.settings

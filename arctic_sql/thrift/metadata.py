@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import types as st
 
 from arctic_sql.thrift.results import ResultColumn
-from arctic_sql.types import spark_schema
 
 if TYPE_CHECKING:
     from arctic_sql.session import Session
@@ -148,9 +147,7 @@ def table_types() -> Rows:
 def _schema_of(session: Session, handle: tuple[str, str, str]) -> st.StructType | None:
     source, database, name = handle
     if source == "arctic":
-        from arctic_sql.catalog import TableIdentifier
-
-        return spark_schema(session.catalog.load_table(TableIdentifier(database, name)).schema)
+        return session.table(f"{database}.{name}").spark_schema
     try:
         return session.spark.table(f"`{database}`.`{name}`").schema
     except Exception:  # noqa: BLE001 - a view whose definition no longer resolves: list no columns
@@ -219,8 +216,6 @@ def columns(session: Session, schema_pattern: str | None, table_pattern: str | N
 
 def primary_keys(session: Session, schema_pattern: str | None, table_pattern: str | None) -> Rows:
     """The primary key columns of arctic tables (Spark tables have none)."""
-    from arctic_sql.catalog import TableIdentifier
-
     names = matcher(table_pattern)
     rows = []
     for database in databases(session, schema_pattern):
@@ -229,7 +224,7 @@ def primary_keys(session: Session, schema_pattern: str | None, table_pattern: st
         for name in session.catalog.list_tables(database):
             if not _match(names, name):
                 continue
-            table = session.catalog.load_table(TableIdentifier(database, name))
+            table = session.table(f"{database}.{name}")
             for seq, column in enumerate(table.primary_key, start=1):
                 rows.append(("", database, name, column, seq, f"{name}_pk"))
     return rows

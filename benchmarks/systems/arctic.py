@@ -103,8 +103,8 @@ def optimize(s, result: Result, work: str) -> None:
     node) go to ``work/optimize_plan.json`` for L1 (``benchmarks.arrow_merge``), which merges the
     same files in one pyarrow process after this process has exited.
     """
-    from arctic_sql.format.tree import DataTreeNode
-    from arctic_sql.scan import plan_read
+    from arctic_sql.table.format.tree import DataTreeNode
+    from arctic_sql.table.scan import plan_read
 
     plan = plan_read(s.table(TABLE))
     files = [*plan.base_files, *plan.change_files]

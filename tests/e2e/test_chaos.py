@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from arctic_sql import maintenance
+from arctic_sql.table import maintenance
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from arctic_sql.catalog import CHANGE_SUFFIX, TableIdentifier
+from arctic_sql.table.catalog import CHANGE_SUFFIX, TableIdentifier
 from arctic_sql.errors import IncompleteTableError, InvalidArgumentError, NoSuchTableError, TableAlreadyExistsError
 from arctic_sql.faults import EXIT_CODE
 
@@ -28,8 +28,8 @@ CATALOG_DDL = textwrap.dedent(
     from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType
-    from arctic_sql import schema_changes
-    from arctic_sql.catalog import ArcticCatalog, TableIdentifier
+    from arctic_sql.statements import schema_changes
+    from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
     from arctic_sql.session import _load_catalog
 
     catalog = ArcticCatalog(_load_catalog(sys.argv[1], "arctic", None, None))

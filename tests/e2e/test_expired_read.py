@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from arctic_sql import maintenance
+from arctic_sql.table import maintenance
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.spark import translate
 

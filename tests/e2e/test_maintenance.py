@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arctic_sql import maintenance
+from arctic_sql.table import maintenance
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, VersionNotFoundError
-from arctic_sql.optimizer import committer, executor, planner, process, state
+from arctic_sql.optimizer import committer, executor, planner, process
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.scan import live_files
+from arctic_sql.table.scan import live_files
 
 pytestmark = pytest.mark.spark
 
@@ -131,7 +132,7 @@ def _planned_optimize(arctic):
     state.save(table, record)
     tasks = [t for p in plan.partitions for t in p.tasks]
     execution = executor.run_tasks(arctic.spark, table, tasks, record.output_prefix, retries=0)
-    from arctic_sql.commit import data_files
+    from arctic_sql.table.commit import data_files
 
     outputs = {"": data_files(table.base, execution.paths)}
     return table, plan, outputs, record
@@ -290,8 +291,8 @@ def test_purge_keeps_only_the_current_version(table_with_history):
 CRASHING_EXPIRY = textwrap.dedent(
     """
     import sys
-    from arctic_sql import maintenance
-    from arctic_sql.catalog import ArcticCatalog, TableIdentifier
+    from arctic_sql.table import maintenance
+    from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
     from arctic_sql.session import _load_catalog
     catalog = ArcticCatalog(_load_catalog(sys.argv[1], "arctic", None, None))
     table = catalog.load_table(TableIdentifier("db", "t"))

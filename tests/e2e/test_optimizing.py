@@ -16,7 +16,9 @@ import textwrap
 import pytest
 from test_reference_model import Log, Model, _rows, _step, check_incremental_reads
 
-from arctic_sql.optimizer import committer, executor, planner, process, state
+from arctic_sql.optimizer import committer, executor, planner, process
+
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.optimizer.inputs import Settings
 
 pytestmark = pytest.mark.spark
@@ -109,8 +111,8 @@ def _planned(arctic, mode: str = "full"):
     record = state.new_record(table, mode, "test", snap.base_snapshot_id, snap.change_snapshot_id)
     tasks = [t for p in plan.partitions for t in p.tasks]
     execution = executor.run_tasks(arctic.spark, table, tasks, record.output_prefix, retries=0)
-    from arctic_sql.commit import data_files
-    from arctic_sql.format.partitioning import partition_path
+    from arctic_sql.table.commit import data_files
+    from arctic_sql.table.format.partitioning import partition_path
 
     outputs: dict[str, list] = {}
     for f in data_files(table.base, execution.paths):

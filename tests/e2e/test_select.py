@@ -96,7 +96,7 @@ def test_python_key_hash_matches_spark_xxhash64(arctic):
 
     from pyiceberg import types as it
 
-    from arctic_sql.format.keyhash import spark_xxhash64
+    from arctic_sql.table.format.keyhash import spark_xxhash64
 
     cases = [
         ((5,), (it.LongType(),), "CAST(5 AS BIGINT)"),

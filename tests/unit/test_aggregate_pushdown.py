@@ -1,4 +1,4 @@
-"""Aggregate pushdown (arctic_sql.aggregate_pushdown): which statements it takes, how it rewrites
+"""Aggregate pushdown (arctic_sql.statements.aggregate_pushdown): which statements it takes, how it rewrites
 them, and the partials of a node group against pyarrow's own aggregates of all the rows."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType, StructType
 from sqlglot import exp
 
-from arctic_sql import aggregate_pushdown as ap
+from arctic_sql.statements import aggregate_pushdown as ap
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "status", StringType()),
                 NestedField(3, "amount", DoubleType()), NestedField(4, "n", LongType()),

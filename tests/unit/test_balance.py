@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from arctic_sql.reader import balance
+from arctic_sql.table.reader import balance
 
 
 @pytest.mark.parametrize("seed", range(5))

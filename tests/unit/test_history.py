@@ -11,10 +11,10 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from arctic_sql import commit, maintenance
-from arctic_sql.catalog import ArcticCatalog, TableIdentifier
-from arctic_sql.format import versions
-from arctic_sql.history import Range, change_files, version_at
+from arctic_sql.table import commit, maintenance
+from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+from arctic_sql.table.format import versions
+from arctic_sql.table.changes import Range, change_files, version_at
 
 
 @pytest.fixture

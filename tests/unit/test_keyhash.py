@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyiceberg import types as it
 
-from arctic_sql.format.keyhash import SPARK_SEED, spark_xxhash64, xxh64
+from arctic_sql.table.format.keyhash import SPARK_SEED, spark_xxhash64, xxh64
 
 
 def test_reference_vectors():

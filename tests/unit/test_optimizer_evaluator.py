@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from arctic_sql import properties
+from arctic_sql.table import properties
 from arctic_sql.optimizer.evaluator import (
     FULL,
     MAJOR,

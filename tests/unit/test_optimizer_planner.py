@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from arctic_sql.format.tree import DataTreeNode
+from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.optimizer.evaluator import FULL, MAJOR, MINOR
 from arctic_sql.optimizer.inputs import PlanFile, Settings, overlaps
 from arctic_sql.optimizer.planner import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arctic_sql import properties as props
+from arctic_sql.table import properties as props
 from arctic_sql.errors import InvalidArgumentError
 
 

@@ -8,7 +8,7 @@ from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-from arctic_sql.pruning import pushable_where, row_filter
+from arctic_sql.statements.pruning import pushable_where, row_filter
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -10,7 +10,7 @@ from arctic_sql.parser import parse_one
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, StructType
 
-from arctic_sql.query import referenced_columns
+from arctic_sql.statements.query import referenced_columns
 
 TABLE = SimpleNamespace(  # the two attributes referenced_columns reads of an ArcticTable
     primary_key=["order_id"],

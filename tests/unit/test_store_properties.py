@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arctic_sql import properties
+from arctic_sql.table import properties
 from arctic_sql.errors import InvalidArgumentError
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arctic_sql.format.layout import parse_file_path
-from arctic_sql.format.tree import DataTreeNode
+from arctic_sql.table.format.layout import parse_file_path
+from arctic_sql.table.format.tree import DataTreeNode
 
 
 def test_ids_follow_amoro():

@@ -12,28 +12,29 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql import properties as props
-from arctic_sql import store_sync
-from arctic_sql.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
+from arctic_sql.table import properties as props
+from arctic_sql.table import store_sync
+from arctic_sql.table.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.faults import fault_point
-from arctic_sql.types import _Ids, to_iceberg_type
+from arctic_sql.table.types import _Ids, to_iceberg_type
+from arctic_sql.statements.clauses import literal_value, spark_struct
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pyiceberg.table.update.schema import UpdateSchema
 
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 
-def apply_alter(session: Session, table: ArcticTable, expression: exp.Alter) -> None:
+def apply_alter(ctx: StatementContext, table: ArcticTable, expression: exp.Alter) -> None:
     for action in expression.args.get("actions") or []:
         if isinstance(action, exp.AlterSet):
             _set_properties(table, action)
         elif isinstance(action, (exp.Schema, exp.ColumnDef)):
             columns = action.expressions if isinstance(action, exp.Schema) else [action]
-            _add_columns(session, table, [c for c in columns if isinstance(c, exp.ColumnDef)])
+            _add_columns(ctx, table, [c for c in columns if isinstance(c, exp.ColumnDef)])
         elif isinstance(action, exp.RenameColumn):
             _rename_column(table, action.this.name, action.args["to"].name)
         elif isinstance(action, exp.Drop) and (action.kind or "").upper() == "COLUMN":
@@ -43,8 +44,6 @@ def apply_alter(session: Session, table: ArcticTable, expression: exp.Alter) -> 
 
 
 def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
-    from arctic_sql.ddl import literal_value
-
     raw: dict[str, str] = {}
     for container in action.expressions:
         for prop in container.expressions if isinstance(container, exp.Properties) else [container]:
@@ -77,10 +76,8 @@ def _protected(table: ArcticTable, field_id: int, verb: str, name: str) -> None:
         raise InvalidArgumentError(f"Cannot {verb} partition column '{name}' of {table.identifier}")
 
 
-def _add_columns(session: Session, table: ArcticTable, columns: list[exp.ColumnDef]) -> None:
-    from arctic_sql.ddl import spark_struct
-
-    struct = spark_struct(session, columns)
+def _add_columns(ctx: StatementContext, table: ArcticTable, columns: list[exp.ColumnDef]) -> None:
+    struct = spark_struct(ctx, columns)
     existing = {f.name.lower() for f in table.schema.fields}
     for field in struct.fields:
         if field.name.lower() in existing:

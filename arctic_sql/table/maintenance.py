@@ -30,15 +30,19 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Snapshot
 
-from arctic_sql import leases, storage
-from arctic_sql.catalog import ArcticTable
-from arctic_sql.faults import fault_point
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
-from arctic_sql.format import layout, versions
-from arctic_sql.scan import live_files
+from arctic_sql.faults import fault_point
+from arctic_sql.table import commit, leases, storage, writer
+from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.changes import version_at
+from arctic_sql.table.format import layout, versions
+from arctic_sql.table.format.partitioning import partition_path
+from arctic_sql.table.optimizing_state import running_processes
+from arctic_sql.table.reader import merged_dataframe
+from arctic_sql.table.scan import live_files, plan_read
 
 if TYPE_CHECKING:
-    from arctic_sql.session import Session
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +68,6 @@ def orphan_min_age_ms(table: ArcticTable) -> int:
 
 def change_ttl_ms(table: ArcticTable) -> int:
     return table.settings.change_data_ttl_minutes * MINUTE_MS
-
-
-def _running(table: ArcticTable) -> list:  # list[ProcessRecord]
-    from arctic_sql.optimizer.state import running_processes
-
-    return running_processes(table)
 
 
 # what files a set of snapshots needs ------------------------------------------------------------
@@ -179,7 +177,7 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
     commits = history.commits
     kept = [c for c in commits if c.committed_at_ms >= older_than_ms] + commits[-retain_last:]
     v0 = min(kept, key=lambda c: c.version) if kept else None
-    running = _running(table)
+    running = running_processes(table)
     plans = []
     stores = [("change", table.change), ("base", table.base)] if table.change is not None else [("base", table.base)]
     for store_name, store in stores:
@@ -291,8 +289,6 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
     if older_than_ms is None:
         older_than_ms = now_ms() - change_ttl_ms(table)
     change = table.change
-    from arctic_sql import commit
-
     dropped = 0
 
     def apply(tx: Transaction, commit_id: str) -> None:
@@ -379,7 +375,7 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
     either referenced or still covered by its lease (leases.py); one that starts later only makes
     files newer than ``older_than_ms``.
     """
-    running = _running(table)
+    running = running_processes(table)
     writes = leases.live_leases(layout.table_root(table.base.location()))
     starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
     cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
@@ -451,7 +447,7 @@ ROLLBACK = "rollback"
 ROLLBACK_TO = "arctic.rollback-to"
 
 
-def rollback_to_version(session: Session, table: ArcticTable, version: int) -> RollbackResult:
+def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -> RollbackResult:
     """Make ``version``'s rows the current state, as a new commit: history before and after stays.
 
     The new commit replaces every base file and, on a primary-key table, moves every partition's
@@ -460,11 +456,6 @@ def rollback_to_version(session: Session, table: ArcticTable, version: int) -> R
     those files are committed again as they are; otherwise the version's merged rows are written
     once by a Spark job, as INSERT OVERWRITE would.
     """
-    from arctic_sql import commit, writer
-    from arctic_sql.format.partitioning import partition_path
-    from arctic_sql.reader import merged_dataframe
-    from arctic_sql.scan import plan_read
-
     _refresh(table)
     history = versions.history(table.base, table.change)
     if not any(c.version == version for c in history.commits):
@@ -479,7 +470,7 @@ def rollback_to_version(session: Session, table: ArcticTable, version: int) -> R
         plan = plan_read(table, version)
         written: list[str] = []
         if plan.change_files:
-            rows = writer.align(merged_dataframe(session.spark, table, plan), table.schema)
+            rows = writer.align(merged_dataframe(spark, table, plan), table.schema)
             written = writer.write_files(rows, table, store="base")
             new_files = commit.data_files(table.base, written)
         else:
@@ -511,10 +502,8 @@ def rollback_to_version(session: Session, table: ArcticTable, version: int) -> R
         return RollbackResult(previous, version, txn if txn is not None else snapshot.sequence_number)
 
 
-def rollback_to_timestamp(session: Session, table: ArcticTable, timestamp_ms: int) -> RollbackResult:
+def rollback_to_timestamp(spark: SparkSession, table: ArcticTable, timestamp_ms: int) -> RollbackResult:
     """Roll back to the newest version committed at or before ``timestamp_ms``."""
-    from arctic_sql.history import version_at
-
     history = versions.history(table.base, table.change)
     version = version_at(history, timestamp_ms * 1000)
     if version is None:
@@ -522,4 +511,4 @@ def rollback_to_timestamp(session: Session, table: ArcticTable, timestamp_ms: in
             f"Cannot roll {table.identifier} back to {timestamp_ms} ms: no retained version was committed "
             f"by then (available: {history.describe()})"
         )
-    return rollback_to_version(session, table, version)
+    return rollback_to_version(spark, table, version)

@@ -11,35 +11,37 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql import leases
-from arctic_sql import properties as props
-from arctic_sql.catalog import TableIdentifier
+from arctic_sql.table import leases
+from arctic_sql.table import properties as props
+from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, NoSuchDatabaseError, TableAlreadyExistsError
 from arctic_sql.faults import fault_point
-from arctic_sql.format.partitioning import PartitionTerm, build_spec
+from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.parser import statements, to_spark_sql
-from arctic_sql.types import iceberg_schema, type_string
+from arctic_sql.table.types import iceberg_schema, type_string
+from arctic_sql.statements.clauses import literal_value, spark_struct
+from arctic_sql.statements.schema_changes import apply_alter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 ARCTIC_PROVIDERS = {"arctic", "mixed_iceberg", "iceberg"}
 
 
 # CREATE ------------------------------------------------------------------------------------------
-def create(session: Session, expression: exp.Create, text: str) -> DataFrame | None:
+def create(ctx: StatementContext, expression: exp.Create, text: str) -> DataFrame | None:
     kind = (expression.kind or "").upper()
     if kind in ("DATABASE", "SCHEMA"):
         name = _namespace_name(expression.this)
-        session.catalog.create_database(name, if_not_exists=bool(expression.args.get("exists")))
-        session.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{name}`")
-        return session.ok()
+        ctx.catalog.create_database(name, if_not_exists=bool(expression.args.get("exists")))
+        ctx.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{name}`")
+        return ctx.ok()
     if kind != "TABLE" or not _is_arctic_create(expression):
         return None
-    return create_table(session, expression)
+    return create_table(ctx, expression)
 
 
 def _namespace_name(node: exp.Expression) -> str:
@@ -60,10 +62,6 @@ def _is_arctic_create(expression: exp.Create) -> bool:
     formats += [k.args["include"].args["using"].name for k in _properties(expression, exp.PrimaryKey)
                 if k.args.get("include") is not None and k.args["include"].args.get("using") is not None]
     return not formats or formats[0].lower() in ARCTIC_PROVIDERS
-
-
-def literal_value(node: exp.Expression) -> str:
-    return node.name if isinstance(node, (exp.Literal, exp.Identifier, exp.Var, exp.Column)) else node.sql()
 
 
 def _table_properties(expression: exp.Expression) -> dict[str, str]:
@@ -102,21 +100,10 @@ def _partition_terms(expression: exp.Create) -> list[PartitionTerm]:
     return terms
 
 
-def spark_struct(session: Session, column_defs: list[exp.ColumnDef]) -> StructType:
-    """The Spark schema of CREATE TABLE column definitions, using Spark's own type parser."""
-    from pyspark.sql.types import _parse_datatype_string
-
-    ddl = ", ".join(f"`{c.name}` {c.args['kind'].sql('spark')}" for c in column_defs)
-    try:
-        return _parse_datatype_string(ddl)  # type: ignore[return-value]
-    except Exception as e:
-        raise InvalidArgumentError(f"Invalid column definitions: {ddl}") from e
-
-
-def create_table(session: Session, expression: exp.Create) -> DataFrame:
+def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     target = expression.this
     table_node = target.this if isinstance(target, exp.Schema) else target
-    identifier = TableIdentifier.parse(".".join(p.name for p in table_node.parts), session.current_database)
+    identifier = TableIdentifier.parse(".".join(p.name for p in table_node.parts), ctx.current_database)
     column_defs = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
                    if isinstance(c, exp.ColumnDef)]
     keys_nodes = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
@@ -130,18 +117,18 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
     user_props = props.validate(_table_properties(expression), creating=True)
     exists = bool(expression.args.get("exists"))
     replace = bool(expression.args.get("replace"))
-    if session.catalog.table_exists(identifier) and not replace:
+    if ctx.catalog.table_exists(identifier) and not replace:
         if exists:
-            return session.ok()
+            return ctx.ok()
         raise TableAlreadyExistsError(f"Table {identifier} already exists")
 
     source = None
     if query_node is not None:
-        if replace and any(_identifier_of(session, t) == identifier for t in query_node.find_all(exp.Table)):
+        if replace and any(_identifier_of(ctx, t) == identifier for t in query_node.find_all(exp.Table)):
             # The old table's files go before the new rows are written from the (lazy) query.
             raise InvalidArgumentError(f"CREATE OR REPLACE TABLE {identifier} cannot read {identifier} itself")
-        source = session.run_spark(query_node, to_spark_sql(query_node))
-        struct = source.schema if not column_defs else spark_struct(session, column_defs)
+        source = ctx.run_spark(query_node, to_spark_sql(query_node))
+        struct = source.schema if not column_defs else spark_struct(ctx, column_defs)
         if column_defs and len(column_defs) != len(source.columns):
             raise InvalidArgumentError(
                 f"CREATE TABLE {identifier} declares {len(column_defs)} columns but its query returns "
@@ -150,7 +137,7 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
     else:
         if not column_defs:
             raise InvalidArgumentError(f"CREATE TABLE {identifier} needs columns or AS SELECT")
-        struct = spark_struct(session, column_defs)
+        struct = spark_struct(ctx, column_defs)
     names = [f.name for f in struct.fields]
     _check_names(names, identifier)
     by_lower = {n.lower(): n for n in names}
@@ -176,28 +163,28 @@ def create_table(session: Session, expression: exp.Create) -> DataFrame:
                     "so that a key never moves between partitions"
                 )
     location = [p for p in _properties(expression, exp.LocationProperty)]
-    if replace and session.catalog.table_exists(identifier):
+    if replace and ctx.catalog.table_exists(identifier):
         # CREATE OR REPLACE (what dbt-spark sends for iceberg models): the query is planned and
         # checked above, before the old table goes. Not atomic: a reader in between finds no table.
-        session.catalog.drop_table(identifier, purge=True)
+        ctx.catalog.drop_table(identifier, purge=True)
     # CTAS stages the table under a hidden name and publishes it once its rows are committed: a
     # crash or a failing query leaves no table behind, and the next CREATE clears what is left.
-    table = session.catalog.create_table(
+    table = ctx.catalog.create_table(
         identifier, schema, spec, user_props, location=location[0].name if location else None,
         staged=source is not None,
     )
     if source is not None:
-        from arctic_sql import dml
+        from arctic_sql.statements import dml
 
         renamed = source.toDF(*names)
         fault_point("ctas-before-data")
         try:
-            dml.overwrite_rows(session, table, renamed, operation="create-as-select")
+            dml.overwrite_rows(ctx, table, renamed, operation="create-as-select")
         except BaseException:
-            session.catalog.discard_staged(table)
+            ctx.catalog.discard_staged(table)
             raise
-        session.catalog.publish(table)
-    return session.ok()
+        ctx.catalog.publish(table)
+    return ctx.ok()
 
 
 def _check_key_types(struct: StructType, primary_key: list[str]) -> None:
@@ -230,9 +217,9 @@ def _check_transactional(user_props: dict[str, str], primary_key: list[str], ide
         )
 
 
-def _identifier_of(session: Session, node: exp.Table) -> TableIdentifier | None:
+def _identifier_of(ctx: StatementContext, node: exp.Table) -> TableIdentifier | None:
     try:
-        return TableIdentifier.parse(".".join(p.name for p in node.parts), session.current_database)
+        return TableIdentifier.parse(".".join(p.name for p in node.parts), ctx.current_database)
     except InvalidArgumentError:
         return None
 
@@ -246,48 +233,46 @@ def _check_names(names: list[str], identifier: TableIdentifier) -> None:
 
 
 # DROP --------------------------------------------------------------------------------------------
-def drop(session: Session, expression: exp.Drop, text: str) -> DataFrame | None:
+def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | None:
     kind = (expression.kind or "").upper()
     targets = expression.args.get("tables") or [expression.this]
     if len(targets) != 1:
         raise InvalidArgumentError("DROP takes one name at a time")
     if kind in ("DATABASE", "SCHEMA"):
         name = _namespace_name(targets[0])
-        if not session.catalog.database_exists(name) and not session.spark.catalog.databaseExists(name):
+        if not ctx.catalog.database_exists(name) and not ctx.spark.catalog.databaseExists(name):
             if expression.args.get("exists"):
-                return session.ok()
+                return ctx.ok()
             raise NoSuchDatabaseError(f"Database '{name}' does not exist")
         cascade = bool(expression.args.get("cascade"))
-        session.catalog.drop_database(name, if_exists=True, cascade=cascade)
-        session.spark.sql(text)
-        if session.current_database == name.lower():
-            session.current_database = "default"
-        return session.ok()
+        ctx.catalog.drop_database(name, if_exists=True, cascade=cascade)
+        ctx.spark.sql(text)
+        if ctx.current_database == name.lower():
+            ctx.current_database = "default"
+        return ctx.ok()
     if kind != "TABLE":
         return None
-    identifier = TableIdentifier.parse(".".join(p.name for p in targets[0].parts), session.current_database)
-    if not session.catalog.table_exists(identifier):
-        if session.catalog.remove_leftovers(identifier):  # what an interrupted CREATE or DROP left
-            return session.ok()
+    identifier = TableIdentifier.parse(".".join(p.name for p in targets[0].parts), ctx.current_database)
+    if not ctx.catalog.table_exists(identifier):
+        if ctx.catalog.remove_leftovers(identifier):  # what an interrupted CREATE or DROP left
+            return ctx.ok()
         return None  # Spark reports a missing table, or drops its own
-    session.catalog.drop_table(identifier, purge=bool(expression.args.get("purge")))
-    return session.ok()
+    ctx.catalog.drop_table(identifier, purge=bool(expression.args.get("purge")))
+    return ctx.ok()
 
 
 # ALTER -------------------------------------------------------------------------------------------
-def alter(session: Session, expression: exp.Alter, text: str) -> DataFrame | None:
-    table = session.arctic_table(expression.this)
+def alter(ctx: StatementContext, expression: exp.Alter, text: str) -> DataFrame | None:
+    table = ctx.arctic_table(expression.this)
     if table is None:
         return None
-    from arctic_sql.schema_changes import apply_alter
-
     with leases.writing(table, "alter"):  # its metadata files are unreferenced until each commit
-        apply_alter(session, table, expression)
-    return session.ok()
+        apply_alter(ctx, table, expression)
+    return ctx.ok()
 
 
-def unset_properties(session: Session, expression: statements.UnsetTableProperties, text: str) -> DataFrame | None:
-    table = session.arctic_table(expression.this)
+def unset_properties(ctx: StatementContext, expression: statements.UnsetTableProperties, text: str) -> DataFrame | None:
+    table = ctx.arctic_table(expression.this)
     if table is None:
         return None
     keys = [props.canonical_key(k.name) for k in expression.expressions]
@@ -297,14 +282,14 @@ def unset_properties(session: Session, expression: statements.UnsetTableProperti
             raise InvalidArgumentError(f"Table property '{key}' is not set on {table.identifier}")
     with leases.writing(table, "alter"), table.base.transaction() as tx:
         tx.remove_properties(*[k for k in keys if k in table.properties])
-    return session.ok()
+    return ctx.ok()
 
 
 # DESCRIBE / SHOW ---------------------------------------------------------------------------------
-def describe(session: Session, expression: exp.Describe, text: str) -> DataFrame | None:
+def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> DataFrame | None:
     if not isinstance(expression.this, exp.Table):
         return None
-    table = session.arctic_table(expression.this)
+    table = ctx.arctic_table(expression.this)
     if table is None:
         return None
     rows: list[tuple[str, str, str | None]] = []
@@ -334,18 +319,18 @@ def describe(session: Session, expression: exp.Describe, text: str) -> DataFrame
                                                    for f in table.spec.fields), ""))
         shown = table.user_properties()
         rows.append(("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]", ""))
-    return session.result(rows, "col_name string, data_type string, comment string")
+    return ctx.result(rows, "col_name string, data_type string, comment string")
 
 
-def show_tables(session: Session, expression: statements.ShowTables, text: str) -> DataFrame:
-    database = expression.this.name if expression.this is not None else session.current_database
+def show_tables(ctx: StatementContext, expression: statements.ShowTables, text: str) -> DataFrame:
+    database = expression.this.name if expression.this is not None else ctx.current_database
     like = expression.args.get("like")
-    if not session.catalog.database_exists(database) and not session.spark.catalog.databaseExists(database):
+    if not ctx.catalog.database_exists(database) and not ctx.spark.catalog.databaseExists(database):
         raise NoSuchDatabaseError(f"Database '{database}' does not exist")
-    names = set(session.catalog.list_tables(database)) if session.catalog.database_exists(database) else set()
+    names = set(ctx.catalog.list_tables(database)) if ctx.catalog.database_exists(database) else set()
     rows = [(database, n, False) for n in names]
-    if session.spark.catalog.databaseExists(database):
-        for t in session.spark.catalog.listTables(database):
+    if ctx.spark.catalog.databaseExists(database):
+        for t in ctx.spark.catalog.listTables(database):
             if t.name.startswith("arctic_view_") or (t.name in names and not t.isTemporary):
                 continue
             rows.append((database if not t.isTemporary else "", t.name, bool(t.isTemporary)))
@@ -354,32 +339,32 @@ def show_tables(session: Session, expression: statements.ShowTables, text: str) 
         rows = [r for r in rows if any(fnmatch.fnmatch(r[1].lower(), p.strip()) for p in pattern.split("|"))]
     rows.sort(key=lambda r: (r[2], r[1]))
     if expression.args.get("extended"):
-        return _show_tables_extended(session, database, rows, names)
-    return session.result(rows, "namespace string, tableName string, isTemporary boolean")
+        return _show_tables_extended(ctx, database, rows, names)
+    return ctx.result(rows, "namespace string, tableName string, isTemporary boolean")
 
 
-def _show_tables_extended(session: Session, database: str, rows: list[tuple], arctic_names: set[str]) -> DataFrame:
+def _show_tables_extended(ctx: StatementContext, database: str, rows: list[tuple], arctic_names: set[str]) -> DataFrame:
     """SHOW TABLE EXTENDED: Spark's ``information`` text for arctic tables, Spark's own for the rest.
 
     Tools parse this text (dbt-spark reads ``Type:`` and ``Provider:`` from it for its relation cache).
     """
     spark_info: dict[tuple[str, bool], str] = {}
     if any(r[1] not in arctic_names for r in rows):
-        namespace = f" IN `{database}`" if session.spark.catalog.databaseExists(database) else ""
-        for row in session.spark.sql(f"SHOW TABLE EXTENDED{namespace} LIKE '*'").collect():
+        namespace = f" IN `{database}`" if ctx.spark.catalog.databaseExists(database) else ""
+        for row in ctx.spark.sql(f"SHOW TABLE EXTENDED{namespace} LIKE '*'").collect():
             spark_info[(row[1], bool(row[2]))] = row[3]
     result = []
     for namespace, name, temporary in rows:
         if name in arctic_names and not temporary:
-            information = _arctic_information(session, TableIdentifier(database, name))
+            information = _arctic_information(ctx, TableIdentifier(database, name))
         else:
             information = spark_info.get((name, temporary), "")
         result.append((namespace, name, temporary, information))
-    return session.result(result, "namespace string, tableName string, isTemporary boolean, information string")
+    return ctx.result(result, "namespace string, tableName string, isTemporary boolean, information string")
 
 
-def _arctic_information(session: Session, identifier: TableIdentifier) -> str:
-    table = session.catalog.load_table(identifier)
+def _arctic_information(ctx: StatementContext, identifier: TableIdentifier) -> str:
+    table = ctx.catalog.load_table(identifier)
     schema = table.schema
     lines = [
         "Catalog: spark_catalog", f"Database: {identifier.database}", f"Table: {identifier.name}",
@@ -397,26 +382,26 @@ def _arctic_information(session: Session, identifier: TableIdentifier) -> str:
     return "\n".join(lines) + "\n"
 
 
-def show_databases(session: Session, expression: statements.ShowDatabases, text: str) -> DataFrame:
-    names = set(session.catalog.list_databases()) | {d.name for d in session.spark.catalog.listDatabases()}
+def show_databases(ctx: StatementContext, expression: statements.ShowDatabases, text: str) -> DataFrame:
+    names = set(ctx.catalog.list_databases()) | {d.name for d in ctx.spark.catalog.listDatabases()}
     like = expression.args.get("like")
     if like is not None:
         names = {n for n in names if fnmatch.fnmatch(n.lower(), like.name.lower())}
-    return session.result([(n,) for n in sorted(names)], "namespace string")
+    return ctx.result([(n,) for n in sorted(names)], "namespace string")
 
 
-def explain(session: Session, expression: statements.Explain, text: str) -> DataFrame:
-    from arctic_sql import query
+def explain(ctx: StatementContext, expression: statements.Explain, text: str) -> DataFrame:
+    from arctic_sql.statements import query
 
     inner = expression.this
-    resolved = query.resolve(session, inner)
+    resolved = query.resolve(ctx, inner)
     try:
-        df = session.spark.sql(to_spark_sql(resolved.expression))
+        df = ctx.spark.sql(to_spark_sql(resolved.expression))
         mode = expression.args.get("kind") or "simple"
         plan = df._jdf.queryExecution().explainString(
-            session.spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
+            ctx.spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
         )
     finally:
         for view in resolved.views:
-            session.spark.catalog.dropTempView(view)
-    return session.result([(plan,)], "plan string")
+            ctx.spark.catalog.dropTempView(view)
+    return ctx.result([(plan,)], "plan string")

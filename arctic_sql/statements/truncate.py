@@ -13,24 +13,24 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table
 from sqlglot import exp
 
-from arctic_sql import commit, leases
+from arctic_sql.table import commit, leases
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.format import versions
-from arctic_sql.scan import live_files
-from arctic_sql.show import matches, partition_filter
+from arctic_sql.table.format import versions
+from arctic_sql.table.scan import live_files
+from arctic_sql.statements.show import matches, partition_filter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.catalog import ArcticTable
-    from arctic_sql.session import Session
+    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.statements.context import StatementContext
 
 OPERATION = "truncate"
 
 
-def truncate(session: Session, expression: exp.TruncateTable, text: str) -> DataFrame | None:
+def truncate(ctx: StatementContext, expression: exp.TruncateTable, text: str) -> DataFrame | None:
     targets = expression.expressions
-    tables = [session.arctic_table(node) for node in targets]
+    tables = [ctx.arctic_table(node) for node in targets]
     if all(t is None for t in tables):
         return None  # Spark truncates its own tables
     if len(targets) != 1:
@@ -42,7 +42,7 @@ def truncate(session: Session, expression: exp.TruncateTable, text: str) -> Data
         raise InvalidArgumentError(f"TRUNCATE TABLE ... PARTITION is not allowed on {table.identifier}: "
                                    "it is not partitioned")
     truncate_table(table, partition_filter(table, partition))
-    return session.ok()
+    return ctx.ok()
 
 
 def truncate_table(table: ArcticTable, wanted: dict[str, str]) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
-from arctic_sql.catalog import ArcticTable
-from arctic_sql.format import versions
-from arctic_sql.scan import live_files, plan_read
+from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.format import versions
+from arctic_sql.table.scan import live_files, plan_read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 
 def _ts(ms: int) -> datetime.datetime:
@@ -23,7 +23,7 @@ def _count(summary: dict[str, str], key: str) -> int:
     return int(summary.get(key, 0) or 0)
 
 
-def history(session: Session, table: ArcticTable) -> DataFrame:
+def history(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     """One row per data commit (a version), oldest first."""
     rows = []
     for c in versions.data_commits(table.base, table.change):
@@ -34,12 +34,12 @@ def history(session: Session, table: ArcticTable) -> DataFrame:
             added_rows, removed_rows = _count(s, "added-records"), _count(s, "deleted-records")
         rows.append((c.version, _ts(c.committed_at_ms), c.operation, c.store, c.snapshot_id, added_rows,
                      removed_rows, _count(s, "added-data-files"), _count(s, "deleted-data-files")))
-    return session.result(rows, "version long, committed_at timestamp, operation string, store string, "
+    return ctx.result(rows, "version long, committed_at timestamp, operation string, store string, "
                                 "snapshot_id long, rows_added long, rows_removed long, files_added long, "
                                 "files_removed long")
 
 
-def snapshots(session: Session, table: ArcticTable) -> DataFrame:
+def snapshots(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     """Every retained Iceberg snapshot of both stores, optimizing and reservations included."""
     rows = []
     stores = [("base", table.base)] + ([("change", table.change)] if table.change is not None else [])
@@ -48,7 +48,7 @@ def snapshots(session: Session, table: ArcticTable) -> DataFrame:
             summary = versions.summary_of(snap)
             rows.append((store_name, snap.snapshot_id, snap.parent_snapshot_id, snap.sequence_number,
                          _ts(snap.timestamp_ms), versions.operation_of(snap), summary))
-    return session.result(rows, "store string, snapshot_id long, parent_id long, sequence_number long, "
+    return ctx.result(rows, "store string, snapshot_id long, parent_id long, sequence_number long, "
                                 "committed_at timestamp, operation string, summary map<string,string>")
 
 
@@ -67,7 +67,7 @@ def _key_range(table: ArcticTable, data_file) -> tuple[str | None, str | None]:
     return ", ".join(parts_low), ", ".join(parts_high)
 
 
-def files(session: Session, table: ArcticTable) -> DataFrame:
+def files(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     """The live files of the latest version: store, node, kind, sequence, size, rows, key range."""
     plan = plan_read(table)
     rows = []
@@ -80,12 +80,12 @@ def files(session: Session, table: ArcticTable) -> DataFrame:
         merged = f.store == "change" and f.path not in read
         rows.append((f.store, f.partition, f.node_id, kind, f.sequence_number, f.path, f.file_size,
                      f.record_count, low, high, merged))
-    return session.result(rows, "store string, partition string, node long, kind string, sequence_number long, "
+    return ctx.result(rows, "store string, partition string, node long, kind string, sequence_number long, "
                                 "path string, size_bytes long, rows long, key_min string, key_max string, "
                                 "merged boolean")
 
 
-def partitions(session: Session, table: ArcticTable) -> DataFrame:
+def partitions(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     """Per partition: files and rows in each store, and the watermark."""
     plan = plan_read(table)
     stats: dict[str, list[int]] = {}
@@ -98,13 +98,13 @@ def partitions(session: Session, table: ArcticTable) -> DataFrame:
         s[2] += 1
         s[3] += f.record_count
     rows = [(p, s[0], s[1], s[2], s[3], plan.watermarks.get(p, 0)) for p, s in sorted(stats.items())]
-    return session.result(rows, "partition string, base_files long, base_rows long, change_files long, "
+    return ctx.result(rows, "partition string, base_files long, base_rows long, change_files long, "
                                 "change_rows long, watermark long")
 
 
-def optimizing(session: Session, table: ArcticTable) -> DataFrame:
+def optimizing(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     """One row per optimizing process (manual or by the service), oldest first."""
-    from arctic_sql.optimizer import state
+    from arctic_sql.table import optimizing_state as state
 
     rows = [
         (r.process_id, r.mode, r.effective_status, r.trigger, _ts(r.started_at_ms),
@@ -113,7 +113,7 @@ def optimizing(session: Session, table: ArcticTable) -> DataFrame:
          r.output_files, r.output_bytes, r.task_time_ms, r.retries, r.failure_reason)
         for r in state.processes(table)
     ]
-    return session.result(rows, "process_id string, mode string, status string, trigger string, "
+    return ctx.result(rows, "process_id string, mode string, status string, trigger string, "
                                 "started_at timestamp, ended_at timestamp, duration_ms long, partitions string, "
                                 "input_files long, input_bytes long, output_files long, output_bytes long, "
                                 "task_time_ms long, retries long, failure_reason string")
@@ -123,5 +123,5 @@ _TABLES = {"history": history, "snapshots": snapshots, "files": files, "partitio
            "optimizing": optimizing}
 
 
-def metadata_table(session: Session, table: ArcticTable, name: str) -> DataFrame:
-    return _TABLES[name](session, table)
+def metadata_table(ctx: StatementContext, table: ArcticTable, name: str) -> DataFrame:
+    return _TABLES[name](ctx, table)

@@ -1,7 +1,7 @@
 """Aggregate pushdown into the merge by node: each node group aggregates its merged rows, Spark
 combines the partial results.
 
-A merge by node (reader.merged_by_node) hands Spark every merged row through Arrow, and Spark pays
+A merge by node (table.reader.merged_by_node) hands Spark every merged row through Arrow, and Spark pays
 for each row it takes in about as much as the merge itself costs (benchmarks/README.md). When one
 level of a statement is a GROUP BY over one arctic table with only decomposable aggregates, every
 node group aggregates its own rows in pyarrow and hands Spark one row per group key, and that level
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import DataFrame
 
-    from arctic_sql.catalog import ArcticTable
-    from arctic_sql.session import Session
+    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.statements.context import StatementContext
 
 _INTEGRAL = (it.IntegerType, it.LongType)
 _FLOATING = (it.FloatType, it.DoubleType)
@@ -200,7 +200,7 @@ def spark_types(pushdown: Pushdown, schema: Schema):
     """The Spark schema of the partials: the grouping columns, then one column per partial."""
     from pyspark.sql import types as st
 
-    from arctic_sql.types import to_spark_type
+    from arctic_sql.table.types import to_spark_type
 
     fields = [st.StructField(name, to_spark_type(schema.find_field(name).field_type), True)
               for name in pushdown.group_by]
@@ -216,14 +216,28 @@ def spark_types(pushdown: Pushdown, schema: Schema):
     return st.StructType(fields)
 
 
-def dataframe_for(session: Session, node: exp.Table, table: ArcticTable, version: int | None) -> DataFrame | None:
+def aggregated_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, pushdown: Pushdown
+                       ) -> DataFrame | None:
+    """Per node group, the partial aggregates of its merged rows ; None as for
+    ``reader.by_node``."""
+    from pyiceberg.types import StringType
+
+    from arctic_sql.table.reader import by_node
+
+    schema = plan.schema.select(*dict.fromkeys([*table.primary_key, *pushdown.columns]))
+    # Grouping strings read dictionary-encoded: a third of the time to read, and to group by.
+    strings = frozenset(c for c in pushdown.group_by if isinstance(plan.schema.find_field(c).field_type, StringType))
+    return by_node(spark, table, plan, schema, spark_types(pushdown, plan.schema),
+                   lambda rows: partial_aggregate(rows, pushdown), "arctic_aggregate_by_node", strings)
+
+
+def dataframe_for(ctx: StatementContext, node: exp.Table, table: ArcticTable, version: int | None) -> DataFrame | None:
     """The partials of ``node``'s select, merged and aggregated by node, with the select rewritten to
     combine them; None, with nothing changed, when the pushdown does not apply or would not help
     (no change data to merge: Spark reads the base itself)."""
     from arctic_sql.parser import to_spark_sql
-    from arctic_sql.reader import aggregated_by_node
-    from arctic_sql.scan import plan_read
-    from arctic_sql.types import spark_schema
+    from arctic_sql.table.scan import plan_read
+    from arctic_sql.table.types import spark_schema
 
     select = node.parent_select
     if table.change is None or not isinstance(select, exp.Select):
@@ -235,20 +249,20 @@ def dataframe_for(session: Session, node: exp.Table, table: ArcticTable, version
     plan = plan_read(table, version)
     if not plan.change_files:
         return None
-    df = aggregated_by_node(session.spark, table, plan, pushdown)
+    df = aggregated_by_node(ctx.spark, table, plan, pushdown)
     if df is None:
         return None
     names = None
     if needs_names(select):  # ask Spark what it calls them, over an empty view of the table
         probe = select.copy()
         view = f"arctic_names_{id(probe)}"
-        session.spark.createDataFrame([], spark_schema(plan.schema)).createOrReplaceTempView(view)
+        ctx.spark.createDataFrame([], spark_schema(plan.schema)).createOrReplaceTempView(view)
         source = probe.args.get("from_") or probe.args.get("from")
         source.this.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(
             this=exp.to_identifier(node.alias or node.name))))
         try:
-            names = session.spark.sql(to_spark_sql(probe)).columns
+            names = ctx.spark.sql(to_spark_sql(probe)).columns
         finally:
-            session.spark.catalog.dropTempView(view)
+            ctx.spark.catalog.dropTempView(view)
     rewrite(select, by_node, table.schema, names)
     return df

@@ -37,11 +37,11 @@ from pyiceberg.table import FileScanTask
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import NestedField
 
-from arctic_sql import storage
+from arctic_sql.table import storage
 from arctic_sql.errors import VersionNotFoundError
 
 if TYPE_CHECKING:
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
 
 TAG = "_arctic_tag"
 ROW = "_arctic_row"

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow.fs as pafs
 
-from arctic_sql import storage
+from arctic_sql.table import storage
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
 
 T = TypeVar("T")
 
@@ -104,7 +104,7 @@ def files_of(stores: Iterable[Table]) -> TableFiles:
 
 def files_of_table(table: ArcticTable) -> TableFiles:
     """The files of both stores of ``table`` and the optimizer's process records of it."""
-    from arctic_sql.optimizer import state
+    from arctic_sql.table import optimizing_state as state
 
     files = files_of([table.base] + ([table.change] if table.change is not None else []))
     folder = f"{state.table_root(table)}/optimizing"

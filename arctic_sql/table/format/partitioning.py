@@ -125,7 +125,7 @@ def helper_columns(spec: PartitionSpec, schema: Schema):  # -> list[Column]
             w = transform.width
             value = F.substring(col, 1, w) if isinstance(source_type, it.StringType) else col - F.pmod(col, F.lit(w))
         elif isinstance(transform, BucketTransform):
-            from arctic_sql.format.bucket_udf import bucket_udf
+            from arctic_sql.table.format.bucket_udf import bucket_udf
 
             value = bucket_udf(source_type, transform.num_buckets)(col)
         else:  # pragma: no cover - build_spec admits no other transform

@@ -24,13 +24,16 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from arctic_sql import storage
-from arctic_sql.catalog import ArcticTable
+from arctic_sql.table import storage
 from arctic_sql.errors import ArcticError
-from arctic_sql.format import layout
+from arctic_sql.table.format import layout
+
+if TYPE_CHECKING:
+    from arctic_sql.table.catalog import ArcticTable
 
 
 class Status(StrEnum):

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table
 from sqlglot import exp
 
-from arctic_sql import commit, leases, writer
-from arctic_sql.catalog import ArcticTable
+from arctic_sql.table import commit, leases, writer
+from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.errors import (
     CommitConflictError,
     InvalidArgumentError,
@@ -27,15 +27,16 @@ from arctic_sql.errors import (
     PrimaryKeyViolationError,
     UnsupportedOperationError,
 )
-from arctic_sql.format import layout, versions
-from arctic_sql.merge_plan import MergePlan
+from arctic_sql.table.format import layout, versions
+from arctic_sql.statements.merge_plan import MergePlan
+from arctic_sql.statements.time_travel import at_version
 from arctic_sql.parser import to_spark_sql
-from arctic_sql.scan import latest_version, live_files
+from arctic_sql.table.scan import latest_version, live_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,10 @@ class _StaleRead(Exception):
 
 
 # helpers -----------------------------------------------------------------------------------------
-def _target(session: Session, node: exp.Expression) -> tuple[ArcticTable | None, exp.Table]:
+def _target(ctx: StatementContext, node: exp.Expression) -> tuple[ArcticTable | None, exp.Table]:
     table_node = node.this if isinstance(node, exp.Schema) else node
     assert isinstance(table_node, exp.Table)
-    return session.arctic_table(table_node), table_node
+    return ctx.arctic_table(table_node), table_node
 
 
 def _column(table: ArcticTable, name: str) -> str:
@@ -132,7 +133,7 @@ def _changes_frame(
 
 
 def write_changes(
-    session: Session,
+    ctx: StatementContext,
     table: ArcticTable,
     *,
     upserts: DataFrame | None = None,
@@ -171,7 +172,7 @@ def write_changes(
         return commit.commit_change(table, paths, operation, validate=validate)
 
 
-def overwrite_rows(session: Session, table: ArcticTable, rows: DataFrame, operation: str) -> None:
+def overwrite_rows(ctx: StatementContext, table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``."""
     with leases.writing(table, operation):
         data = writer.align(rows, table.schema)
@@ -180,7 +181,7 @@ def overwrite_rows(session: Session, table: ArcticTable, rows: DataFrame, operat
         paths = writer.write_files(data, table, store="base")
         new_files = commit.data_files(table.base, paths)
         spec, schema = table.spec, table.schema
-        from arctic_sql.format.partitioning import partition_path
+        from arctic_sql.table.format.partitioning import partition_path
 
         affected = {partition_path(spec, schema, f.partition) for f in new_files}
         if not spec.fields:
@@ -202,7 +203,7 @@ def overwrite_rows(session: Session, table: ArcticTable, rows: DataFrame, operat
         commit.commit_base(table, build, paths)
 
 
-def append_rows(session: Session, table: ArcticTable, rows: DataFrame, operation: str) -> None:
+def append_rows(ctx: StatementContext, table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Append rows to a table without a primary key."""
     with leases.writing(table, operation):
         paths = writer.write_files(writer.align(rows, table.schema), table, store="base")
@@ -214,7 +215,7 @@ def append_rows(session: Session, table: ArcticTable, rows: DataFrame, operation
         )
 
 
-def rewrite_table(session: Session, table: ArcticTable, build_rows, operation: str) -> None:  # noqa: ANN001
+def rewrite_table(ctx: StatementContext, table: ArcticTable, build_rows, operation: str) -> None:  # noqa: ANN001
     """Copy-on-write for tables without a key: replace every file with ``build_rows(version)``."""
 
     def once(version: int) -> None:
@@ -250,16 +251,9 @@ def _retrying(table: ArcticTable, operation: str, attempt_once) -> None:  # noqa
     raise CommitConflictError(f"{operation.upper()} on {table.identifier} kept conflicting with other writers")
 
 
-def at_version(table_node: exp.Table, version: int) -> exp.Table:
-    node = table_node.copy()
-    if version > 0:
-        node.set("version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(version)))
-    return node
-
-
 # statements --------------------------------------------------------------------------------------
-def insert(session: Session, expression: exp.Insert, text: str) -> DataFrame | None:
-    table, table_node = _target(session, expression.this)
+def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFrame | None:
+    table, table_node = _target(ctx, expression.this)
     if table is None:
         return None
     columns = [c.name for c in expression.this.expressions] if isinstance(expression.this, exp.Schema) else None
@@ -271,26 +265,26 @@ def insert(session: Session, expression: exp.Insert, text: str) -> DataFrame | N
                 raise UnsupportedOperationError("INSERT ... PARTITION needs column = value for every column given")
             static[item.this.name] = item.expression
     query_node = expression.expression
-    source = session.run_spark(query_node, to_spark_sql(query_node))
+    source = ctx.run_spark(query_node, to_spark_sql(query_node))
     rows = conform(table, source, columns, static)
     if expression.args.get("overwrite"):
-        overwrite_rows(session, table, rows, "overwrite")
+        overwrite_rows(ctx, table, rows, "overwrite")
     elif table.is_keyed:
-        write_changes(session, table, upserts=rows, deletes=None, operation="insert")
+        write_changes(ctx, table, upserts=rows, deletes=None, operation="insert")
     else:
-        append_rows(session, table, rows, "insert")
-    return session.ok()
+        append_rows(ctx, table, rows, "insert")
+    return ctx.ok()
 
 
-def _select_from_target(session: Session, table_node: exp.Table, version: int, projections, where):
+def _select_from_target(ctx: StatementContext, table_node: exp.Table, version: int, projections, where):
     select = exp.select(*projections).from_(at_version(table_node, version))
     if where is not None:
         select = select.where(where)
-    return session.run_spark(select, to_spark_sql(select))
+    return ctx.run_spark(select, to_spark_sql(select))
 
 
-def delete(session: Session, expression: exp.Delete, text: str) -> DataFrame | None:
-    table, table_node = _target(session, expression.this)
+def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFrame | None:
+    table, table_node = _target(ctx, expression.this)
     if table is None:
         return None
     where = expression.args.get("where")
@@ -299,19 +293,19 @@ def delete(session: Session, expression: exp.Delete, text: str) -> DataFrame | N
         keys = [exp.column(k, quoted=True) for k in table.primary_key]
 
         def once(version: int) -> None:
-            doomed = _select_from_target(session, table_node, version, keys, condition)
-            write_changes(session, table, upserts=None, deletes=doomed, operation="delete", read_version=version)
+            doomed = _select_from_target(ctx, table_node, version, keys, condition)
+            write_changes(ctx, table, upserts=None, deletes=doomed, operation="delete", read_version=version)
 
         _retrying(table, "delete", once)
     else:
         keep = exp.not_(exp.func("coalesce", condition, exp.false())) if condition is not None else exp.false()
-        rewrite_table(session, table,
-                      lambda v: _select_from_target(session, table_node, v, [exp.Star()], keep), "delete")
-    return session.ok()
+        rewrite_table(ctx, table,
+                      lambda v: _select_from_target(ctx, table_node, v, [exp.Star()], keep), "delete")
+    return ctx.ok()
 
 
-def update(session: Session, expression: exp.Update, text: str) -> DataFrame | None:
-    table, table_node = _target(session, expression.this)
+def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFrame | None:
+    table, table_node = _target(ctx, expression.this)
     if table is None:
         return None
     assignments: dict[str, exp.Expression] = {}
@@ -327,8 +321,8 @@ def update(session: Session, expression: exp.Update, text: str) -> DataFrame | N
                        for f in table.schema.fields]
 
         def once(version: int) -> None:
-            rows = _select_from_target(session, table_node, version, projections, condition)
-            write_changes(session, table, upserts=rows, deletes=None, operation="update", read_version=version)
+            rows = _select_from_target(ctx, table_node, version, projections, condition)
+            write_changes(ctx, table, upserts=rows, deletes=None, operation="update", read_version=version)
 
         _retrying(table, "update", once)
     else:
@@ -338,13 +332,13 @@ def update(session: Session, expression: exp.Update, text: str) -> DataFrame | N
             for name, value in ((f.name, assignments.get(f.name, exp.column(f.name, quoted=True)))
                                 for f in table.schema.fields)
         ]
-        rewrite_table(session, table,
-                      lambda v: _select_from_target(session, table_node, v, projections, None), "update")
-    return session.ok()
+        rewrite_table(ctx, table,
+                      lambda v: _select_from_target(ctx, table_node, v, projections, None), "update")
+    return ctx.ok()
 
 
-def merge(session: Session, expression: exp.Merge, text: str) -> DataFrame | None:
-    table, table_node = _target(session, expression.this)
+def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame | None:
+    table, table_node = _target(ctx, expression.this)
     if table is None:
         return None
     if not table.is_keyed:
@@ -352,8 +346,8 @@ def merge(session: Session, expression: exp.Merge, text: str) -> DataFrame | Non
     plan = MergePlan.of(expression, table)
 
     def once(version: int) -> None:
-        changes, blind = plan.changes(session, table_node, version)
-        write_changes(session, table, changes=changes, operation="merge", read_version=None if blind else version)
+        changes, blind = plan.changes(ctx, table_node, version)
+        write_changes(ctx, table, changes=changes, operation="merge", read_version=None if blind else version)
 
     _retrying(table, "merge", once)
-    return session.ok()
+    return ctx.ok()

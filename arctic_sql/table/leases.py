@@ -12,7 +12,7 @@ Orphan removal reads the live leases *before* it reads the table's metadata, and
 file modified after the oldest live lease started (nor within :data:`CLOCK_SKEW_MS` of it): every
 file a write in flight can produce is newer than its lease. A write that starts after orphan
 removal read the leases writes only files newer than its ``older_than``. Optimizing processes are
-leased by their process records (optimizer/state.py), which orphan removal reads the same way.
+leased by their process records (table/optimizing_state.py), which orphan removal reads the same way.
 
 A writer killed without cleanup leaves its lease until it expires (:data:`LEASE_MS`); until then
 orphan removal only postpones the files written since.
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from arctic_sql import storage
-from arctic_sql.format import layout
+from arctic_sql.table import storage
+from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
 
 log = logging.getLogger(__name__)
 

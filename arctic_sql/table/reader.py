@@ -31,10 +31,10 @@ import heapq
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from arctic_sql import node_merge, storage
-from arctic_sql.format.tree import DataTreeNode
-from arctic_sql.scan import FileEntry, ReadPlan
-from arctic_sql.types import spark_schema
+from arctic_sql.table import node_merge, storage
+from arctic_sql.table.format.tree import DataTreeNode
+from arctic_sql.table.scan import FileEntry, ReadPlan
+from arctic_sql.table.types import spark_schema
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,8 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from arctic_sql.aggregate_pushdown import Pushdown
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
 
 TXN = "_arctic_txn"
 IS_DELETE = "_arctic_is_delete"
@@ -68,9 +67,9 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
 
     if table.change is None or not plan.change_files:
         return read_files(spark, plan.schema, plan.base_files)
-    by_node = merged_by_node(spark, table, plan, columns) if in_memory else None
-    if by_node is not None:
-        return by_node
+    merged = merged_by_node(spark, table, plan, columns) if in_memory else None
+    if merged is not None:
+        return merged
     base = read_files(spark, plan.schema, plan.base_files)
     keys = table.primary_key
     # Every key with a change above the watermark overrides the base, whatever that change is, so
@@ -134,30 +133,16 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *columns]))
     # Arrow batches cannot carry rows without columns: a key column stands in when none is asked for.
     output = schema.column_names if columns is None else [n for n in schema.column_names if n in columns] or keys[:1]
-    return _by_node(spark, table, plan, schema, spark_schema(plan.schema.select(*output), all_nullable=True),
-                    lambda rows: rows.select(output), "arctic_merge_by_node")
+    return by_node(spark, table, plan, schema, spark_schema(plan.schema.select(*output), all_nullable=True),
+                   lambda rows: rows.select(output), "arctic_merge_by_node")
 
 
-def aggregated_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, pushdown: Pushdown
-                       ) -> DataFrame | None:
-    """Per node group, the partial aggregates of its merged rows (aggregate_pushdown); None as for
-    :func:`merged_by_node`."""
-    from pyiceberg.types import StringType
-
-    from arctic_sql.aggregate_pushdown import partial_aggregate, spark_types
-
-    schema = plan.schema.select(*dict.fromkeys([*table.primary_key, *pushdown.columns]))
-    # Grouping strings read dictionary-encoded: a third of the time to read, and to group by.
-    strings = frozenset(c for c in pushdown.group_by if isinstance(plan.schema.find_field(c).field_type, StringType))
-    return _by_node(spark, table, plan, schema, spark_types(pushdown, plan.schema),
-                    lambda rows: partial_aggregate(rows, pushdown), "arctic_aggregate_by_node", strings)
-
-
-def _by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Schema, spark_type: StructType,
+def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Schema, spark_type: StructType,
              finish: Callable[[pa.Table], pa.Table], name: str, dictionary: frozenset[str] = frozenset()
              ) -> DataFrame | None:
     """Per node group, merge its files in ``schema`` and hand Spark ``finish`` of the rows, of
-    ``spark_type``; ``dictionary``: see ``node_merge.read_node``."""
+    ``spark_type``; ``dictionary``: see ``node_merge.read_node``. None when a group is too large to
+    merge in memory. (The aggregate pushdown of queries finishes with partial aggregates.)"""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     limit = table.settings.merge_on_read_in_memory_max_bytes

@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql.catalog import ArcticTable
+from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
-from arctic_sql.format import layout
+from arctic_sql.table.format import layout
 from arctic_sql.parser import to_spark_sql
+from arctic_sql.statements.time_travel import at_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 SOURCE_MARK = "_arctic_s"
 TARGET_MARK = "_arctic_t"
@@ -110,20 +111,20 @@ class MergePlan:
                    tuple(table.primary_key))
 
     # ------------------------------------------------------------------------------------------
-    def changes(self, session: Session, target_node: exp.Table, version: int) -> tuple[DataFrame, bool]:
+    def changes(self, ctx: StatementContext, target_node: exp.Table, version: int) -> tuple[DataFrame, bool]:
         """The change rows (table columns + ``arctic_op``), and whether they were computed blind."""
         source_sql = self._source_select()
         if self._may_be_blind():
-            source = session.run_spark(source_sql, to_spark_sql(source_sql))
+            source = ctx.run_spark(source_sql, to_spark_sql(source_sql))
             view = f"arctic_merge_source_{next(_ids)}"
             source.createOrReplaceTempView(view)
             try:
-                blind = self._blind_changes(session, view)
+                blind = self._blind_changes(ctx, view)
                 if blind is not None:
                     return blind, True
             finally:
-                session.spark.catalog.dropTempView(view)
-        return self._joined_changes(session, source_sql, target_node, version), False
+                ctx.spark.catalog.dropTempView(view)
+        return self._joined_changes(ctx, source_sql, target_node, version), False
 
     def _source_select(self) -> exp.Select:
         return exp.select(exp.Star(), exp.alias_(exp.true(), SOURCE_MARK)).from_(self.source.copy())
@@ -167,10 +168,10 @@ class MergePlan:
                                  exp.Literal.string(result))
         return case if case.args.get("ifs") else exp.null()
 
-    def _blind_changes(self, session: Session, view: str) -> DataFrame | None:
+    def _blind_changes(self, ctx: StatementContext, view: str) -> DataFrame | None:
         matched, unmatched = self._first("matched"), self._first("not_matched")
         src = exp.to_identifier(self.source_alias)
-        frame = session.spark.sql(
+        frame = ctx.spark.sql(
             f"SELECT *, {to_spark_sql(matched)} AS _arctic_m, {to_spark_sql(unmatched)} AS _arctic_n "
             f"FROM {view} AS {src.sql('spark')}"
         )
@@ -193,10 +194,8 @@ class MergePlan:
             F.col("_arctic_m").alias(layout.OP_COLUMN),
         )
 
-    def _joined_changes(self, session: Session, source_sql: exp.Select, target_node: exp.Table,
+    def _joined_changes(self, ctx: StatementContext, source_sql: exp.Select, target_node: exp.Table,
                         version: int) -> DataFrame:
-        from arctic_sql.dml import at_version
-
         bare = target_node.copy()
         bare.set("alias", None)
         target_select = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(at_version(bare, version))
@@ -245,4 +244,4 @@ class MergePlan:
         outer = exp.select(*[exp.column(c, quoted=True) for c in self.columns], exp.column(layout.OP_COLUMN)).from_(
             query.subquery("_arctic_merge")
         ).where(exp.column(CLAUSE).is_(exp.null()).not_())
-        return session.run_spark(outer, to_spark_sql(outer))
+        return ctx.run_spark(outer, to_spark_sql(outer))

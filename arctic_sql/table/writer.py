@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 
-from arctic_sql import storage
+from arctic_sql.table import storage
 from arctic_sql.errors import ExecutionError
-from arctic_sql.format import layout
-from arctic_sql.format.partitioning import helper_columns, helper_name
-from arctic_sql.format.tree import node_id_column
-from arctic_sql.types import spark_schema
+from arctic_sql.table.format import layout
+from arctic_sql.table.format.partitioning import helper_columns, helper_name
+from arctic_sql.table.format.tree import node_id_column
+from arctic_sql.table.types import spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.catalog import ArcticTable
+    from arctic_sql.table.catalog import ArcticTable
 
 # Rows per file are capped from the target size and a conservative compressed row width, so that a
 # large INSERT OVERWRITE yields several files per node rather than one huge one.

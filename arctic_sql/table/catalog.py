@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchNamespaceError
@@ -25,9 +26,9 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from arctic_sql import properties as props
-from arctic_sql import purge as _purge
-from arctic_sql import store_sync
+from arctic_sql.table import properties as props
+from arctic_sql.table import purge as _purge
+from arctic_sql.table import store_sync
 from arctic_sql.errors import (
     IncompleteTableError,
     InvalidArgumentError,
@@ -36,7 +37,10 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
-from arctic_sql.table_settings import TableSettings
+from arctic_sql.table.table_settings import TableSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 CHANGE_SUFFIX = "__change"
 STAGED_SUFFIX = "__creating"  # the base store of a CTAS until its rows are committed
@@ -99,6 +103,13 @@ class ArcticTable:
     @property
     def schema(self) -> Schema:
         return self.base.schema()
+
+    @property
+    def spark_schema(self) -> StructType:
+        """The table's columns as Spark types (field ids in their metadata)."""
+        from arctic_sql.table.types import spark_schema
+
+        return spark_schema(self.schema)
 
     @property
     def spec(self) -> PartitionSpec:

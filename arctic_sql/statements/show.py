@@ -13,21 +13,21 @@ from urllib.parse import unquote
 from pyiceberg import transforms as tf
 from sqlglot import exp
 
-from arctic_sql import properties as props
-from arctic_sql.catalog import ArcticTable
+from arctic_sql.table import properties as props
+from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.parser import statements
-from arctic_sql.types import to_spark_type
+from arctic_sql.table.types import to_spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.session import Session
+    from arctic_sql.statements.context import StatementContext
 
 
-def show_table_properties(session: Session, expression: statements.ShowTableProperties, text: str) -> DataFrame | None:
+def show_table_properties(ctx: StatementContext, expression: statements.ShowTableProperties, text: str) -> DataFrame | None:
     """``SHOW TBLPROPERTIES t [('key')]``: (key, value) rows of the properties the user set."""
-    table = session.arctic_table(expression.this)
+    table = ctx.arctic_table(expression.this)
     if table is None:
         return None
     shown = table.user_properties()
@@ -39,10 +39,10 @@ def show_table_properties(session: Session, expression: statements.ShowTableProp
         # Spark answers a missing key with a row, not an error.
         value = shown.get(key, f"Table {table.identifier} does not have property: {key_node.name}")
         rows = [(key_node.name, value)]
-    return session.result(rows, "key string, value string")
+    return ctx.result(rows, "key string, value string")
 
 
-def show_columns(session: Session, expression: statements.ShowColumns, text: str) -> DataFrame | None:
+def show_columns(ctx: StatementContext, expression: statements.ShowColumns, text: str) -> DataFrame | None:
     """``SHOW COLUMNS IN t [IN db]``: one ``col_name`` row per column."""
     node = expression.this
     database = expression.args.get("database")
@@ -52,20 +52,20 @@ def show_columns(session: Session, expression: statements.ShowColumns, text: str
                 f"SHOW COLUMNS names two databases: {node.text('db')} (in {node.sql()}) and {database.name}"
             )
         node = exp.Table(this=node.this.copy(), db=database.copy())
-    table = session.arctic_table(node)
+    table = ctx.arctic_table(node)
     if table is None:
         return None
-    return session.result([(f.name,) for f in table.schema.fields], "col_name string")
+    return ctx.result([(f.name,) for f in table.schema.fields], "col_name string")
 
 
-def show_partitions(session: Session, expression: statements.ShowPartitions, text: str) -> DataFrame | None:
+def show_partitions(ctx: StatementContext, expression: statements.ShowPartitions, text: str) -> DataFrame | None:
     """``SHOW PARTITIONS t [PARTITION (k = v)]``: one ``region=eu/...`` row per partition holding data.
 
     Read from file metadata: a partition is listed while it has base files or change files.
     """
-    from arctic_sql.scan import plan_read
+    from arctic_sql.table.scan import plan_read
 
-    table = session.arctic_table(expression.this)
+    table = ctx.arctic_table(expression.this)
     if table is None:
         return None
     if not table.spec.fields:
@@ -74,7 +74,7 @@ def show_partitions(session: Session, expression: statements.ShowPartitions, tex
     found = {f.partition for f in [*plan.base_files, *plan.change_files] if f.record_count > 0}
     wanted = partition_filter(table, expression.args.get("partition"))
     rows = [(p,) for p in sorted(found) if matches(p, wanted)]
-    return session.result(rows, "partition string")
+    return ctx.result(rows, "partition string")
 
 
 def partition_filter(table: ArcticTable, partition: exp.Expression | None) -> dict[str, str]:
@@ -111,12 +111,12 @@ _TIME_TRANSFORMS = {tf.YearTransform: "years", tf.MonthTransform: "months", tf.D
                     tf.HourTransform: "hours"}
 
 
-def show_create_table(session: Session, expression: statements.ShowCreateTable, text: str) -> DataFrame | None:
+def show_create_table(ctx: StatementContext, expression: statements.ShowCreateTable, text: str) -> DataFrame | None:
     """``SHOW CREATE TABLE t``: one ``createtab_stmt`` row that recreates the table when run."""
-    table = session.arctic_table(expression.this)
+    table = ctx.arctic_table(expression.this)
     if table is None:
         return None
-    return session.result([(create_statement(table),)], "createtab_stmt string")
+    return ctx.result([(create_statement(table),)], "createtab_stmt string")
 
 
 def create_statement(table: ArcticTable) -> str:

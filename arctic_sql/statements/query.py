@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql.catalog import TableIdentifier
+from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.catalog import ArcticTable
-    from arctic_sql.session import Session
+    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.statements.context import StatementContext
 
 _view_ids = itertools.count(1)
 METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing")
@@ -40,12 +40,12 @@ def _cte_names(expression: exp.Expression) -> set[str]:
     return {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
 
 
-def resolve(session: Session, expression: exp.Expression) -> Resolved:
+def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
     """Replace arctic table references in ``expression`` (a copy) by temporary views, and the
     ``get_latest_version``/``get_latest_timestamp`` functions by their values."""
-    from arctic_sql.history import replace_functions
+    from arctic_sql.statements.time_travel import replace_functions
 
-    expression = replace_functions(session, expression)
+    expression = replace_functions(ctx, expression)
     expression = expression.copy()
     ctes = _cte_names(expression)
     resolved = Resolved(expression)
@@ -55,7 +55,7 @@ def resolve(session: Session, expression: exp.Expression) -> Resolved:
         parts = [p.name for p in node.parts]
         if len(parts) == 1 and parts[0].lower() in ctes:
             continue
-        df = dataframe_for(session, node)
+        df = dataframe_for(ctx, node)
         if df is None:
             continue
         view = f"arctic_view_{next(_view_ids)}"
@@ -68,40 +68,41 @@ def resolve(session: Session, expression: exp.Expression) -> Resolved:
     return resolved
 
 
-def dataframe_for(session: Session, node: exp.Table) -> DataFrame | None:
+def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
     """The DataFrame an arctic table reference stands for, or None if the name is not arctic's."""
     parts = [p.name for p in node.parts]
     version = node.args.get("version")
     if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
-        owner = TableIdentifier.parse(".".join(parts[:-1]), session.current_database)
-        if session.catalog.table_exists(owner):
-            from arctic_sql.metadata_tables import metadata_table
+        owner = TableIdentifier.parse(".".join(parts[:-1]), ctx.current_database)
+        if ctx.catalog.table_exists(owner):
+            from arctic_sql.statements.metadata_tables import metadata_table
 
             if version is not None:
                 raise InvalidArgumentError(f"Metadata table {'.'.join(parts)} has no versions to travel to")
-            return metadata_table(session, session.catalog.load_table(owner), parts[-1].lower())
+            return metadata_table(ctx, ctx.catalog.load_table(owner), parts[-1].lower())
     if len(parts) > 3:
         return None
     try:
-        identifier = TableIdentifier.parse(".".join(parts), session.current_database)
+        identifier = TableIdentifier.parse(".".join(parts), ctx.current_database)
     except InvalidArgumentError:
         return None
-    if not session.catalog.table_exists(identifier):
+    if not ctx.catalog.table_exists(identifier):
         return None
-    table = session.catalog.load_table(identifier)
-    from arctic_sql import aggregate_pushdown, history
-    from arctic_sql.pruning import key_lookups, pushable_where, row_filter
+    table = ctx.catalog.load_table(identifier)
+    from arctic_sql.statements import aggregate_pushdown, time_travel
+    from arctic_sql.table.changes import changes_between
+    from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
-        return history.changes_between(session, table, history.version_range(session, table, version))
+        return changes_between(ctx.spark, table, time_travel.version_range(ctx, table, version))
 
-    as_of = history.version_as_of(session, table, version) if version is not None else None
-    pushed = aggregate_pushdown.dataframe_for(session, node, table, as_of)  # also rewrites node's SELECT
+    as_of = time_travel.version_as_of(ctx, table, version) if version is not None else None
+    pushed = aggregate_pushdown.dataframe_for(ctx, node, table, as_of)  # also rewrites node's SELECT
     if pushed is not None:
         return pushed
     where, qualifiers = pushable_where(node)
     schema = table.schema
-    return session.read_table(
+    return ctx.read_table(
         table,
         version=as_of,
         columns=referenced_columns(node.root(), table),
@@ -128,7 +129,7 @@ def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:
     """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
     if lookups is None:
         return None
-    from arctic_sql.format.keyhash import spark_xxhash64
+    from arctic_sql.table.format.keyhash import spark_xxhash64
 
     types = tuple(table.schema.find_field(k).field_type for k in table.primary_key)
     hashes = set()

@@ -1,0 +1,88 @@
+"""What a statement handler works with: Spark, the catalog and the current database.
+
+Handlers receive a ``StatementContext``, never the Session: the Session is the front door (parse,
+claim, dispatch); a handler only needs to read tables, run Spark SQL over them and build results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass
+class StatementContext:
+    """Spark, the arctic catalog and the database unqualified names resolve in (``USE`` changes it)."""
+
+    spark: SparkSession
+    catalog: ArcticCatalog
+    current_database: str = "default"
+
+    def arctic_table(self, node: exp.Table) -> ArcticTable | None:
+        """The arctic table a table name in a statement stands for, or None if it is not arctic's."""
+        identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), self.current_database)
+        return self.catalog.load_table(identifier) if self.catalog.table_exists(identifier) else None
+
+    def table(self, name: str) -> ArcticTable:
+        """The arctic table ``name`` (``db.t`` or ``t`` in the current database), or NoSuchTableError."""
+        return self.catalog.load_table(TableIdentifier.parse(name, self.current_database))
+
+    def read_table(self, table: ArcticTable, version: int | None = None, columns: list[str] | None = None,
+                   in_memory: bool = True, **filters: Any) -> DataFrame:
+        """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest).
+
+        ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
+        ``columns``: the columns the caller uses (default all); others may be left out.
+        ``in_memory``: whether node groups may merge in memory (see table/reader.py).
+        """
+        from arctic_sql.table.reader import merged_dataframe
+        from arctic_sql.table.scan import plan_read
+
+        return merged_dataframe(self.spark, table, plan_read(table, version, **filters), columns, in_memory)
+
+    def run_spark(self, expression: exp.Expression, text: str) -> DataFrame:
+        """Run a statement on Spark, after pointing its arctic table references at merged views."""
+        from arctic_sql.parser import to_spark_sql
+        from arctic_sql.statements import query
+        from arctic_sql.statements.time_travel import replace_functions
+
+        if not isinstance(expression, exp.Command):
+            replaced = replace_functions(self, expression)  # get_latest_version() and friends
+            if replaced is not expression:
+                expression, text = replaced, to_spark_sql(replaced)
+        if isinstance(expression, exp.Command) or not any(True for _ in expression.find_all(exp.Table)):
+            return self.spark.sql(text)
+        resolved = query.resolve(self, expression)
+        if not resolved.views:
+            return self.spark.sql(text)
+        keep_views = isinstance(expression, exp.Create) and expression.kind == "VIEW"
+        try:
+            return self.spark.sql(to_spark_sql(resolved.expression))
+        finally:
+            if not keep_views:  # the DataFrame holds the analyzed plan; the views are no longer needed
+                for view in resolved.views:
+                    self.spark.catalog.dropTempView(view)
+
+    def constant(self, sql: str) -> Any:
+        """The value of one SQL expression (``current_date() - INTERVAL 1 DAY``, a scalar subquery over
+        an arctic table, ...): ``SELECT <sql>`` run as any statement is, arctic tables resolved."""
+        from arctic_sql.parser import parse
+
+        (statement,) = parse(f"SELECT {sql}")
+        return self.run_spark(statement.expression, statement.sql).collect()[0][0]
+
+    def result(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
+        return self.spark.createDataFrame(rows, schema)
+
+    def ok(self) -> DataFrame:
+        """The empty result of a statement that returns no rows."""
+        from pyspark.sql.types import StructType
+
+        return self.spark.createDataFrame([], StructType([]))

@@ -1,0 +1,103 @@
+"""Which handler runs a parsed statement: the one registered for its node type, else Spark.
+
+A handler is ``handler(ctx, expression, text) -> DataFrame | None``; None hands the statement to
+Spark after all (a CREATE of a plain Spark table, an INSERT into one, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arctic_sql.errors import ArcticError, NoSuchDatabaseError, NoSuchTableError
+from arctic_sql.parser import statements
+from arctic_sql.spark import translate
+from arctic_sql.statements import ddl, dml, show, truncate
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.statements.context import StatementContext
+
+Handler = Callable[["StatementContext", exp.Expression, str], "DataFrame | None"]
+
+
+def execute(ctx: StatementContext, expression: exp.Expression, text: str) -> DataFrame:
+    """Run one statement; Spark's errors become arctic errors here, once."""
+    try:
+        handler = HANDLERS.get(type(expression))
+        result = handler(ctx, expression, text) if handler is not None else None
+        return result if result is not None else ctx.run_spark(expression, text)
+    except ArcticError:
+        raise
+    except Exception as e:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        if isinstance(e, (PySparkException, Py4JError)):
+            raise translate(e) from e
+        raise
+
+
+def _use(ctx: StatementContext, expression: exp.Use, text: str) -> DataFrame:
+    name = expression.this.name if expression.this is not None else ""
+    if not ctx.catalog.database_exists(name):
+        raise NoSuchDatabaseError(f"Database '{name}' does not exist")
+    ctx.current_database = name.lower()
+    if ctx.spark.catalog.databaseExists(name):
+        ctx.spark.catalog.setCurrentDatabase(name)
+    return ctx.ok()
+
+
+def _describe_history(ctx: StatementContext, expression: statements.DescribeHistory, text: str) -> DataFrame:
+    """``DESCRIBE HISTORY db.t``: the same rows as ``SELECT * FROM db.t.history``."""
+    from arctic_sql.statements.metadata_tables import metadata_table
+
+    table = ctx.arctic_table(expression.this)
+    if table is None:
+        raise NoSuchTableError(f"Table or view not found: {expression.this.sql()}")
+    return metadata_table(ctx, table, "history")
+
+
+def _call(ctx: StatementContext, expression: statements.Call, text: str) -> DataFrame:
+    from arctic_sql import procedures
+
+    return procedures.call(ctx, expression)
+
+
+def _compact(ctx: StatementContext, expression: statements.CompactTable, text: str) -> DataFrame:
+    """``ALTER TABLE t COMPACT MINOR|MAJOR|FULL`` (MaxCompute): ``CALL system.optimize`` in that mode."""
+    from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
+
+    table = ctx.arctic_table(expression.this)
+    if table is None:
+        raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
+    results = optimize(ctx.spark, table, str(expression.args["kind"]).lower())
+    return ctx.result([r.row() for r in results], OUTPUT_SCHEMA)
+
+
+HANDLERS: dict[type, Handler] = {
+    exp.Use: _use,
+    exp.Create: ddl.create,
+    exp.Drop: ddl.drop,
+    exp.Alter: ddl.alter,
+    exp.Describe: ddl.describe,
+    statements.ShowTables: ddl.show_tables,
+    statements.ShowDatabases: ddl.show_databases,
+    statements.UnsetTableProperties: ddl.unset_properties,
+    statements.Explain: ddl.explain,
+    exp.Insert: dml.insert,
+    exp.Delete: dml.delete,
+    exp.Update: dml.update,
+    exp.Merge: dml.merge,
+    statements.Call: _call,
+    statements.DescribeHistory: _describe_history,
+    statements.ShowTableProperties: show.show_table_properties,
+    statements.ShowColumns: show.show_columns,
+    statements.ShowPartitions: show.show_partitions,
+    statements.ShowCreateTable: show.show_create_table,
+    exp.TruncateTable: truncate.truncate,
+    statements.CompactTable: _compact,
+}

@@ -1,0 +1,120 @@
+"""A table's changes between two versions: what incremental reads and change streams return.
+
+``changes_between(spark, table, Range(v1, v2))`` reads what changed in ``(v1, v2]``. On a
+primary-key table that is, per key changed in the range, its last change (``_change_type`` 'upsert'
+with the row, or 'delete' with the key) and ``_change_version``; on a table without a key, the rows
+appended (``_change_type`` 'insert'). Only change data is read (the files each data commit added),
+never base files that optimizing wrote, so an incremental read is as cheap as the changes it returns.
+A range that crosses an INSERT OVERWRITE (or a rollback, or a copy-on-write DELETE/UPDATE of a table
+without a key) is an error: those replace rows without recording per-key changes. CREATE TABLE AS
+SELECT is the exception: its rows are all new, so they read as upserts (inserts) at its version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.format import versions
+from arctic_sql.table.scan import FileEntry, ReadPlan, live_files
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+    from pyspark.sql import DataFrame, SparkSession
+
+CHANGE_TYPE = "_change_type"
+CHANGE_VERSION = "_change_version"
+UPSERT, DELETE, INSERT = "upsert", "delete", "insert"
+# Commits whose rows are all new: an incremental read may cross them.
+_INITIAL_LOADS = frozenset({"create-as-select"})
+_APPENDS = frozenset({"insert", "append", *_INITIAL_LOADS})
+
+@dataclass(frozen=True)
+class Range:
+    """An incremental read's range of versions: ``(start, end]``."""
+
+    start: int
+    end: int
+
+def version_at(history: versions.History, micros: int) -> int | None:
+    """The newest version committed at or before ``micros``; None when every retained commit is later."""
+    at = [c.version for c in history.commits if c.committed_at_ms * 1000 <= micros]
+    return max(at) if at else None
+
+
+
+# incremental reads -----------------------------------------------------------------------------
+def _added_files(store: Table, snapshot: Snapshot, store_name: str, version: int) -> list[FileEntry]:
+    """The files one data commit added, tagged with its version. A fast append's files carry the
+    snapshot's own sequence number; every file it did not add carries an older one."""
+    return [
+        dataclasses.replace(f, sequence_number=version)
+        for f in live_files(store, snapshot, store_name)
+        if f.sequence_number == snapshot.sequence_number
+    ]
+
+
+def _crossing_error(table: ArcticTable, span: Range, commit: versions.Commit) -> VersionNotFoundError:
+    return VersionNotFoundError(
+        f"Incremental read of {table.identifier} over ({span.start}, {span.end}] crosses the "
+        f"{commit.operation.upper()} at version {commit.version}, which replaced rows without per-key "
+        f"changes; read ({commit.version}, {span.end}] for the changes after it, or VERSION AS OF "
+        f"{commit.version} for the rows it wrote"
+    )
+
+
+def change_files(table: ArcticTable, span: Range) -> tuple[FileEntry, ...]:
+    """The files holding the changes of the data commits in ``span``, each tagged with its version."""
+    files: list[FileEntry] = []
+    for commit in versions.data_commits(table.base, table.change):
+        if not span.start < commit.version <= span.end:
+            continue
+        if commit.store == "change":
+            assert table.change is not None
+            snap = table.change.snapshot_by_id(commit.snapshot_id)
+            files.extend(_added_files(table.change, snap, "change", commit.version))
+        elif commit.operation in (_INITIAL_LOADS if table.is_keyed else _APPENDS):
+            snap = table.base.snapshot_by_id(commit.snapshot_id)
+            files.extend(_added_files(table.base, snap, "base", commit.version))
+        else:
+            raise _crossing_error(table, span, commit)
+    return tuple(files)
+
+
+def changes_between(spark: SparkSession, table: ArcticTable, span: Range) -> DataFrame:
+    """The incremental read of ``span``: the table's columns, ``_change_type`` and ``_change_version``."""
+    from pyspark.sql import functions as F
+
+    from arctic_sql.table.reader import IS_DELETE, TXN, latest_changes, read_files
+
+    files = change_files(table, span)
+    columns = [F.col(f"`{f.name}`") for f in table.schema.fields]
+    if table.is_keyed:
+        plan = ReadPlan(span.end, table.schema, (), files, {}, None)
+        if not files:
+            empty = read_files(spark, table.schema, (), all_nullable=True)
+            return empty.select(*columns, F.lit(UPSERT).alias(CHANGE_TYPE), F.lit(0).cast("long").alias(CHANGE_VERSION))
+        latest = latest_changes(spark, table, plan)
+        kind = F.when(F.col(IS_DELETE), F.lit(DELETE)).otherwise(F.lit(UPSERT))
+        return latest.select(*columns, kind.alias(CHANGE_TYPE), F.col(TXN).alias(CHANGE_VERSION))
+    return _appended_rows(spark, table, files).select(*columns, F.lit(INSERT).alias(CHANGE_TYPE),
+                                                        F.col(TXN).alias(CHANGE_VERSION))
+
+
+def _appended_rows(spark: SparkSession, table: ArcticTable, files: tuple[FileEntry, ...]) -> DataFrame:
+    """Rows of the appended files, each with the version that appended it (``_arctic_txn``)."""
+    from pyspark.sql import functions as F
+
+    from arctic_sql.table import storage
+    from arctic_sql.table.reader import FILE, TXN, read_files
+
+    rows = read_files(spark, table.schema, files)
+    if not files:
+        return rows.withColumn(TXN, F.lit(0).cast("long"))
+    tags = spark.createDataFrame([(storage.spark_path(f.path), f.sequence_number) for f in files],
+                                         f"{FILE} string, {TXN} long")
+    return rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(tags), on=FILE).drop(FILE)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from arctic_sql.parser import parse_one
+from arctic_sql.procedures import Parameter, procedure
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.optimizer.process import OUTPUT_SCHEMA
 from arctic_sql.optimizer.process import optimize as run_optimize
-from arctic_sql.parser import parse_one
-from arctic_sql.procedures import Parameter, procedure
 from arctic_sql.statements.pruning import row_filter
 
 if TYPE_CHECKING:

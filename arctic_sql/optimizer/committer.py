@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
+from arctic_sql.errors import CommitConflictError
+from arctic_sql.optimizer.planner import PartitionPlan
 from arctic_sql.table import commit, storage
 from arctic_sql.table.catalog import ArcticTable
-from arctic_sql.errors import CommitConflictError
 from arctic_sql.table.format import versions
-from arctic_sql.optimizer.planner import PartitionPlan
 from arctic_sql.table.scan import live_files
 
 log = logging.getLogger(__name__)

@@ -26,11 +26,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arctic_sql.table import node_merge, storage, writer
 from arctic_sql.errors import ExecutionError
+from arctic_sql.optimizer.planner import Task, unique_inputs
+from arctic_sql.table import node_merge, storage, writer
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
-from arctic_sql.optimizer.planner import Task, unique_inputs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

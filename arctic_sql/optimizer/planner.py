@@ -24,9 +24,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.optimizer.evaluator import FULL, MAJOR, MINOR, classify
 from arctic_sql.optimizer.inputs import PlanFile, Settings, overlaps
+from arctic_sql.table.format.tree import DataTreeNode
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
 
-from arctic_sql.table import commit, storage
 from arctic_sql.errors import ArcticError, InvalidArgumentError
+from arctic_sql.optimizer import committer, evaluator, executor, planner
+from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
+from arctic_sql.table import commit, storage
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.partitioning import partition_path
-from arctic_sql.optimizer import committer, evaluator, executor, planner
-from arctic_sql.table import optimizing_state as state
-from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
 from arctic_sql.table.scan import live_files
 
 if TYPE_CHECKING:

@@ -30,10 +30,11 @@ from sqlglot import exp
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-    from arctic_sql.table.catalog import ArcticTable
     from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.scan import ReadPlan
 
 _INTEGRAL = (it.IntegerType, it.LongType)
 _FLOATING = (it.FloatType, it.DoubleType)
@@ -218,7 +219,7 @@ def spark_types(pushdown: Pushdown, schema: Schema):
 
 def aggregated_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, pushdown: Pushdown
                        ) -> DataFrame | None:
-    """Per node group, the partial aggregates of its merged rows ; None as for
+    """Per node group, the partial aggregates of its merged rows; None as for
     ``reader.by_node``."""
     from pyiceberg.types import StringType
 

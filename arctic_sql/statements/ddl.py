@@ -11,16 +11,21 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql.table import leases
-from arctic_sql.table import properties as props
-from arctic_sql.table.catalog import TableIdentifier
-from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, NoSuchDatabaseError, TableAlreadyExistsError
+from arctic_sql.errors import (
+    InvalidArgumentError,
+    NoSuchColumnError,
+    NoSuchDatabaseError,
+    TableAlreadyExistsError,
+)
 from arctic_sql.faults import fault_point
-from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.parser import statements, to_spark_sql
-from arctic_sql.table.types import iceberg_schema, type_string
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
+from arctic_sql.table import leases, writes
+from arctic_sql.table import properties as props
+from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
+from arctic_sql.table.types import iceberg_schema, type_string
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -174,12 +179,10 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
         staged=source is not None,
     )
     if source is not None:
-        from arctic_sql.statements import dml
-
         renamed = source.toDF(*names)
         fault_point("ctas-before-data")
         try:
-            dml.overwrite_rows(ctx, table, renamed, operation="create-as-select")
+            writes.overwrite_rows(table, renamed, operation="create-as-select")
         except BaseException:
             ctx.catalog.discard_staged(table)
             raise

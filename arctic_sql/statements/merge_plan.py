@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
-from arctic_sql.table.format import layout
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.time_travel import at_version
+from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

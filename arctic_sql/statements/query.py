@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.table.catalog import ArcticTable
     from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.catalog import ArcticTable
 
 _view_ids = itertools.count(1)
 METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing")
@@ -90,8 +90,8 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
         return None
     table = ctx.catalog.load_table(identifier)
     from arctic_sql.statements import aggregate_pushdown, time_travel
-    from arctic_sql.table.changes import changes_between
     from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
+    from arctic_sql.table.changes import changes_between
 
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
         return changes_between(ctx.spark, table, time_travel.version_range(ctx, table, version))

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
+from arctic_sql.faults import fault_point
+from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.table import properties as props
 from arctic_sql.table import store_sync
 from arctic_sql.table.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
-from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
-from arctic_sql.faults import fault_point
 from arctic_sql.table.types import _Ids, to_iceberg_type
-from arctic_sql.statements.clauses import literal_value, spark_struct
 
 if TYPE_CHECKING:
     from collections.abc import Callable

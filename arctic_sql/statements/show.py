@@ -13,10 +13,10 @@ from urllib.parse import unquote
 from pyiceberg import transforms as tf
 from sqlglot import exp
 
-from arctic_sql.table import properties as props
-from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.parser import statements
+from arctic_sql.table import properties as props
+from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.types import to_spark_type
 
 if TYPE_CHECKING:

@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table
 from sqlglot import exp
 
-from arctic_sql.table import commit, leases
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.statements.show import matches, partition_filter
+from arctic_sql.table import commit, leases
 from arctic_sql.table.format import versions
 from arctic_sql.table.scan import live_files
-from arctic_sql.statements.show import matches, partition_filter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.table.catalog import ArcticTable
     from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.catalog import ArcticTable
 
 OPERATION = "truncate"
 

@@ -26,9 +26,6 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
-from arctic_sql.table import properties as props
-from arctic_sql.table import purge as _purge
-from arctic_sql.table import store_sync
 from arctic_sql.errors import (
     IncompleteTableError,
     InvalidArgumentError,
@@ -37,6 +34,9 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
+from arctic_sql.table import properties as props
+from arctic_sql.table import purge as _purge
+from arctic_sql.table import store_sync
 from arctic_sql.table.table_settings import TableSettings
 
 if TYPE_CHECKING:

@@ -30,10 +30,10 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Snapshot
 
-from arctic_sql.table import storage
-from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
 from arctic_sql.faults import fault_point
+from arctic_sql.table import storage
+from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.partitioning import record_from_path
 

@@ -37,8 +37,8 @@ from pyiceberg.table import FileScanTask
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import NestedField
 
-from arctic_sql.table import storage
 from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.table import storage
 
 if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable

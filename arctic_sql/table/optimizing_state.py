@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
-from arctic_sql.table import storage
 from arctic_sql.errors import ArcticError
+from arctic_sql.table import storage
 from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
-from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import parse_file_path
 from arctic_sql.table.format.partitioning import partition_path

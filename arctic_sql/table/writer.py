@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 
-from arctic_sql.table import storage
 from arctic_sql.errors import ExecutionError
+from arctic_sql.table import storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.partitioning import helper_columns, helper_name
 from arctic_sql.table.format.tree import node_id_column

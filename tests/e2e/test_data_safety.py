@@ -14,8 +14,8 @@ import time
 import pytest
 
 import arctic_sql
-from arctic_sql.table import leases, maintenance, writer
 from arctic_sql.errors import CommitStateUnknownError, ExecutionError
+from arctic_sql.table import leases, maintenance, writer
 from arctic_sql.table.format import layout
 
 pytestmark = pytest.mark.spark

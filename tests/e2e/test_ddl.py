@@ -6,7 +6,6 @@ import datetime
 import os
 
 import pytest
-
 from pyiceberg.catalog import load_catalog
 
 pytestmark = pytest.mark.spark

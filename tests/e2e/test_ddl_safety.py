@@ -16,9 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from arctic_sql.table.catalog import CHANGE_SUFFIX, TableIdentifier
-from arctic_sql.errors import IncompleteTableError, InvalidArgumentError, NoSuchTableError, TableAlreadyExistsError
+from arctic_sql.errors import (
+    IncompleteTableError,
+    InvalidArgumentError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
 from arctic_sql.faults import EXIT_CODE
+from arctic_sql.table.catalog import CHANGE_SUFFIX, TableIdentifier
 
 pytestmark = pytest.mark.spark
 

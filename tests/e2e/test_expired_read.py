@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from arctic_sql.table import maintenance
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.spark import translate
+from arctic_sql.table import maintenance
 
 pytestmark = pytest.mark.spark
 

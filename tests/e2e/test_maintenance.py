@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arctic_sql.table import maintenance
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, VersionNotFoundError
 from arctic_sql.optimizer import committer, executor, planner, process
-from arctic_sql.table import optimizing_state as state
 from arctic_sql.optimizer.inputs import Settings
+from arctic_sql.table import maintenance
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.scan import live_files
 
 pytestmark = pytest.mark.spark

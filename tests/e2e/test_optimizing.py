@@ -17,9 +17,8 @@ import pytest
 from test_reference_model import Log, Model, _rows, _step, check_incremental_reads
 
 from arctic_sql.optimizer import committer, executor, planner, process
-
-from arctic_sql.table import optimizing_state as state
 from arctic_sql.optimizer.inputs import Settings
+from arctic_sql.table import optimizing_state as state
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from arctic_sql.table import commit, maintenance
 from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
-from arctic_sql.table.format import versions
 from arctic_sql.table.changes import Range, change_files, version_at
+from arctic_sql.table.format import versions
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import dataclasses
 
 import pytest
 
-from arctic_sql.table import properties
 from arctic_sql.optimizer.evaluator import (
     FULL,
     MAJOR,
@@ -20,6 +19,7 @@ from arctic_sql.optimizer.evaluator import (
     measure,
 )
 from arctic_sql.optimizer.inputs import PlanFile, Settings
+from arctic_sql.table import properties
 
 MB = 1024 * 1024
 HOUR = 3_600_000

@@ -12,7 +12,6 @@ import random
 
 import pytest
 
-from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.optimizer.evaluator import FULL, MAJOR, MINOR
 from arctic_sql.optimizer.inputs import PlanFile, Settings, overlaps
 from arctic_sql.optimizer.planner import (
@@ -23,6 +22,7 @@ from arctic_sql.optimizer.planner import (
     subtree_roots,
     take_change_prefix,
 )
+from arctic_sql.table.format.tree import DataTreeNode
 
 MB = 1024 * 1024
 SETTINGS = Settings()  # target 128 MB: fragments <= 16 MB, undersized <= 96 MB, segments above

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arctic_sql.table import properties
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table import properties
 
 
 @pytest.mark.parametrize("key", ["commit.retry.num-retries", "commit.retry.min-wait-ms",

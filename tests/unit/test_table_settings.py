@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arctic_sql.table import properties, settings_codegen
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table import properties, settings_codegen
 from arctic_sql.table.table_settings import TableSettings
 
 

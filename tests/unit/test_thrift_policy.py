@@ -185,6 +185,7 @@ def test_client_sessions_run_without_file_queries_and_variable_substitution(poli
 
 def test_a_database_name_from_open_session_cannot_smuggle_a_statement():
     from arctic_sql.parser import parse
+
     from arctic_sql.thrift.service import use_statement
 
     statements = parse(use_statement("default`; SELECT java_method('java.lang.System', 'exit', 0) --"))

@@ -19,7 +19,7 @@ if _os.path.isfile(_os.path.join(_root, "parser", "__init__.py")) and not _os.pa
 
 from arctic_sql.errors import ArcticError  # noqa: E402
 
-__all__ = ["ArcticError", "connect"]
+__all__ = ["ArcticError", "connect", "register"]
 __version__ = "0.1.0"
 
 
@@ -28,6 +28,13 @@ def connect(*args, **kwargs):  # noqa: ANN002, ANN003 - thin re-export, see Sess
     from arctic_sql.session import connect as _connect
 
     return _connect(*args, **kwargs)
+
+
+def register(*args, **kwargs):  # noqa: ANN002, ANN003 - thin re-export
+    """Register the ``arctic`` DataFrame format on a SparkSession; see :func:`arctic_sql.session.register`."""
+    from arctic_sql.session import register as _register
+
+    _register(*args, **kwargs)
 
 
 def load_ipython_extension(ipython):

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from arctic_sql.errors import ArcticError, InvalidArgumentError, NoSuchDatabaseError, SqlParseError
+from arctic_sql.datasource.source import install as install_format
 from arctic_sql.parser import ParsedStatement, parse
 from arctic_sql.spark import configure, local_session
 from arctic_sql.statements import dispatch
@@ -55,7 +56,27 @@ def connect(
         for key, value in (spark_conf or {}).items():
             spark.conf.set(key, value)
     configure(spark)
+    install_format(spark, iceberg)
     return Session(spark, ArcticCatalog(iceberg), database=database)
+
+
+def register(
+    spark: SparkSession,
+    warehouse: str | None = "./warehouse",
+    *,
+    catalog: Catalog | None = None,
+    catalog_name: str = DEFAULT_CATALOG_NAME,
+    catalog_properties: Mapping[str, str] | None = None,
+    config_file: str | None = None,
+) -> None:
+    """Make ``format("arctic")`` work on a SparkSession made elsewhere; the catalog is given as for
+    :func:`connect` (``connect`` does this itself).
+
+    >>> register(spark, warehouse="/tmp/wh")
+    >>> spark.read.format("arctic").load("db.t")
+    """
+    configure(spark)
+    install_format(spark, catalog or _load_catalog(warehouse, catalog_name, catalog_properties, config_file))
 
 
 def _load_catalog(

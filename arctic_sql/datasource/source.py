@@ -1,0 +1,121 @@
+"""The ``arctic`` data source: which reader or writer Spark gets, and how it finds the table.
+
+``spark.read.format("arctic").load("db.t")`` and friends name the table as the path. The catalog comes
+from the ``CatalogSpec`` the data source class was registered with: Spark pickles the class into
+every Python worker (driver-side planning and commits included), where ``CatalogSpec.load_table``
+opens the catalog once per process.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from pyspark.sql.datasource import DataSource
+
+from arctic_sql.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+    from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
+
+FORMAT = "arctic"
+
+# pyiceberg's catalog classes and the `type` load_catalog knows each by, for a catalog object the
+# user built directly (its properties then lack `type`).
+_CATALOG_TYPES = {"SqlCatalog": "sql", "RestCatalog": "rest", "HiveCatalog": "hive", "GlueCatalog": "glue",
+                  "DynamoDbCatalog": "dynamodb", "InMemoryCatalog": "in-memory"}
+
+
+@dataclass(frozen=True)
+class CatalogSpec:
+    """What a Python worker needs to open the session's catalog: its name and properties."""
+
+    name: str
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, catalog: Catalog) -> CatalogSpec:
+        properties = {k: str(v) for k, v in catalog.properties.items()}
+        kind = _CATALOG_TYPES.get(type(catalog).__name__)
+        if "type" not in properties and "py-catalog-impl" not in properties and kind is not None:
+            properties["type"] = kind
+        return cls(catalog.name, properties)
+
+    def catalog(self) -> ArcticCatalog:
+        """The arctic catalog, opened once per process and spec."""
+        with _lock:
+            found = _catalogs.get(self)
+            if found is None:
+                from pyiceberg.catalog import load_catalog
+
+                from arctic_sql.table.catalog import ArcticCatalog
+
+                found = _catalogs[self] = ArcticCatalog(load_catalog(self.name, **self.properties))
+            return found
+
+    def load_table(self, name: str | None) -> ArcticTable:
+        """The table a DataFrame option names (``db.t``, or ``t`` in the ``default`` database)."""
+        from arctic_sql.table.catalog import TableIdentifier
+
+        if not name:
+            raise InvalidArgumentError("The arctic format needs a table: load(\"db.t\") or save(\"db.t\")")
+        return self.catalog().load_table(TableIdentifier.parse(name, "default"))
+
+    def __hash__(self) -> int:
+        return hash((self.name, tuple(sorted(self.properties.items()))))
+
+
+_lock = threading.Lock()
+_catalogs: dict[CatalogSpec, ArcticCatalog] = {}
+
+
+class ArcticDataSource(DataSource):
+    """``format("arctic")``. Registered as a subclass that carries the session's ``CatalogSpec``."""
+
+    spec: ClassVar[CatalogSpec]
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def table_name(self) -> str | None:
+        return self.options.get("path") or self.options.get("table")
+
+    def schema(self) -> StructType:
+        from arctic_sql.datasource import read_options
+
+        return read_options.output_schema(self.spec.load_table(self.table_name()), self.options)
+
+    def reader(self, schema: StructType):  # noqa: ANN201 - DataSourceReader
+        from arctic_sql.datasource.batch_read import BatchReader
+
+        return BatchReader(self.spec, self.table_name(), dict(self.options), schema)
+
+    def streamReader(self, schema: StructType):  # noqa: ANN201, N802 - DataSourceStreamReader
+        from arctic_sql.datasource.stream_read import StreamReader
+
+        return StreamReader(self.spec, self.table_name(), dict(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool):  # noqa: ANN201, FBT001 - DataSourceWriter
+        from arctic_sql.datasource.batch_write import BatchWriter
+
+        return BatchWriter(self.spec, self.table_name(), dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):  # noqa: ANN201, N802, FBT001
+        from arctic_sql.datasource.stream_write import StreamWriter
+
+        return StreamWriter(self.spec, self.table_name(), dict(self.options), schema, overwrite)
+
+
+def install(spark: SparkSession, catalog: Catalog) -> None:
+    """Register ``format("arctic")`` on ``spark`` for the tables of ``catalog``.
+
+    The registered class is made here, so cloudpickle sends it to the workers by value, spec and all
+    (a class importable by name would travel by reference, without the spec)."""
+    source = type("ArcticDataSource", (ArcticDataSource,), {"spec": CatalogSpec.of(catalog)})
+    spark.dataSource.register(source)

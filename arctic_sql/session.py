@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from arctic_sql.errors import ArcticError, InvalidArgumentError, NoSuchDatabaseError, SqlParseError
 from arctic_sql.datasource.source import install as install_format
+from arctic_sql.errors import ArcticError, InvalidArgumentError, NoSuchDatabaseError, SqlParseError
 from arctic_sql.parser import ParsedStatement, parse
 from arctic_sql.spark import configure, local_session
 from arctic_sql.statements import dispatch

@@ -91,25 +91,8 @@ class ArcticDataSource(DataSource):
 
         return read_options.output_schema(self.spec.load_table(self.table_name()), self.options)
 
-    def reader(self, schema: StructType):  # noqa: ANN201 - DataSourceReader
-        from arctic_sql.datasource.batch_read import BatchReader
-
-        return BatchReader(self.spec, self.table_name(), dict(self.options), schema)
-
-    def streamReader(self, schema: StructType):  # noqa: ANN201, N802 - DataSourceStreamReader
-        from arctic_sql.datasource.stream_read import StreamReader
-
-        return StreamReader(self.spec, self.table_name(), dict(self.options), schema)
-
-    def writer(self, schema: StructType, overwrite: bool):  # noqa: ANN201, FBT001 - DataSourceWriter
-        from arctic_sql.datasource.batch_write import BatchWriter
-
-        return BatchWriter(self.spec, self.table_name(), dict(self.options), schema, overwrite)
-
-    def streamWriter(self, schema: StructType, overwrite: bool):  # noqa: ANN201, N802, FBT001
-        from arctic_sql.datasource.stream_write import StreamWriter
-
-        return StreamWriter(self.spec, self.table_name(), dict(self.options), schema, overwrite)
+    # reader(), streamReader(), writer() and streamWriter(): see batch_read, stream_read, batch_write
+    # and stream_write.
 
 
 def install(spark: SparkSession, catalog: Catalog) -> None:

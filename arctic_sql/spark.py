@@ -7,7 +7,13 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from arctic_sql.errors import ArcticError, ExecutionError, InvalidArgumentError, NoSuchTableError, SqlParseError
+from arctic_sql.errors import (
+    ArcticError,
+    ExecutionError,
+    InvalidArgumentError,
+    NoSuchTableError,
+    SqlParseError,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -22,6 +22,7 @@ from arctic_sql.optimizer.planner import PartitionPlan
 from arctic_sql.table import commit, storage
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.scan import live_files
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: di
     def build(store: Table) -> commit.BaseChange:
         current = store.current_snapshot()
         marks = versions.watermarks_of(current)
-        live = {f.path for f in live_files(store, current, "base")}
+        live = {f.path for f in live_files(store, current, Store.BASE)}
         delete: list[DataFile] = []
         add: list[DataFile] = []
         outcome.committed, outcome.dropped = [], {}

@@ -30,6 +30,7 @@ from arctic_sql.errors import ExecutionError
 from arctic_sql.optimizer.planner import Task, unique_inputs
 from arctic_sql.table import node_merge, storage, writer
 from arctic_sql.table.format import layout
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     if not table.is_keyed:  # no key, no merge: cut the rows into target-size files
         target = table.settings.target_size
         rows = read_files(spark, table.schema, base).coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target)))
-        return writer.laid_out(rows, table, "base")
+        return writer.laid_out(rows, table, Store.BASE)
     columns = [F.col(f"`{c}`") for c in (f.name for f in table.schema.fields)]
     rows = read_files(spark, table.schema, base, all_nullable=True).select(*columns, F.lit(0).cast("long").alias(_TAG))
     if change:
@@ -112,7 +113,7 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
         changed = read_files(spark, table.schema, change, all_nullable=True)
         changed = changed.select(*columns, F.element_at(tags, F.col("_metadata.file_path")).cast("long").alias(_TAG))
         rows = rows.unionByName(changed)
-    out, directories = writer.laid_out(rows, table, "base")
+    out, directories = writer.laid_out(rows, table, Store.BASE)
     newest_first = Window.partitionBy(*[F.col(d) for d in directories], *[F.col(f"`{k}`") for k in table.primary_key]
                                       ).orderBy(F.col(_TAG).desc())
     out = (out.repartition(*[F.col(d) for d in directories])
@@ -143,7 +144,7 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
             paths: list[str] = []
             if in_spark:  # first: Spark's writer wants a location that does not exist yet
                 rows, directories = merged_rows(spark, table, in_spark)
-                paths += writer.write_laid_out(rows, table, directories, store="base", location=location,
+                paths += writer.write_laid_out(rows, table, directories, store=Store.BASE, location=location,
                                                clustered=table.is_keyed)
             if in_arrow:
                 paths += run_in_memory(spark, table, in_arrow, location)

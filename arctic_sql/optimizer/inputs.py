@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile
 
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.tree import DataTreeNode
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class PlanFile:
 
     @property
     def is_change(self) -> bool:
-        return self.store == "change"
+        return self.store == Store.CHANGE
 
 
 def overlaps(a: PlanFile, b: PlanFile) -> bool:

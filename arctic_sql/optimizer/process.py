@@ -22,6 +22,7 @@ from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
 from arctic_sql.table import commit, storage
 from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.format import versions
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.scan import live_files
 
@@ -84,9 +85,9 @@ def gather(table: ArcticTable, partitions: BooleanExpression | None = None) -> S
     base_snap = table.base.current_snapshot()
     change_snap = table.change.current_snapshot() if table.change is not None else None
     marks = versions.watermarks_of(base_snap)
-    base_entries = live_files(table.base, base_snap, "base")
+    base_entries = live_files(table.base, base_snap, Store.BASE)
     change_entries = [
-        f for f in (live_files(table.change, change_snap, "change") if table.change is not None else [])
+        f for f in (live_files(table.change, change_snap, Store.CHANGE) if table.change is not None else [])
         if f.sequence_number > marks.get(f.partition, 0)
     ]
     selected = None

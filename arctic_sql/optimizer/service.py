@@ -28,14 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.optimizer import process
-from arctic_sql.table import optimizing_state as state
 from arctic_sql.optimizer.inputs import Settings
+from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
-    from arctic_sql.table.catalog import ArcticTable
     from arctic_sql.session import Session
+    from arctic_sql.table.catalog import ArcticTable
 
 log = logging.getLogger("arctic_sql.optimizer")
 

@@ -21,10 +21,11 @@ from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
-from arctic_sql.table import leases, writes
+from arctic_sql.table import commit, leases, writes
 from arctic_sql.table import properties as props
 from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
+from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.types import iceberg_schema, type_string
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
         renamed = source.toDF(*names)
         fault_point("ctas-before-data")
         try:
-            writes.overwrite_rows(table, renamed, operation="create-as-select")
+            writes.overwrite_rows(table, renamed, operation=Operation.CREATE_AS_SELECT)
         except BaseException:
             ctx.catalog.discard_staged(table)
             raise
@@ -283,8 +284,8 @@ def unset_properties(ctx: StatementContext, expression: statements.UnsetTablePro
         props.check_unset(key)
         if key not in table.user_properties() and not expression.args.get("exists"):
             raise InvalidArgumentError(f"Table property '{key}' is not set on {table.identifier}")
-    with leases.writing(table, "alter"), table.base.transaction() as tx:
-        tx.remove_properties(*[k for k in keys if k in table.properties])
+    with leases.writing(table, "alter"):
+        commit.set_properties(table.base, removals=keys)
     return ctx.ok()
 
 

@@ -21,6 +21,7 @@ from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table import writes
 from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.format.versions import Operation
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -86,11 +87,11 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     source = ctx.run_spark(query_node, to_spark_sql(query_node))
     rows = conform(table, source, columns, static)
     if expression.args.get("overwrite"):
-        writes.overwrite_rows(table, rows, "overwrite")
+        writes.overwrite_rows(table, rows, Operation.OVERWRITE)
     elif table.is_keyed:
-        writes.write_changes(table, upserts=rows, deletes=None, operation="insert")
+        writes.write_changes(table, upserts=rows, deletes=None, operation=Operation.INSERT)
     else:
-        writes.append_rows(table, rows, "insert")
+        writes.append_rows(table, rows, Operation.INSERT)
     return ctx.ok()
 
 
@@ -112,13 +113,13 @@ def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFram
 
         def once(version: int) -> None:
             doomed = _select_from_target(ctx, table_node, version, keys, condition)
-            writes.write_changes(table, upserts=None, deletes=doomed, operation="delete", read_version=version)
+            writes.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
 
-        writes.retrying(table, "delete", once)
+        writes.retrying(table, Operation.DELETE, once)
     else:
         keep = exp.not_(exp.func("coalesce", condition, exp.false())) if condition is not None else exp.false()
         writes.rewrite_table(table,
-                      lambda v: _select_from_target(ctx, table_node, v, [exp.Star()], keep), "delete")
+                             lambda v: _select_from_target(ctx, table_node, v, [exp.Star()], keep), Operation.DELETE)
     return ctx.ok()
 
 
@@ -140,9 +141,9 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
 
         def once(version: int) -> None:
             rows = _select_from_target(ctx, table_node, version, projections, condition)
-            writes.write_changes(table, upserts=rows, deletes=None, operation="update", read_version=version)
+            writes.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
 
-        writes.retrying(table, "update", once)
+        writes.retrying(table, Operation.UPDATE, once)
     else:
         hit = exp.func("coalesce", condition, exp.false()) if condition is not None else exp.true()
         projections = [
@@ -151,7 +152,7 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
                                 for f in table.schema.fields)
         ]
         writes.rewrite_table(table,
-                      lambda v: _select_from_target(ctx, table_node, v, projections, None), "update")
+                             lambda v: _select_from_target(ctx, table_node, v, projections, None), Operation.UPDATE)
     return ctx.ok()
 
 
@@ -165,7 +166,7 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
 
     def once(version: int) -> None:
         changes, blind = plan.changes(ctx, table_node, version)
-        writes.write_changes(table, changes=changes, operation="merge", read_version=None if blind else version)
+        writes.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=None if blind else version)
 
-    writes.retrying(table, "merge", once)
+    writes.retrying(table, Operation.MERGE, once)
     return ctx.ok()

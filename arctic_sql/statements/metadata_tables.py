@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.scan import live_files, plan_read
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def history(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     rows = []
     for c in versions.data_commits(table.base, table.change):
         s = c.summary
-        if c.store == "change":
+        if c.store == Store.CHANGE:
             added_rows, removed_rows = _count(s, versions.UPSERTED_ROWS), _count(s, versions.DELETED_ROWS)
         else:
             added_rows, removed_rows = _count(s, "added-records"), _count(s, "deleted-records")
@@ -42,7 +43,7 @@ def history(ctx: StatementContext, table: ArcticTable) -> DataFrame:
 def snapshots(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     """Every retained Iceberg snapshot of both stores, optimizing and reservations included."""
     rows = []
-    stores = [("base", table.base)] + ([("change", table.change)] if table.change is not None else [])
+    stores = [(Store.BASE, table.base)] + ([(Store.CHANGE, table.change)] if table.change is not None else [])
     for store_name, store in stores:
         for snap in versions.snapshots_in_order(store):
             summary = versions.summary_of(snap)
@@ -72,12 +73,12 @@ def files(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     plan = plan_read(table)
     rows = []
     # Change files already merged (at or below the watermark) are live but not read: show them too.
-    change_files = live_files(table.change, table.change.current_snapshot(), "change") if table.change else []
+    change_files = live_files(table.change, table.change.current_snapshot(), Store.CHANGE) if table.change else []
     read = {f.path for f in plan.change_files}
     for f in list(plan.base_files) + change_files:
         low, high = _key_range(table, f.data_file)
-        kind = "base" if f.store == "base" else ("delete" if f.is_delete else "upsert")
-        merged = f.store == "change" and f.path not in read
+        kind = Store.BASE if f.store == Store.BASE else ("delete" if f.is_delete else "upsert")
+        merged = f.store == Store.CHANGE and f.path not in read
         rows.append((f.store, f.partition, f.node_id, kind, f.sequence_number, f.path, f.file_size,
                      f.record_count, low, high, merged))
     return ctx.result(rows, "store string, partition string, node long, kind string, sequence_number long, "

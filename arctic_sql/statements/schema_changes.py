@@ -15,8 +15,8 @@ from sqlglot import exp
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.faults import fault_point
 from arctic_sql.statements.clauses import literal_value, spark_struct
+from arctic_sql.table import commit, store_sync
 from arctic_sql.table import properties as props
-from arctic_sql.table import store_sync
 from arctic_sql.table.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
 from arctic_sql.table.types import _Ids, to_iceberg_type
 
@@ -49,14 +49,12 @@ def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
         for prop in container.expressions if isinstance(container, exp.Properties) else [container]:
             raw[literal_value(prop.this)] = literal_value(prop.args["value"])
     values = props.validate(raw, creating=False)
-    with table.base.transaction() as tx:
-        tx.set_properties(values)
+    commit.set_properties(table.base, values)
 
 
 def _evolve(table: ArcticTable, change: Callable[[UpdateSchema], None]) -> None:
     """Apply ``change`` to the base store's schema, then bring the change store into line."""
-    with table.base.update_schema() as update:
-        change(update)
+    commit.evolve_schema(table.base, change)
     fault_point("alter-between-stores")
     if table.change is not None:
         store_sync.align(str(table.identifier), table.base.schema(), table.change)

@@ -17,6 +17,7 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.table import commit, leases
 from arctic_sql.table.format import versions
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.scan import live_files
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from arctic_sql.statements.context import StatementContext
     from arctic_sql.table.catalog import ArcticTable
 
-OPERATION = "truncate"
+OPERATION = versions.Operation.TRUNCATE
 
 
 def truncate(ctx: StatementContext, expression: exp.TruncateTable, text: str) -> DataFrame | None:
@@ -55,11 +56,11 @@ def truncate_table(table: ArcticTable, wanted: dict[str, str]) -> None:
         if table.change is not None:
             table.change.refresh()
             snapshot = table.change.current_snapshot()
-            change_partitions = {f.partition for f in live_files(table.change, snapshot, "change")}
+            change_partitions = {f.partition for f in live_files(table.change, snapshot, Store.CHANGE)}
 
         def build(store: Table) -> commit.BaseChange:
             current = store.current_snapshot()
-            base = [f for f in live_files(store, current, "base") if matches(f.partition, wanted)]
+            base = [f for f in live_files(store, current, Store.BASE) if matches(f.partition, wanted)]
             marks = versions.watermarks_of(current)
             summary = {versions.OPERATION: OPERATION}
             if txn is not None:

@@ -34,9 +34,10 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
+from arctic_sql.table import commit, store_sync
 from arctic_sql.table import properties as props
 from arctic_sql.table import purge as _purge
-from arctic_sql.table import store_sync
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.table_settings import TableSettings
 
 if TYPE_CHECKING:
@@ -247,13 +248,13 @@ class ArcticCatalog:
         user = props.validate(properties, creating=True)
         self.remove_leftovers(identifier)
         root = self._new_table_root(identifier, location)
-        base_props = {**user, **_STORE_DEFAULTS, FORMAT_KEY: "keyed" if keyed else "unkeyed", STORE_KEY: "base"}
+        base_props = {**user, **_STORE_DEFAULTS, FORMAT_KEY: "keyed" if keyed else "unkeyed", STORE_KEY: Store.BASE}
         change = None
         if keyed:
             try:
                 change = self.iceberg.create_table(
                     identifier.change_id, _change_schema(schema), location=f"{root}/change" if root else None,
-                    partition_spec=spec, properties={**_STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: "change"},
+                    partition_spec=spec, properties={**_STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: Store.CHANGE},
                 )
             except IcebergTableExists:  # another CREATE of this name is under way
                 raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
@@ -320,11 +321,11 @@ class ArcticCatalog:
         change = self._load(identifier.change_id) if base.properties.get(FORMAT_KEY) == "keyed" else None
         files = _purge.files_of_table(ArcticTable(identifier, base, change)) if purge else None
         if change is not None and (files is not None or PURGING_KEY in change.properties):
-            with change.transaction() as tx:  # a journal left by an earlier PURGE cut short goes
-                if files is not None:
-                    tx.set_properties({PURGING_KEY: base.metadata_location})
-                else:
-                    tx.remove_properties(PURGING_KEY)
+            # A journal left by an earlier PURGE cut short goes.
+            if files is not None:
+                commit.set_properties(change, {PURGING_KEY: base.metadata_location})
+            else:
+                commit.set_properties(change, removals=[PURGING_KEY])
             fault_point("drop-before-base")
         self._drop_ident(identifier.base_id)
         fault_point("drop-between-stores")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.scan import FileEntry, ReadPlan, live_files
 
 if TYPE_CHECKING:
@@ -30,8 +31,8 @@ CHANGE_TYPE = "_change_type"
 CHANGE_VERSION = "_change_version"
 UPSERT, DELETE, INSERT = "upsert", "delete", "insert"
 # Commits whose rows are all new: an incremental read may cross them.
-_INITIAL_LOADS = frozenset({"create-as-select"})
-_APPENDS = frozenset({"insert", "append", *_INITIAL_LOADS})
+_INITIAL_LOADS = frozenset({versions.Operation.CREATE_AS_SELECT})
+_APPENDS = frozenset({versions.Operation.INSERT, versions.Operation.APPEND, *_INITIAL_LOADS})
 
 @dataclass(frozen=True)
 class Range:
@@ -73,13 +74,13 @@ def change_files(table: ArcticTable, span: Range) -> tuple[FileEntry, ...]:
     for commit in versions.data_commits(table.base, table.change):
         if not span.start < commit.version <= span.end:
             continue
-        if commit.store == "change":
+        if commit.store == Store.CHANGE:
             assert table.change is not None
             snap = table.change.snapshot_by_id(commit.snapshot_id)
-            files.extend(_added_files(table.change, snap, "change", commit.version))
+            files.extend(_added_files(table.change, snap, Store.CHANGE, commit.version))
         elif commit.operation in (_INITIAL_LOADS if table.is_keyed else _APPENDS):
             snap = table.base.snapshot_by_id(commit.snapshot_id)
-            files.extend(_added_files(table.base, snap, "base", commit.version))
+            files.extend(_added_files(table.base, snap, Store.BASE, commit.version))
         else:
             raise _crossing_error(table, span, commit)
     return tuple(files)

@@ -1,5 +1,9 @@
 """The committer: the only code that writes table metadata.
 
+Data commits (below), and the metadata-only changes at the end of this module: properties, schema
+evolution and snapshot expiration. DDL, ALTER TABLE, maintenance and the catalog's PURGE journal go
+through those, so every metadata write is found here.
+
 - Change-store commits are appends; pyiceberg retries them on conflict, and the sequence number the
   append finally lands at is the transaction number.
 - Base-store commits carry the per-partition watermark, which pyiceberg cannot re-derive when it
@@ -15,9 +19,10 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 from pyiceberg.exceptions import CommitFailedException, ValidationException
@@ -33,9 +38,13 @@ from pyiceberg.table.snapshots import Snapshot
 from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
 from arctic_sql.faults import fault_point
 from arctic_sql.table import storage
-from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.partitioning import record_from_path
+
+if TYPE_CHECKING:
+    from pyiceberg.table.update.schema import UpdateSchema
+
+    from arctic_sql.table.catalog import ArcticTable
 
 log = logging.getLogger(__name__)
 
@@ -227,3 +236,28 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
                     append.append_data_file(data_file)
 
     return commit_loop(table, store, apply, written)
+
+
+# metadata-only changes ----------------------------------------------------------------------------
+def set_properties(store: Table, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()) -> None:
+    """Set ``updates`` and remove ``removals`` (those present) in one commit of ``store``'s metadata."""
+    present = [key for key in removals if key in store.properties]
+    if not updates and not present:
+        return
+    with store.transaction() as tx:
+        if updates:
+            tx.set_properties(dict(updates))
+        if present:
+            tx.remove_properties(*present)
+
+
+def evolve_schema(store: Table, change: Callable[[UpdateSchema], None], *, allow_incompatible: bool = False) -> None:
+    """Apply ``change`` to ``store``'s schema in one commit (pyiceberg checks the result)."""
+    with store.update_schema(allow_incompatible_changes=allow_incompatible) as update:
+        change(update)
+
+
+def expire_snapshots(store: Table, snapshot_ids: Iterable[int]) -> None:
+    """Remove ``snapshot_ids`` from ``store``'s metadata in one commit (files are deleted by the caller,
+    which knows what no retained snapshot needs)."""
+    store.maintenance.expire_snapshots().by_ids(list(snapshot_ids)).commit()

@@ -36,6 +36,7 @@ from arctic_sql.table import commit, leases, storage, writer
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.changes import version_at
 from arctic_sql.table.format import layout, versions
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.optimizing_state import running_processes
 from arctic_sql.table.reader import merged_dataframe
@@ -144,9 +145,9 @@ def _keep_from(table: ArcticTable, store_name: str, chain: list[Snapshot], v0: v
         candidates: list[Snapshot | None] = []
         if v0.store == store_name:
             candidates.append(next((s for s in chain if s.snapshot_id == v0.snapshot_id), None))
-        if store_name == "base" and table.is_keyed:
+        if store_name == Store.BASE and table.is_keyed:
             candidates.append(versions.base_snapshot_for(table.base, v0.version))
-        elif store_name == "change":
+        elif store_name == Store.CHANGE:
             candidates.append(versions.snapshot_at(chain_store(table, store_name), v0.version))
         for snap in candidates:
             # No snapshot at or before v0 (v0 predates the store's first snapshot, e.g. the first
@@ -154,19 +155,19 @@ def _keep_from(table: ArcticTable, store_name: str, chain: list[Snapshot], v0: v
             index = _index_of(chain, snap.snapshot_id) if snap is not None else 0
             if index is not None:
                 keep = min(keep, index)
-    if store_name == "base":
+    if store_name == Store.BASE:
         marked = [i for i, s in enumerate(chain) if versions.WATERMARKS in versions.summary_of(s)]
         if marked:
             keep = min(keep, marked[-1])
     for record in running:
-        index = _index_of(chain, record.base_snapshot_id if store_name == "base" else record.change_snapshot_id)
+        index = _index_of(chain, record.base_snapshot_id if store_name == Store.BASE else record.change_snapshot_id)
         if index is not None:
             keep = min(keep, index)
     return keep
 
 
 def chain_store(table: ArcticTable, store_name: str) -> Table:
-    store = table.base if store_name == "base" else table.change
+    store = table.base if store_name == Store.BASE else table.change
     assert store is not None
     return store
 
@@ -179,7 +180,7 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
     v0 = min(kept, key=lambda c: c.version) if kept else None
     running = running_processes(table)
     plans = []
-    stores = [("change", table.change), ("base", table.base)] if table.change is not None else [("base", table.base)]
+    stores = [(Store.CHANGE, table.change), (Store.BASE, table.base)] if table.change is not None else [(Store.BASE, table.base)]
     for store_name, store in stores:
         assert store is not None
         chain = versions.snapshots_in_order(store)
@@ -233,8 +234,7 @@ def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: i
         plans, oldest = plan_expiry(table, older_than_ms, retain_last)
         try:
             for plan in plans:
-                chain_store(table, plan.store_name).maintenance.expire_snapshots().by_ids(list(plan.expire_ids)) \
-                    .commit()
+                commit.expire_snapshots(chain_store(table, plan.store_name), plan.expire_ids)
                 committed.append(plan)
                 fault_point("expire-between-stores")
         except CommitFailedException:
@@ -251,7 +251,7 @@ def _delete_expired(plans: list[StoreExpiry], oldest: int, removed: int) -> Expi
     for plan in plans:
         expired += len(plan.expire_ids)
         deleted = _delete(plan.data_files)
-        if plan.store_name == "change":
+        if plan.store_name == Store.CHANGE:
             change += deleted
         else:
             data += deleted
@@ -299,7 +299,7 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
         committed_at = {s.sequence_number: s.timestamp_ms for s in chain}
         # A file whose commit has expired is older than the oldest snapshot still there.
         oldest_ms = chain[0].timestamp_ms if chain else 0
-        doomed = [f.data_file for f in live_files(change, change.current_snapshot(), "change")
+        doomed = [f.data_file for f in live_files(change, change.current_snapshot(), Store.CHANGE)
                   if f.sequence_number <= marks.get(f.partition, 0)
                   and committed_at.get(f.sequence_number, oldest_ms) < older_than_ms]
         dropped = len(doomed)
@@ -333,7 +333,7 @@ def _normalized(path: str) -> str:
 def _referenced(table: ArcticTable) -> set[str]:
     """Every file any retained snapshot, the metadata log or a statistics file of either store needs."""
     refs: set[str] = set()
-    for store_name, store in (("base", table.base), ("change", table.change)):
+    for store_name, store in ((Store.BASE, table.base), (Store.CHANGE, table.change)):
         if store is None:
             continue
         files = _files_of(store, store.snapshots(), store_name)
@@ -443,7 +443,7 @@ class RollbackResult:
 
 
 ROLLBACK_OUTPUT = "previous_version long, restored_version long, current_version long"
-ROLLBACK = "rollback"
+ROLLBACK = versions.Operation.ROLLBACK
 ROLLBACK_TO = "arctic.rollback-to"
 
 
@@ -471,7 +471,7 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
         written: list[str] = []
         if plan.change_files:
             rows = writer.align(merged_dataframe(spark, table, plan), table.schema)
-            written = writer.write_files(rows, table, store="base")
+            written = writer.write_files(rows, table, store=Store.BASE)
             new_files = commit.data_files(table.base, written)
         else:
             new_files = [f.data_file for f in plan.base_files]
@@ -480,7 +480,7 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
 
         def build(store: Table) -> commit.BaseChange:
             current = store.current_snapshot()
-            live = live_files(store, current, "base")
+            live = live_files(store, current, Store.BASE)
             live_paths = {f.path for f in live}
             keep = {f.file_path for f in new_files}
             summary = {versions.OPERATION: ROLLBACK, ROLLBACK_TO: str(version)}
@@ -488,7 +488,7 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
             if txn is not None:
                 assert table.change is not None
                 table.change.refresh()
-                changed = live_files(table.change, table.change.current_snapshot(), "change")
+                changed = live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
                 partitions = (set(versions.watermarks_of(current)) | {f.partition for f in live}
                               | {f.partition for f in changed}
                               | {partition_path(spec, schema, f.partition) for f in new_files})

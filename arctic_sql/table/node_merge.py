@@ -39,6 +39,7 @@ from pyiceberg.types import NestedField
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table import storage
+from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable
@@ -172,8 +173,8 @@ class NodeTask:
         """From planned files (scan.FileEntry or optimizer PlanFile: ``store``, ``data_file``,
         ``sequence_number``, ``is_delete``)."""
         files = list(files)
-        return cls(tuple(f.data_file for f in files if f.store == "base"),
-                   tuple((f.data_file, tag(f.sequence_number, f.is_delete)) for f in files if f.store == "change"),
+        return cls(tuple(f.data_file for f in files if f.store == layout.Store.BASE),
+                   tuple((f.data_file, tag(f.sequence_number, f.is_delete)) for f in files if f.store == layout.Store.CHANGE),
                    directory)
 
 

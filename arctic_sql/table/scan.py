@@ -14,7 +14,7 @@ from pyiceberg.table.snapshots import Snapshot
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
-from arctic_sql.table.format.layout import parse_file_path
+from arctic_sql.table.format.layout import Store, parse_file_path
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.format.tree import DataTreeNode
 
@@ -146,19 +146,19 @@ def plan_read(
         )
     if table.change is None:
         snapshot = versions.snapshot_at(table.base, version)
-        files = _prune(table.base, snapshot, live_files(table.base, snapshot, "base"), base_filter)
+        files = _prune(table.base, snapshot, live_files(table.base, snapshot, Store.BASE), base_filter)
         return ReadPlan(version, table.schema, tuple(files), (), {}, snapshot.snapshot_id if snapshot else None,
                         base_filter)
 
     base_snapshot = versions.base_snapshot_for(table.base, version)
     marks = versions.watermarks_of(base_snapshot)
     base_files = _on_key_paths(
-        _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, "base"), base_filter), key_hashes)
+        _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, Store.BASE), base_filter), key_hashes)
     change_snapshot = versions.snapshot_at(table.change, version)
     change_files = [
         f
         for f in _on_key_paths(_prune(table.change, change_snapshot,
-                                      live_files(table.change, change_snapshot, "change"), change_filter), key_hashes)
+                                      live_files(table.change, change_snapshot, Store.CHANGE), change_filter), key_hashes)
         if marks.get(f.partition, 0) < f.sequence_number <= version
     ]
     return ReadPlan(

@@ -21,6 +21,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.update.schema import UpdateSchema
 
 from arctic_sql.errors import CommitConflictError
+from arctic_sql.table import commit
 
 _ATTEMPTS = 5
 
@@ -71,6 +72,8 @@ def align(name: str, base: Schema, change: Table) -> None:
 def _commit(store: Table, items: list, apply: Callable[[UpdateSchema, object], object]) -> None:
     if not items:
         return
-    with store.update_schema(allow_incompatible_changes=True) as update:
+    def change(update: UpdateSchema) -> None:
         for item in items:
             apply(update, item)
+
+    commit.evolve_schema(store, change, allow_incompatible=True)

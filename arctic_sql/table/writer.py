@@ -18,6 +18,7 @@ from pyiceberg.schema import Schema
 from arctic_sql.errors import ExecutionError
 from arctic_sql.table import storage
 from arctic_sql.table.format import layout
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import helper_columns, helper_name
 from arctic_sql.table.format.tree import node_id_column
 from arctic_sql.table.types import spark_schema
@@ -58,10 +59,10 @@ def laid_out(df: DataFrame, table: ArcticTable, store: str) -> tuple[DataFrame, 
     keys = table.primary_key
     if keys:
         settings = table.settings
-        buckets = settings.base_file_index_hash_bucket if store == "base" else settings.change_file_index_hash_bucket
+        buckets = settings.base_file_index_hash_bucket if store == Store.BASE else settings.change_file_index_hash_bucket
         out = out.withColumn(layout.NODE_COLUMN, node_id_column(keys, buckets))
         directories.append(layout.NODE_COLUMN)
-    if store == "change":
+    if store == Store.CHANGE:
         directories.append(layout.OP_COLUMN)
     else:
         out = out.drop(layout.OP_COLUMN) if layout.OP_COLUMN in out.columns else out
@@ -87,7 +88,7 @@ def write_laid_out(out: DataFrame, table: ArcticTable, directories: list[str], *
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    target_store = table.base if store == "base" else table.change
+    target_store = table.base if store == Store.BASE else table.change
     assert target_store is not None
     location = location or layout.new_write_location(target_store.location())
     keys = table.primary_key

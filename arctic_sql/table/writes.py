@@ -19,6 +19,7 @@ from arctic_sql.errors import CommitConflictError, PrimaryKeyViolationError
 from arctic_sql.table import commit, leases, writer
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import layout, versions
+from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.scan import latest_version, live_files
 
@@ -102,7 +103,7 @@ def write_changes(
             changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             check_keys(changes, table.primary_key, f"{operation.upper()} into {table.identifier}")
-            paths = writer.write_files(changes, table, store="change")
+            paths = writer.write_files(changes, table, store=Store.CHANGE)
         finally:
             changes.unpersist()
         if not paths:
@@ -123,7 +124,7 @@ def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
         data = writer.align(rows, table.schema)
         if table.primary_key:
             check_keys(data, table.primary_key, f"{operation.upper()} into {table.identifier}")
-        paths = writer.write_files(data, table, store="base")
+        paths = writer.write_files(data, table, store=Store.BASE)
         new_files = commit.data_files(table.base, paths)
         spec, schema = table.spec, table.schema
         affected = {partition_path(spec, schema, f.partition) for f in new_files}
@@ -135,7 +136,7 @@ def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
 
         def build(store: Table) -> commit.BaseChange:
             current = store.current_snapshot()
-            old = [f.data_file for f in live_files(store, current, "base") if f.partition in affected]
+            old = [f.data_file for f in live_files(store, current, Store.BASE) if f.partition in affected]
             marks = versions.watermarks_of(current)
             summary = {versions.OPERATION: operation}
             if txn is not None:
@@ -149,7 +150,7 @@ def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
 def append_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Append rows to a table without a primary key."""
     with leases.writing(table, operation):
-        paths = writer.write_files(writer.align(rows, table.schema), table, store="base")
+        paths = writer.write_files(writer.align(rows, table.schema), table, store=Store.BASE)
         if not paths:
             return
         new_files = commit.data_files(table.base, paths)
@@ -164,14 +165,14 @@ def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # no
     def once(version: int) -> None:
         snapshot = table.base.current_snapshot()
         read_id = snapshot.snapshot_id if snapshot else None
-        paths = writer.write_files(writer.align(build_rows(version), table.schema), table, store="base")
+        paths = writer.write_files(writer.align(build_rows(version), table.schema), table, store=Store.BASE)
         new_files = commit.data_files(table.base, paths)
 
         def build(store: Table) -> commit.BaseChange:
             current = store.current_snapshot()
             if (current.snapshot_id if current else None) != read_id:
                 raise StaleRead()
-            old = [f.data_file for f in live_files(store, current, "base")]
+            old = [f.data_file for f in live_files(store, current, Store.BASE)]
             return commit.BaseChange(delete=old, add=new_files, summary={versions.OPERATION: operation})
 
         commit.commit_base(table, build, paths)

@@ -51,7 +51,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from arctic_sql.thrift.auth import Credentials, LoginThrottle, PasswordFileError, hash_password, read_password_file
+from arctic_sql.thrift.auth import (
+    Credentials,
+    LoginThrottle,
+    PasswordFileError,
+    hash_password,
+    read_password_file,
+)
 
 if TYPE_CHECKING:
     from arctic_sql.thrift.policy import StatementPolicy

@@ -9,6 +9,15 @@ and kind without any side table. Base files have no ``arctic_op`` directory.
 from __future__ import annotations
 
 import uuid
+from enum import StrEnum
+
+
+class Store(StrEnum):
+    """The two Iceberg tables of an arctic table (a str: paths, properties and rows carry the value)."""
+
+    BASE = "base"
+    CHANGE = "change"
+
 
 NODE_COLUMN = "arctic_node"
 OP_COLUMN = "arctic_op"

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
+
+from arctic_sql.table.format.layout import Store
 
 OPERATION = "arctic.operation"
 COMMIT_ID = "arctic.commit-id"
@@ -25,10 +28,28 @@ WATERMARKS = "arctic.watermarks"
 UPSERTED_ROWS = "arctic.upserted-rows"
 DELETED_ROWS = "arctic.deleted-rows"
 
-BEGIN = "begin"  # an empty change-store snapshot that reserves a transaction number
-OPTIMIZE = "optimize"
-CHANGE_TTL = "change-ttl"  # drops change files already merged into the base from the change store
-NON_DATA_OPERATIONS = frozenset({BEGIN, OPTIMIZE, CHANGE_TTL, "create"})
+
+
+class Operation(StrEnum):
+    """What a commit did, as its ``arctic.operation`` records it (a str: summaries store the value)."""
+
+    CREATE = "create"
+    CREATE_AS_SELECT = "create-as-select"
+    INSERT = "insert"
+    APPEND = "append"  # Iceberg's own name for an append without arctic's summary key
+    OVERWRITE = "overwrite"
+    DELETE = "delete"
+    UPDATE = "update"
+    MERGE = "merge"
+    TRUNCATE = "truncate"
+    ROLLBACK = "rollback"
+    BEGIN = "begin"  # an empty change-store snapshot that reserves a transaction number
+    OPTIMIZE = "optimize"
+    CHANGE_TTL = "change-ttl"  # drops change files already merged into the base from the change store
+
+
+BEGIN, OPTIMIZE, CHANGE_TTL = Operation.BEGIN, Operation.OPTIMIZE, Operation.CHANGE_TTL
+NON_DATA_OPERATIONS = frozenset({BEGIN, OPTIMIZE, CHANGE_TTL, Operation.CREATE})
 # Commits that rewrite files without changing any row: they belong to the version before them.
 REWRITE_OPERATIONS = frozenset({OPTIMIZE})
 
@@ -40,7 +61,7 @@ class Commit:
     version: int
     committed_at_ms: int
     operation: str
-    store: str  # base | change
+    store: Store
     snapshot_id: int
     summary: dict[str, str]
 
@@ -136,19 +157,19 @@ def history(base: Table, change: Table | None) -> History:
         for snap in base_chain:
             op = operation_of(snap)
             if op not in NON_DATA_OPERATIONS:
-                commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, "base", snap.snapshot_id,
+                commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, Store.BASE, snap.snapshot_id,
                                       summary_of(snap)))
         return History(commits, _is_complete(base_chain))
     change_chain = snapshots_in_order(change)
     for snap in change_chain:
         op = operation_of(snap)
         if op not in NON_DATA_OPERATIONS:
-            commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, "change", snap.snapshot_id,
+            commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, Store.CHANGE, snap.snapshot_id,
                                   summary_of(snap)))
     for snap in base_chain:
         summary = summary_of(snap)
         if TXN in summary and operation_of(snap) not in NON_DATA_OPERATIONS:
-            commits.append(Commit(int(summary[TXN]), snap.timestamp_ms, operation_of(snap), "base",
+            commits.append(Commit(int(summary[TXN]), snap.timestamp_ms, operation_of(snap), Store.BASE,
                                   snap.snapshot_id, summary))
     floor = 0
     if not _is_complete(base_chain):

@@ -189,7 +189,8 @@ class ArcticCatalog:
         return sorted(n for n in names if not _hidden(n))
 
     def table_exists(self, identifier: TableIdentifier) -> bool:
-        return self.iceberg.table_exists(identifier.base_id)
+        """Whether ``identifier`` names a table; a store's own name (``t__change``) names none."""
+        return not _hidden(identifier.name) and self.iceberg.table_exists(identifier.base_id)
 
     def load_table(self, identifier: TableIdentifier) -> ArcticTable:
         """The table's stores. A change store an interrupted ALTER left behind is brought into line

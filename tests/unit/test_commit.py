@@ -1,0 +1,140 @@
+"""The committer on a real pyiceberg SQLite catalog, without Spark: what lands, what a commit's
+files become when it does not, and the metadata-only changes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from iceberg_tables import catalog_at, create, write
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import Transaction
+from pyiceberg.types import LongType
+
+from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
+from arctic_sql.table import commit
+from arctic_sql.table.format import layout, versions
+from arctic_sql.table.scan import live_files
+
+
+@pytest.fixture
+def table(tmp_path):
+    return create(catalog_at(tmp_path))
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path.removeprefix("file://"))
+
+
+def test_a_change_commit_is_one_version_with_its_files_rows_and_summary(table):
+    upserts = write(table, [(1, None, "a"), (2, None, "b")])
+    deletes = write(table, [(3, None, None)], op=layout.DELETE)
+    assert commit.commit_change(table, [upserts, deletes], versions.Operation.MERGE) == 1
+    assert commit.commit_change(table, [write(table, [(4, None, "d")])], versions.Operation.INSERT) == 2
+    table.change.refresh()
+    summary = versions.summary_of(table.change.snapshot_by_id(versions.data_commits(table.base, table.change)[0]
+                                                            .snapshot_id))
+    assert summary[versions.OPERATION] == "merge"
+    assert (summary[versions.UPSERTED_ROWS], summary[versions.DELETED_ROWS]) == ("2", "1")
+    assert [c.version for c in versions.data_commits(table.base, table.change)] == [1, 2]
+    files = commit.data_files(table.change, [upserts])
+    assert files[0].record_count == 2 and files[0].file_path == upserts
+
+
+def test_a_refused_commit_deletes_its_files_and_lands_nothing(table):
+    path = write(table, [(1, None, "a")])
+
+    def refuse(store):  # noqa: ANN001
+        raise CommitConflictError("stale")
+
+    with pytest.raises(CommitConflictError):
+        commit.commit_change(table, [path], "insert", validate=refuse)
+    table.change.refresh()
+    assert not _exists(path) and table.change.current_snapshot() is None
+
+
+def test_a_commit_the_catalog_keeps_rejecting_deletes_its_files(table, monkeypatch):
+    path = write(table, [(1, None, "a")])
+    monkeypatch.setattr(commit, "MAX_ATTEMPTS", 3)
+    monkeypatch.setattr(commit.time, "sleep", lambda seconds: None)
+    rejected = []
+
+    def reject(self):  # noqa: ANN001
+        rejected.append(1)
+        raise CommitFailedException("another writer won")
+
+    monkeypatch.setattr(Transaction, "commit_transaction", reject)
+    with pytest.raises(CommitConflictError, match="kept conflicting"):
+        commit.commit_change(table, [path], "insert")
+    assert len(rejected) == 3 and not _exists(path)
+
+
+def test_a_commit_that_landed_but_reported_an_error_succeeds(table, monkeypatch):
+    path = write(table, [(1, None, "a")])
+    original = Transaction.commit_transaction
+
+    def land_then_fail(self):  # noqa: ANN001
+        original(self)
+        raise OSError("connection reset after the catalog answered")
+
+    monkeypatch.setattr(Transaction, "commit_transaction", land_then_fail)
+    assert commit.commit_change(table, [path], "insert") == 1
+    assert _exists(path)
+
+
+def test_a_commit_of_unknown_outcome_keeps_its_files_and_says_so_in_one_line(table, monkeypatch):
+    path = write(table, [(1, None, "a")])
+
+    def lost(self):  # noqa: ANN001
+        raise OSError("connection reset")
+
+    monkeypatch.setattr(Transaction, "commit_transaction", lost)
+    with pytest.raises(CommitStateUnknownError) as raised:
+        commit.commit_change(table, [path], "insert")
+    assert _exists(path)  # orphan removal decides later, once no lease or commit can need it
+    assert "\n" not in str(raised.value) and "may or may not have landed" in str(raised.value)
+
+
+def test_an_overwrite_replaces_files_and_keeps_the_watermark_map(table):
+    commit.commit_change(table, [write(table, [(1, None, "a")])], "insert")
+    first = write(table, [(1, None, "a")], store=layout.Store.BASE)
+    files = commit.data_files(table.base, [first])
+    commit.commit_base(table, lambda store: commit.BaseChange(add=files, watermarks={"": 1},
+                                                               summary={versions.OPERATION: "optimize"}), [first])
+    second = write(table, [(1, None, "b")], store=layout.Store.BASE)
+    replacement = commit.data_files(table.base, [second])
+
+    def replace(store):  # noqa: ANN001 - rebuilt from the store's state on every attempt
+        live = [f.data_file for f in live_files(store, store.current_snapshot(), layout.Store.BASE)]
+        return commit.BaseChange(delete=live, add=replacement, summary={versions.OPERATION: "optimize"})
+
+    commit.commit_base(table, replace, [second])
+    table.base.refresh()
+    snapshot = table.base.current_snapshot()
+    assert versions.watermarks_of(snapshot) == {"": 1}  # None keeps the current map
+    live = [task.file.file_path for task in table.base.scan().plan_files()]
+    assert live == [second]
+
+
+def test_metadata_changes_go_through_the_committer(table):
+    commit.set_properties(table.base, {"a": "1", "b": "2"})
+    commit.set_properties(table.base, {"c": "3"}, removals=["a", "not-set"])
+    table.base.refresh()
+    assert (table.base.properties.get("a"), table.base.properties["b"], table.base.properties["c"]) == (None, "2", "3")
+    before = len(table.base.metadata.metadata_log)
+    commit.set_properties(table.base, removals=["not-set"])  # nothing to change: no commit
+    table.base.refresh()
+    assert len(table.base.metadata.metadata_log) == before
+    commit.evolve_schema(table.base, lambda update: update.add_column("w", LongType()))
+    table.base.refresh()
+    assert table.base.schema().find_field("w").field_type == LongType()
+
+
+def test_expiring_snapshot_ids_removes_only_those(table):
+    for _ in range(3):
+        commit.commit_change(table, [], "insert")
+    table.change.refresh()
+    ids = [s.snapshot_id for s in table.change.snapshots()]
+    commit.expire_snapshots(table.change, ids[:1])
+    table.change.refresh()
+    assert [s.snapshot_id for s in table.change.snapshots()] == ids[1:]

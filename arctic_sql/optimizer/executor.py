@@ -32,6 +32,7 @@ from arctic_sql.table import node_merge, storage, writer
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
+from arctic_sql.table.reader import balance, read_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,7 +70,6 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     """One Spark job, one Spark task per core, each reading, merging and writing its share of the
     planner tasks' nodes in turn in pyarrow (``reader.balance``: the largest first); return the
     files the tasks report having written."""
-    from arctic_sql.table.reader import balance
 
     schema, keys = table.schema, list(table.primary_key)
     base, change = node_merge.Store.both(table)
@@ -97,7 +97,6 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from arctic_sql.table.reader import read_files
 
     base = tuple(unique_inputs(tasks, "base_files"))
     change = tuple(unique_inputs(tasks, "change_files"))

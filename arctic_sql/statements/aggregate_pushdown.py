@@ -28,6 +28,11 @@ import pyarrow as pa
 from pyiceberg import types as it
 from sqlglot import exp
 
+from arctic_sql.parser import to_spark_sql
+from arctic_sql.table.reader import by_node
+from arctic_sql.table.scan import plan_read
+from arctic_sql.table.types import spark_schema, to_spark_type
+
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import DataFrame, SparkSession
@@ -201,7 +206,6 @@ def spark_types(pushdown: Pushdown, schema: Schema):
     """The Spark schema of the partials: the grouping columns, then one column per partial."""
     from pyspark.sql import types as st
 
-    from arctic_sql.table.types import to_spark_type
 
     fields = [st.StructField(name, to_spark_type(schema.find_field(name).field_type), True)
               for name in pushdown.group_by]
@@ -223,7 +227,6 @@ def aggregated_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, 
     ``reader.by_node``."""
     from pyiceberg.types import StringType
 
-    from arctic_sql.table.reader import by_node
 
     schema = plan.schema.select(*dict.fromkeys([*table.primary_key, *pushdown.columns]))
     # Grouping strings read dictionary-encoded: a third of the time to read, and to group by.
@@ -236,9 +239,6 @@ def dataframe_for(ctx: StatementContext, node: exp.Table, table: ArcticTable, ve
     """The partials of ``node``'s select, merged and aggregated by node, with the select rewritten to
     combine them; None, with nothing changed, when the pushdown does not apply or would not help
     (no change data to merge: Spark reads the base itself)."""
-    from arctic_sql.parser import to_spark_sql
-    from arctic_sql.table.scan import plan_read
-    from arctic_sql.table.types import spark_schema
 
     select = node.parent_select
     if table.change is None or not isinstance(select, exp.Select):

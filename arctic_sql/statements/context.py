@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from arctic_sql.parser import parse, to_spark_sql
+from arctic_sql.statements import query
+from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
+from arctic_sql.table.reader import merged_dataframe
+from arctic_sql.table.scan import plan_read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,16 +47,11 @@ class StatementContext:
         ``columns``: the columns the caller uses (default all); others may be left out.
         ``in_memory``: whether node groups may merge in memory (see table/reader.py).
         """
-        from arctic_sql.table.reader import merged_dataframe
-        from arctic_sql.table.scan import plan_read
 
         return merged_dataframe(self.spark, table, plan_read(table, version, **filters), columns, in_memory)
 
     def run_spark(self, expression: exp.Expression, text: str) -> DataFrame:
         """Run a statement on Spark, after pointing its arctic table references at merged views."""
-        from arctic_sql.parser import to_spark_sql
-        from arctic_sql.statements import query
-        from arctic_sql.statements.time_travel import replace_functions
 
         if not isinstance(expression, exp.Command):
             replaced = replace_functions(self, expression)  # get_latest_version() and friends
@@ -73,7 +73,6 @@ class StatementContext:
     def constant(self, sql: str) -> Any:
         """The value of one SQL expression (``current_date() - INTERVAL 1 DAY``, a scalar subquery over
         an arctic table, ...): ``SELECT <sql>`` run as any statement is, arctic tables resolved."""
-        from arctic_sql.parser import parse
 
         (statement,) = parse(f"SELECT {sql}")
         return self.run_spark(statement.expression, statement.sql).collect()[0][0]

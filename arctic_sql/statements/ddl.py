@@ -19,6 +19,7 @@ from arctic_sql.errors import (
 )
 from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
+from arctic_sql.statements import query
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
 from arctic_sql.table import commit, leases, writes
@@ -395,7 +396,6 @@ def show_databases(ctx: StatementContext, expression: statements.ShowDatabases, 
 
 
 def explain(ctx: StatementContext, expression: statements.Explain, text: str) -> DataFrame:
-    from arctic_sql.statements import query
 
     inner = expression.this
     resolved = query.resolve(ctx, inner)

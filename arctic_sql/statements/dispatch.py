@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from arctic_sql import procedures
 from arctic_sql.errors import ArcticError, NoSuchDatabaseError, NoSuchTableError
+from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
 from arctic_sql.parser import statements
 from arctic_sql.spark import translate
 from arctic_sql.statements import ddl, dml, show, truncate
+from arctic_sql.statements.metadata_tables import metadata_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -53,7 +56,6 @@ def _use(ctx: StatementContext, expression: exp.Use, text: str) -> DataFrame:
 
 def _describe_history(ctx: StatementContext, expression: statements.DescribeHistory, text: str) -> DataFrame:
     """``DESCRIBE HISTORY db.t``: the same rows as ``SELECT * FROM db.t.history``."""
-    from arctic_sql.statements.metadata_tables import metadata_table
 
     table = ctx.arctic_table(expression.this)
     if table is None:
@@ -62,14 +64,12 @@ def _describe_history(ctx: StatementContext, expression: statements.DescribeHist
 
 
 def _call(ctx: StatementContext, expression: statements.Call, text: str) -> DataFrame:
-    from arctic_sql import procedures
 
     return procedures.call(ctx, expression)
 
 
 def _compact(ctx: StatementContext, expression: statements.CompactTable, text: str) -> DataFrame:
     """``ALTER TABLE t COMPACT MINOR|MAJOR|FULL`` (MaxCompute): ``CALL system.optimize`` in that mode."""
-    from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
 
     table = ctx.arctic_table(expression.this)
     if table is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
@@ -105,7 +106,6 @@ def partitions(ctx: StatementContext, table: ArcticTable) -> DataFrame:
 
 def optimizing(ctx: StatementContext, table: ArcticTable) -> DataFrame:
     """One row per optimizing process (manual or by the service), oldest first."""
-    from arctic_sql.table import optimizing_state as state
 
     rows = [
         (r.process_id, r.mode, r.effective_status, r.trigger, _ts(r.started_at_ms),

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.statements import aggregate_pushdown, time_travel
+from arctic_sql.statements.metadata_tables import metadata_table
+from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
+from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.changes import changes_between
+from arctic_sql.table.format.keyhash import spark_xxhash64
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,7 +49,6 @@ def _cte_names(expression: exp.Expression) -> set[str]:
 def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
     """Replace arctic table references in ``expression`` (a copy) by temporary views, and the
     ``get_latest_version``/``get_latest_timestamp`` functions by their values."""
-    from arctic_sql.statements.time_travel import replace_functions
 
     expression = replace_functions(ctx, expression)
     expression = expression.copy()
@@ -75,7 +80,6 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
     if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
         owner = TableIdentifier.parse(".".join(parts[:-1]), ctx.current_database)
         if ctx.catalog.table_exists(owner):
-            from arctic_sql.statements.metadata_tables import metadata_table
 
             if version is not None:
                 raise InvalidArgumentError(f"Metadata table {'.'.join(parts)} has no versions to travel to")
@@ -89,9 +93,6 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
     if not ctx.catalog.table_exists(identifier):
         return None
     table = ctx.catalog.load_table(identifier)
-    from arctic_sql.statements import aggregate_pushdown, time_travel
-    from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
-    from arctic_sql.table.changes import changes_between
 
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
         return changes_between(ctx.spark, table, time_travel.version_range(ctx, table, version))
@@ -129,7 +130,6 @@ def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:
     """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
     if lookups is None:
         return None
-    from arctic_sql.table.format.keyhash import spark_xxhash64
 
     types = tuple(table.schema.find_field(k).field_type for k in table.primary_key)
     hashes = set()

@@ -17,6 +17,7 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.parser import statements
 from arctic_sql.table import properties as props
 from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.scan import plan_read
 from arctic_sql.table.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -63,7 +64,6 @@ def show_partitions(ctx: StatementContext, expression: statements.ShowPartitions
 
     Read from file metadata: a partition is listed while it has base files or change files.
     """
-    from arctic_sql.table.scan import plan_read
 
     table = ctx.arctic_table(expression.this)
     if table is None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+from arctic_sql.parser import to_spark_sql
 from arctic_sql.table.catalog import ArcticTable, TableIdentifier
 from arctic_sql.table.changes import Range, version_at
 from arctic_sql.table.format import versions
@@ -67,7 +68,6 @@ def _function_arguments(ctx: StatementContext, call: exp.Anonymous) -> tuple[str
 def _constant(ctx: StatementContext, value: exp.Expression, what: str) -> object:
     if isinstance(value, exp.Literal):
         return value.this if value.is_string else int(value.this) if value.is_int else value.this
-    from arctic_sql.parser import to_spark_sql
 
     return ctx.constant(to_spark_sql(value))
 
@@ -124,7 +124,6 @@ def _version_value(ctx: StatementContext, value: exp.Expression, where: str) -> 
     if isinstance(value, exp.Literal):
         raw = value.this
     else:
-        from arctic_sql.parser import to_spark_sql
 
         raw = ctx.constant(f"try_cast(({to_spark_sql(value)}) AS BIGINT)")
     try:
@@ -141,7 +140,6 @@ def _timestamp_micros(ctx: StatementContext, value: exp.Expression, where: str) 
         return _latest_timestamp_ms(ctx, value) * 1000
     if _is_call(value, "timestamp_millis") and isinstance(value.expressions[0], exp.Literal):
         return int(value.expressions[0].this) * 1000
-    from arctic_sql.parser import to_spark_sql
 
     micros = ctx.constant(f"unix_micros(try_cast(({to_spark_sql(value)}) AS TIMESTAMP))")
     if micros is None:

@@ -39,6 +39,7 @@ from arctic_sql.table import properties as props
 from arctic_sql.table import purge as _purge
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.table_settings import TableSettings
+from arctic_sql.table.types import spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -108,7 +109,6 @@ class ArcticTable:
     @property
     def spark_schema(self) -> StructType:
         """The table's columns as Spark types (field ids in their metadata)."""
-        from arctic_sql.table.types import spark_schema
 
         return spark_schema(self.schema)
 

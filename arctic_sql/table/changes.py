@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.table import storage
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.reader import FILE, IS_DELETE, TXN, latest_changes, read_files
 from arctic_sql.table.scan import FileEntry, ReadPlan, live_files
 
 if TYPE_CHECKING:
@@ -90,7 +92,6 @@ def changes_between(spark: SparkSession, table: ArcticTable, span: Range) -> Dat
     """The incremental read of ``span``: the table's columns, ``_change_type`` and ``_change_version``."""
     from pyspark.sql import functions as F
 
-    from arctic_sql.table.reader import IS_DELETE, TXN, latest_changes, read_files
 
     files = change_files(table, span)
     columns = [F.col(f"`{f.name}`") for f in table.schema.fields]
@@ -110,8 +111,6 @@ def _appended_rows(spark: SparkSession, table: ArcticTable, files: tuple[FileEnt
     """Rows of the appended files, each with the version that appended it (``_arctic_txn``)."""
     from pyspark.sql import functions as F
 
-    from arctic_sql.table import storage
-    from arctic_sql.table.reader import FILE, TXN, read_files
 
     rows = read_files(spark, table.schema, files)
     if not files:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
+from arctic_sql.errors import CommitStateUnknownError
 from arctic_sql.table import storage
 from arctic_sql.table.format import layout
 
@@ -141,7 +142,6 @@ def writing(table: ArcticTable, operation: str) -> Iterator[Lease]:
     :class:`~arctic_sql.errors.CommitStateUnknownError`: then the files may or may not be referenced,
     and the lease runs out on its own, giving the commit's fate time to become known.
     """
-    from arctic_sql.errors import CommitStateUnknownError
 
     table_root = layout.table_root(table.base.location())
     started = now_ms()

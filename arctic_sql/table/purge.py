@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow.fs as pafs
 
+from arctic_sql.table import optimizing_state as state
 from arctic_sql.table import storage
 
 if TYPE_CHECKING:
@@ -104,7 +105,6 @@ def files_of(stores: Iterable[Table]) -> TableFiles:
 
 def files_of_table(table: ArcticTable) -> TableFiles:
     """The files of both stores of ``table`` and the optimizer's process records of it."""
-    from arctic_sql.table import optimizing_state as state
 
     files = files_of([table.base] + ([table.change] if table.change is not None else []))
     folder = f"{state.table_root(table)}/optimizing"

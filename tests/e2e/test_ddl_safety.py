@@ -30,9 +30,9 @@ CATALOG_DDL = textwrap.dedent(
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType
     from arctic_sql import schema_changes
     from arctic_sql.catalog import ArcticCatalog, TableIdentifier
-    from arctic_sql.session import _load_catalog
+    from arctic_sql.options import load_catalog
 
-    catalog = ArcticCatalog(_load_catalog(sys.argv[1], "arctic", None, None))
+    catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
     t = TableIdentifier("db", "t")
     keyed = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
                    identifier_field_ids=[1])

@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.warehouse, ignore_errors=True)
     started = time.time()
     session = arctic_sql.connect(**connect_options(args))
-    print(f"-- arctic-sql {arctic_sql.__version__}: Spark {session.spark.version} ({session.spark.sparkContext.master}), "
+    spark = session.spark
+    print(f"-- arctic-sql {arctic_sql.__version__}: Spark {spark.version} ({spark.sparkContext.master}), "
           f"warehouse {args.warehouse}")
     run(session)
     print(f"-- demo finished in {time.time() - started:.1f} s")

@@ -101,7 +101,9 @@ def check_connect_args(parser: argparse.ArgumentParser, args: argparse.Namespace
 # what the arguments mean ------------------------------------------------------------------------
 
 
-def connect_options(args: argparse.Namespace, spark_defaults: Mapping[str, str] | None = None) -> dict[str, Any]:
+def connect_options(
+    args: argparse.Namespace, spark_defaults: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Keyword arguments of :func:`arctic_sql.connect` for parsed options.
 
     ``spark_defaults`` are an entry point's own Spark settings; a ``--conf`` of the same key wins.

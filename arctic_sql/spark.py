@@ -25,7 +25,9 @@ RUNTIME_CONF = {
 }
 
 
-def local_session(warehouse: str, conf: dict[str, str] | None = None, master: str | None = None) -> SparkSession:
+def local_session(
+    warehouse: str, conf: dict[str, str] | None = None, master: str | None = None
+) -> SparkSession:
     """A SparkSession started here (the driver in this process), with the warehouse's spark-warehouse
     for plain tables. ``master`` defaults to ``$ARCTIC_SPARK_MASTER``, else ``local[*]``; a
     ``spark.master`` in ``conf`` wins over both. A local session binds to loopback only."""

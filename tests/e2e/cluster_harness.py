@@ -145,7 +145,9 @@ def _kill_group(pgid: int) -> None:
         pass  # the group is empty: nothing was left behind
 
 
-def run_driver(command: list[str], timeout_s: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_driver(
+    command: list[str], timeout_s: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run a Spark driver program in its own process (one SparkContext per JVM: the test process has
     its own local session) and group, so that a timeout also ends the JVM it started."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -155,7 +157,8 @@ def run_driver(command: list[str], timeout_s: float, env: dict[str, str] | None 
     except subprocess.TimeoutExpired:
         _kill_group(process.pid)
         stdout, stderr = process.communicate()
-        raise AssertionError(f"the driver did not finish within {timeout_s:.0f} s:\n{stderr[-3000:]}") from None
+        message = f"the driver did not finish within {timeout_s:.0f} s:\n{stderr[-3000:]}"
+        raise AssertionError(message) from None
     finally:
         _kill_group(process.pid)
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)

@@ -94,7 +94,8 @@ def main(master: str, warehouse: str, seed: int) -> None:
     })
     session.sql("CREATE DATABASE db")
     session.sql("""CREATE TABLE db.t (id BIGINT, p STRING, v INT, PRIMARY KEY (id, p)) PARTITIONED BY (p)
-                   TBLPROPERTIES ('base.file-index.hash-bucket' = '2', 'change.file-index.hash-bucket' = '2')""")
+                   TBLPROPERTIES ('base.file-index.hash-bucket' = '2',
+                                  'change.file-index.hash-bucket' = '2')""")
     print(f"{time.monotonic() - started:6.1f} s  connected, table created", flush=True)
     model: dict = {}
     steps = [upsert, upsert] + [rng.choice([upsert, delete, merge]) for _ in range(3)] + [optimize("minor")]

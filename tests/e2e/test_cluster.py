@@ -31,8 +31,8 @@ def cluster(tmp_path_factory):
 
 def test_a_reference_model_run_and_optimizes_on_a_two_worker_cluster(cluster, tmp_path):
     started = time.monotonic()
-    result = run_driver([sys.executable, str(WORKLOAD), cluster.master_url, str(tmp_path / "warehouse"), "12"],
-                        timeout_s=400, env={"ARCTIC_DRIVER_MEMORY": "1g", "SPARK_LOCAL_IP": "127.0.0.1"})
+    command = [sys.executable, str(WORKLOAD), cluster.master_url, str(tmp_path / "warehouse"), "12"]
+    result = run_driver(command, timeout_s=400, env={"ARCTIC_DRIVER_MEMORY": "1g", "SPARK_LOCAL_IP": "127.0.0.1"})
     print(result.stdout)  # each step with its time, shown when the test fails (or with -s)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])

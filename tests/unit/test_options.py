@@ -96,8 +96,8 @@ def test_the_thrift_servers_client_sessions_use_its_catalog(monkeypatch):
     args = server.build_arg_parser().parse_args([*REST, "--master", "spark://head:7077"])
     spark = object()
     server._new_session_factory(args)(spark)
-    assert calls == [{"spark": spark, "warehouse": options.warehouse_path("./warehouse"), "catalog_name": "lake",
-                      "catalog_properties": options.catalog_properties(args)}]
+    assert calls == [{"spark": spark, "warehouse": options.warehouse_path("./warehouse"),
+                      "catalog_name": "lake", "catalog_properties": options.catalog_properties(args)}]
 
 
 def test_rest_catalog_properties_reach_pyiceberg_load_catalog(monkeypatch):
@@ -159,8 +159,10 @@ def test_a_bad_value_is_one_line_naming_the_option(connects, capsys, name, flags
     assert named in last and last.count("\n") == 0
 
 
-@pytest.mark.parametrize("master", ["local", "local[*]", "local[4]", "local[2,3]", "local-cluster[2,1,1024]",
-                                    "spark://head:7077", "spark://a:7077,b:7077", "yarn", "k8s://https://k:6443"])
+@pytest.mark.parametrize("master", [
+    "local", "local[*]", "local[4]", "local[2,3]", "local-cluster[2,1,1024]",
+    "spark://head:7077", "spark://a:7077,b:7077", "yarn", "k8s://https://k:6443",
+])
 def test_spark_masters_are_accepted(master):
     assert options.master_url(master) == master
 

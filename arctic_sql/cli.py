@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import IO, TYPE_CHECKING, Any
 
+from arctic_sql.options import add_connect_arguments, check_connect_args, connect_options
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -47,7 +49,6 @@ CONTINUATION_PROMPT = " " * len(PROG) + "> "
 HISTORY_FILE = "~/.arctic_sql_history"
 HISTORY_LENGTH = 1000
 OUTPUT_FORMATS = ("table", "csv", "json")
-CATALOG_TYPES = ("rest", "hive", "glue", "sql")
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 _EPILOG = f"""\
@@ -77,6 +78,12 @@ catalog:
   under --warehouse. Other catalogs: --catalog-type rest|hive|glue|sql plus --catalog-prop
   key=value (repeatable), passed to pyiceberg's load_catalog as they are.
 
+spark:
+  --master local[N] (default: $ARCTIC_SPARK_MASTER, else local[*]) or a cluster: spark://HOST:7077,
+  yarn, k8s://URL (client mode; the warehouse must be on storage every node reaches). --conf
+  key=value (repeatable) sets any Spark setting. The catalog and spark options are the same for
+  `arctic-sql optimizer`, `arctic-sql thriftserver` and `python -m arctic_sql.demo`.
+
 exit codes: 0 success, 1 a statement or the connection failed, 2 bad arguments, 130 interrupted.
 """
 
@@ -91,7 +98,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_catalog_arguments(parser)
+    add_connect_arguments(parser)
     parser.add_argument("-e", dest="execute", metavar="SQL", help="run these ;-separated statements and exit")
     parser.add_argument("-f", dest="file", metavar="FILE", help="run the statements in FILE and exit")
     parser.add_argument(
@@ -105,72 +112,6 @@ def build_arg_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show stack traces, Python warnings and Spark's console output"
     )
     return parser
-
-
-def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
-    """The warehouse and catalog options every ``arctic-sql`` command shares (see :func:`connect_options`)."""
-    parser.add_argument(
-        "--warehouse",
-        default="./warehouse",
-        metavar="DIR",
-        help="warehouse folder or URI for table data (default: ./warehouse)",
-    )
-    parser.add_argument("--catalog-uri", metavar="URI", help="SQLAlchemy URI of a pyiceberg SQL catalog")
-    parser.add_argument("--catalog-type", choices=CATALOG_TYPES, help="pyiceberg catalog type")
-    parser.add_argument(
-        "--catalog-prop",
-        action="append",
-        default=[],
-        type=_key_value,
-        metavar="KEY=VALUE",
-        help="pyiceberg catalog property (repeatable)",
-    )
-    parser.add_argument("--catalog-name", default=None, metavar="NAME", help="catalog name (default: arctic)")
-
-
-def connect_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of :func:`arctic_sql.connect` for parsed catalog options."""
-    options: dict[str, Any] = {"warehouse": args.warehouse, "catalog_properties": catalog_properties(args)}
-    if args.catalog_name is not None:
-        options["catalog_name"] = args.catalog_name
-    return options
-
-
-def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value
-
-
-def catalog_properties(args: argparse.Namespace) -> dict[str, str] | None:
-    """The ``catalog_properties`` for :func:`arctic_sql.connect`; ``None`` for the embedded default."""
-    if args.catalog_uri is None and args.catalog_type is None and not args.catalog_prop:
-        return None
-    properties: dict[str, str] = {}
-    if args.catalog_type is not None:
-        properties["type"] = args.catalog_type
-    elif args.catalog_uri is not None:
-        properties["type"] = "sql"
-    if args.catalog_uri is not None:
-        properties["uri"] = args.catalog_uri
-    properties.update(dict(args.catalog_prop))
-    if properties.get("type") == "sql":
-        # A SQL catalog keeps only metadata pointers; table files go to the warehouse.
-        properties.setdefault("warehouse", _warehouse_uri(args.warehouse))
-    return properties
-
-
-def _warehouse_uri(warehouse: str) -> str:
-    if "://" in warehouse:
-        return warehouse
-    return f"file://{os.path.abspath(warehouse)}"
-
-
-def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    properties = catalog_properties(args)
-    if properties is not None and "type" not in properties and "uri" not in properties:
-        parser.error("--catalog-prop needs --catalog-type or --catalog-uri (or a type= or uri= property)")
 
 
 # rendering values --------------------------------------------------------------------------------
@@ -399,7 +340,7 @@ class Shell:
     def _connect(self) -> Session:
         import arctic_sql
 
-        options = {**connect_options(self.args), "spark_conf": {"spark.ui.showConsoleProgress": "false"}}
+        options = connect_options(self.args, {"spark.ui.showConsoleProgress": "false"})
         try:
             with self._jvm_output_hidden():
                 session = arctic_sql.connect(**options)
@@ -643,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
     parser = build_arg_parser()
     args = parser.parse_args(argv)
-    _check_args(parser, args)
+    check_connect_args(parser, args)
     _quiet_python(args.debug)
     shell = Shell(args)
     try:

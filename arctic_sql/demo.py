@@ -1,4 +1,5 @@
-"""A walk through arctic-sql on the embedded default: ``python -m arctic_sql.demo [--warehouse DIR]``.
+"""A walk through arctic-sql on the embedded default: ``python -m arctic_sql.demo [--warehouse DIR]``
+(or on any catalog and Spark master: the shell's options, ``--catalog-type``, ``--master``, ...).
 
 Creates a primary-key table, upserts, deletes, updates, merges, reads it back, travels in time and
 shows the table's history and files, printing each statement and its result; then what to try next
@@ -13,10 +14,11 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import arctic_sql
+from arctic_sql.options import add_connect_arguments, check_connect_args, command_line, connect_options
 
 if TYPE_CHECKING:
     from arctic_sql.session import Session
@@ -76,39 +78,50 @@ def run(session: Session, say: Callable[[str], None] = print) -> None:
             result.show(truncate=False)
 
 
-def try_next(warehouse: str) -> str:
-    """Command lines to copy after the demo, on the same warehouse."""
+def try_next(warehouse: str, flags: Sequence[str] = ()) -> str:
+    """Command lines to copy after the demo, on the same warehouse (and catalog and Spark ``flags``)."""
     shell = os.path.join(os.path.dirname(sys.executable), "arctic-sql")
     if not os.path.exists(shell):
         shell = "arctic-sql"
     elif not os.path.relpath(shell).startswith(".."):
         shell = os.path.relpath(shell)
-    at = f"{shell} --warehouse {shlex.quote(warehouse)}"
+    same = " ".join(shlex.quote(word) for word in ["--warehouse", warehouse, *flags])
     lines = ["", "What to try next (each line runs on the demo's table):"]
     for what, sql in TRY_NEXT:
-        lines += [f"  # {what}", f'  {at} -e "{sql}"']
+        lines += [f"  # {what}", f'  {shell} {same} -e "{sql}"']
     lines += [
         "  # the Thrift server for JDBC/ODBC clients, BI tools and dbt-spark (the 'server' extra)",
-        f"  {shell} thriftserver --warehouse {shlex.quote(warehouse)}   # listens on 127.0.0.1:10000",
+        f"  {shell} thriftserver {same}   # listens on 127.0.0.1:10000",
         "More: README.md (SQL, history, self-optimizing, Thrift server, dbt, Jupyter), docs/design.md.",
     ]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--warehouse", default="./warehouse")
+def build_arg_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m arctic_sql.demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fresh", action="store_true", help="delete the warehouse folder first")
+    add_connect_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_arg_parser()
     args = parser.parse_args(argv)
+    check_connect_args(parser, args)
     if args.fresh:
+        if "://" in args.warehouse:
+            parser.error("--fresh deletes a warehouse folder; --warehouse is a URI")
         shutil.rmtree(args.warehouse, ignore_errors=True)
     started = time.time()
-    session = arctic_sql.connect(warehouse=args.warehouse)
-    print(f"-- arctic-sql {arctic_sql.__version__}: Spark {session.spark.version}, warehouse {args.warehouse}")
+    session = arctic_sql.connect(**connect_options(args))
+    spark = session.spark
+    print(f"-- arctic-sql {arctic_sql.__version__}: Spark {spark.version} ({spark.sparkContext.master}), "
+          f"warehouse {args.warehouse}")
     run(session)
     print(f"-- demo finished in {time.time() - started:.1f} s")
     session.stop()
-    print(try_next(args.warehouse))
+    print(try_next(args.warehouse, command_line(args)))
     return 0
 
 

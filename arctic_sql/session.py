@@ -7,12 +7,12 @@ tables (or are arctic's own), and passes everything else to ``spark.sql`` unchan
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from arctic_sql.datasource.source import install as install_format
 from arctic_sql.errors import ArcticError, InvalidArgumentError, NoSuchDatabaseError, SqlParseError
+from arctic_sql.options import load_catalog
 from arctic_sql.parser import ParsedStatement, parse
 from arctic_sql.spark import configure, local_session
 from arctic_sql.statements import dispatch
@@ -38,6 +38,7 @@ def connect(
     config_file: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
     database: str = "default",
+    master: str | None = None,
 ) -> Session:
     """Open a session.
 
@@ -45,13 +46,17 @@ def connect(
     ``spark`` reuses an existing SparkSession; ``catalog`` an existing pyiceberg catalog;
     ``catalog_properties`` (or a YAML ``config_file`` in pyiceberg's ``catalog: {name: {...}}``
     layout) configures any pyiceberg catalog: REST, Hive, Glue, SQL on PostgreSQL, ...
+    ``master`` is the Spark master of the session started here (default ``$ARCTIC_SPARK_MASTER``,
+    else ``local[*]``), e.g. ``spark://head:7077`` for a standalone cluster.
 
     >>> s = connect(warehouse="/tmp/wh")
     >>> s.sql("CREATE TABLE t (id BIGINT, v STRING, PRIMARY KEY (id))")
     """
-    iceberg = catalog or _load_catalog(warehouse, catalog_name, catalog_properties, config_file)
+    if spark is not None and master is not None:
+        raise InvalidArgumentError("connect(master=...) starts a Spark session; it cannot apply to spark=")
+    iceberg = catalog or load_catalog(warehouse, catalog_name, catalog_properties, config_file)
     if spark is None:
-        spark = local_session(warehouse or ".", dict(spark_conf or {}))
+        spark = local_session(warehouse or ".", dict(spark_conf or {}), master)
     else:
         for key, value in (spark_conf or {}).items():
             spark.conf.set(key, value)
@@ -76,38 +81,7 @@ def register(
     >>> spark.read.format("arctic").load("db.t")
     """
     configure(spark)
-    install_format(spark, catalog or _load_catalog(warehouse, catalog_name, catalog_properties, config_file))
-
-
-def _load_catalog(
-    warehouse: str | None,
-    name: str,
-    properties: Mapping[str, str] | None,
-    config_file: str | None,
-) -> Catalog:
-    from pyiceberg.catalog import load_catalog
-
-    if config_file is not None:
-        import strictyaml  # what pyiceberg itself reads .pyiceberg.yaml with
-
-        with open(config_file, encoding="utf-8") as f:
-            config = strictyaml.load(f.read()).data or {}
-        catalogs = config.get("catalog", {})
-        if name not in catalogs:
-            raise InvalidArgumentError(f"Config file {config_file} has no catalog '{name}'")
-        return load_catalog(name, **{k: str(v) for k, v in catalogs[name].items()})
-    if properties:
-        return load_catalog(name, **dict(properties))
-    if warehouse is None:
-        raise InvalidArgumentError("connect() needs a warehouse folder, a catalog, or catalog properties")
-    root = os.path.abspath(warehouse)
-    os.makedirs(root, exist_ok=True)
-    return load_catalog(
-        name,
-        type="sql",
-        uri=f"sqlite:///{os.path.join(root, 'catalog.db')}",
-        warehouse=f"file://{root}",
-    )
+    install_format(spark, catalog or load_catalog(warehouse, catalog_name, catalog_properties, config_file))
 
 
 class Session:

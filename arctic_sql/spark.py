@@ -14,6 +14,7 @@ from arctic_sql.errors import (
     NoSuchTableError,
     SqlParseError,
 )
+from arctic_sql.options import is_local_master, spark_master
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,11 +31,18 @@ RUNTIME_CONF = {
 }
 
 
-def local_session(warehouse: str, conf: dict[str, str] | None = None) -> SparkSession:
-    """A local SparkSession bound to loopback, with the warehouse's spark-warehouse for plain tables."""
+def local_session(
+    warehouse: str, conf: dict[str, str] | None = None, master: str | None = None
+) -> SparkSession:
+    """A SparkSession started here (the driver in this process), with the warehouse's spark-warehouse
+    for plain tables. ``master`` defaults to ``$ARCTIC_SPARK_MASTER``, else ``local[*]``; a
+    ``spark.master`` in ``conf`` wins over both. A local session binds to loopback only."""
     import sys
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = {**RUNTIME_CONF, **(conf or {})}
+    master = conf.pop("spark.master", None) or spark_master(master)
+    if is_local_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers (for the bucket partition transform) must run this interpreter, not whatever
     # `python3` is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -42,9 +50,7 @@ def local_session(warehouse: str, conf: dict[str, str] | None = None) -> SparkSe
 
     builder = (
         SparkSession.builder.appName("arctic-sql")
-        .master(os.environ.get("ARCTIC_SPARK_MASTER", "local[*]"))
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        .master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
@@ -53,11 +59,21 @@ def local_session(warehouse: str, conf: dict[str, str] | None = None) -> SparkSe
         .config("spark.sql.warehouse.dir", os.path.join(os.path.abspath(warehouse), "spark-warehouse"))
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={os.path.abspath(warehouse)}")
     )
-    for key, value in {**RUNTIME_CONF, **(conf or {})}.items():
+    for key, value in {**driver_address(master), **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("ARCTIC_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def driver_address(master: str) -> dict[str, str]:
+    """Where the driver listens. On this machine only: loopback, so nothing is reachable from
+    outside. On a cluster the executors must reach the driver, so Spark picks the address unless
+    SPARK_LOCAL_IP names one (127.0.0.1 for a cluster on this machine)."""
+    address = "127.0.0.1" if is_local_master(master) else os.environ.get("SPARK_LOCAL_IP")
+    if address is None:
+        return {}
+    return {"spark.driver.host": address, "spark.driver.bindAddress": address}
 
 
 def configure(spark: SparkSession) -> None:

@@ -16,12 +16,19 @@ if [ -z "$python_bin" ] || ! "$python_bin" -c 'import sys; sys.exit(0 if sys.ver
   exit 1
 fi
 
-if ! command -v java >/dev/null 2>&1; then
+# Spark 4 needs Java 17 or newer: for the driver JVM pyspark starts, and for the master, workers and
+# executors of a standalone cluster (bin/spark-class; tests/e2e/test_cluster.py), which need nothing more.
+java_major() {  # 17 for "17.0.15", 8 for "1.8.0_292"; 0 without java
+  java -version 2>&1 | sed -n 's/.*version "\([0-9]*\)\.*\([0-9]*\).*/\1 \2/p' | head -1 |
+    awk '{ print ($1 == 1) ? $2 : $1 }' | grep . || echo 0
+}
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "No Java found: installing OpenJDK 17 (headless) for Spark..."
+    echo "No Java 17+ found: installing OpenJDK 17 (headless) for Spark..."
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
-  else
-    echo "Spark needs a Java runtime (JDK 17 or 21) and none is on PATH." >&2
+  fi
+  if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
+    echo "Spark needs a Java runtime 17 or newer (JDK 17 or 21) first on PATH; found: $(java -version 2>&1 | head -1)" >&2
     echo "Install one (e.g. 'sudo apt-get install openjdk-17-jre-headless' or 'brew install openjdk@17') and re-run." >&2
     exit 1
   fi

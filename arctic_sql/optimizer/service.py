@@ -1,4 +1,5 @@
-"""The background optimizer: ``arctic-sql optimizer --warehouse DIR [--group NAME] [--interval S]``.
+"""The background optimizer: ``arctic-sql optimizer --warehouse DIR [--group NAME] [--interval S]``
+(plus the shell's catalog and Spark options: ``--catalog-*``, ``--master URL``, ``--conf K=V``).
 
 A long-running process that keeps the tables of one optimizer group optimized (DESIGN "The service"):
 every ``--interval`` seconds it lists the catalog's tables, skips those whose snapshots did not move
@@ -215,13 +216,13 @@ def _one_line(e: BaseException) -> str:
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
-    from arctic_sql.cli import add_catalog_arguments
+    from arctic_sql.options import add_connect_arguments
 
     parser = argparse.ArgumentParser(
         prog="arctic-sql optimizer",
         description="Keep the tables of an optimizer group optimized, in the background.",
     )
-    add_catalog_arguments(parser)
+    add_connect_arguments(parser)
     parser.add_argument("--group", default="default", help="optimizer group to serve (self-optimizing.group)")
     parser.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between rounds")
     parser.add_argument("--policy", choices=("quota", "balanced"), default="quota", help="scheduling policy")
@@ -233,9 +234,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     import arctic_sql
-    from arctic_sql.cli import connect_options
+    from arctic_sql.options import check_connect_args, connect_options
 
-    args = build_arg_parser().parse_args(argv)
+    parser = build_arg_parser()
+    args = parser.parse_args(argv)
+    check_connect_args(parser, args)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "pyiceberg", "urllib3"):
@@ -243,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.interval <= 0:
         log.error("--interval must be positive, got %s", args.interval)
         return 2
-    session = arctic_sql.connect(**connect_options(args), spark_conf={"spark.ui.showConsoleProgress": "false"})
+    session = arctic_sql.connect(**connect_options(args, {"spark.ui.showConsoleProgress": "false"}))
     service = Service(session, args.group, args.policy, args.cores)
 
     def stop(signum: int, frame: object) -> None:

@@ -1,7 +1,8 @@
 """``arctic-sql thriftserver``: a HiveServer2 (Thrift/JDBC) endpoint over arctic-sql.
 
-    arctic-sql thriftserver [--host 127.0.0.1] [--port 10000] [--warehouse DIR]
-                            [--auth NONE|NOSASL|PLAIN --password-file FILE] [--conf KEY=VALUE ...]
+    arctic-sql thriftserver [--host 127.0.0.1] [--port 10000] [--warehouse DIR] [--catalog-... ]
+                            [--master URL] [--conf KEY=VALUE ...]
+                            [--auth NONE|NOSASL|PLAIN --password-file FILE]
                             [--idle-timeout 900] [--max-connections 64] [--max-frame-bytes 16777216]
                             [--login-attempts 5] [--login-lockout 1]
                             [--allow-external-locations] [--allow-unsafe-functions] [--allow-set-any]
@@ -16,7 +17,8 @@ credentials (and, leniently, plain unframed clients too), ``NOSASL`` plain unfra
 ``PLAIN`` SASL PLAIN checked against a password file (PyHive: ``auth='CUSTOM'``; see auth.py for its
 format, salted hashes and the lockout). The server listens on loopback unless ``--host`` says
 otherwise; ``--port 0`` picks a free port. It prints ``... listening on HOST:PORT`` once clients can
-connect.
+connect. The catalog and Spark options are the shell's (:mod:`arctic_sql.options`): any pyiceberg
+catalog (``--catalog-type rest --catalog-uri http://...``), any Spark master (``--master spark://...``).
 
 Clients get SQL on the warehouse, not the machine. By default (each rule has an option that relaxes
 it for trusted setups, ``--trusted`` relaxes the statement rules at once):
@@ -51,6 +53,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from arctic_sql.options import (
+    add_connect_arguments,
+    catalog_options,
+    check_connect_args,
+    connect_options,
+    warehouse_path,
+)
 from arctic_sql.thrift.auth import (
     Credentials,
     LoginThrottle,
@@ -81,13 +90,11 @@ def build_arg_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
     parser.add_argument("--port", type=int, default=10000, help="port to listen on; 0 picks a free one (default 10000)")
-    parser.add_argument("--warehouse", default="./warehouse", help="warehouse folder (default ./warehouse)")
     parser.add_argument("--auth", default="NONE", type=str.upper, choices=AUTH_MODES,
                         help="NONE (SASL, any user), NOSASL, or PLAIN (SASL, checked against --password-file)")
     parser.add_argument("--password-file", help="for --auth PLAIN: a file of user:password lines")
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting for the server's SparkSession (repeatable)")
     parser.add_argument("--debug", action="store_true", help="log every call and Spark's warnings")
+    add_connect_arguments(parser)
     limits = parser.add_argument_group("connection limits")
     limits.add_argument("--idle-timeout", type=float, default=900, metavar="SECONDS",
                         help="close a connection idle this long after login (default 900; 0: never)")
@@ -129,16 +136,6 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits:
     if args.max_frame_bytes < 1024:
         raise UsageError(f"--max-frame-bytes must be at least 1024, got {args.max_frame_bytes}")
     return ConnectionLimits(args.idle_timeout, args.max_connections, args.max_frame_bytes)
-
-
-def _spark_conf(items: Sequence[str]) -> dict[str, str]:
-    conf = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--conf takes KEY=VALUE, got '{item}'")
-        conf[key.strip()] = value.strip()
-    return conf
 
 
 class _Connection:
@@ -321,11 +318,14 @@ def _address(client: Any) -> str:
         return "an unknown address"
 
 
-def _new_session_factory(warehouse: str) -> Any:
+def _new_session_factory(args: argparse.Namespace) -> Any:
+    """Each client's arctic session: on its own SparkSession, the server's catalog options."""
+    options = catalog_options(args)
+
     def new_session(spark: Any) -> Any:
         import arctic_sql
 
-        return arctic_sql.connect(warehouse=warehouse, spark=spark)
+        return arctic_sql.connect(spark=spark, **options)
 
     return new_session
 
@@ -333,7 +333,6 @@ def _new_session_factory(warehouse: str) -> Any:
 @dataclass(frozen=True)
 class _Settings:
     credentials: Credentials
-    conf: dict[str, str]
     limits: ConnectionLimits
     throttle: LoginThrottle
     policy: StatementPolicy
@@ -363,7 +362,7 @@ def _settings(args: argparse.Namespace, warehouse: str) -> _Settings:
         allow_unsafe_functions=args.allow_unsafe_functions or args.trusted,
         allow_set_any=args.allow_set_any or args.trusted,
     )
-    return _Settings(Credentials(entries), _spark_conf(args.conf), _limits(args),
+    return _Settings(Credentials(entries), _limits(args),
                      LoginThrottle(args.login_attempts, args.login_lockout), policy)
 
 
@@ -384,6 +383,7 @@ def _print_hash() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_arg_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    check_connect_args(parser, args)
     if args.hash_password:
         return _print_hash()
     from arctic_sql.extras import SERVER_MODULES, install_hint, missing_module
@@ -391,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing_module(SERVER_MODULES) is not None:
         sys.stderr.write(install_hint("arctic-sql thriftserver", "server") + "\n")
         return 2
-    warehouse = os.path.abspath(args.warehouse)
+    warehouse = warehouse_path(args.warehouse)
     try:
         settings = _settings(args, warehouse)
     except UsageError as e:
@@ -402,14 +402,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     for noisy in ("py4j", "pyiceberg", "thrift"):
         logging.getLogger(noisy).setLevel(logging.WARNING if args.debug else logging.ERROR)
 
-    from arctic_sql.spark import configure, local_session
+    import arctic_sql
     from arctic_sql.thrift.service import ArcticThriftService
 
-    spark = local_session(warehouse, settings.conf)
-    configure(spark)
-    new_session = _new_session_factory(warehouse)
-    new_session(spark)  # fail now, not at the first client, if the catalog cannot be opened
-    service = ArcticThriftService(spark, new_session, policy=settings.policy)
+    # The first session starts Spark and opens the catalog: a bad catalog fails now, not at the first client.
+    try:
+        spark = arctic_sql.connect(**connect_options(args)).spark
+    except Exception as e:  # noqa: BLE001 - no Java, an unreachable master or catalog, ...
+        from arctic_sql.cli import error_message
+
+        sys.stderr.write(f"Error: cannot start Spark or open the catalog: {error_message(e)}\n")
+        return 1
+    service = ArcticThriftService(spark, _new_session_factory(args), policy=settings.policy)
     try:
         server = ThriftServer(service, args.host, args.port, args.auth, settings.credentials,
                               settings.limits, settings.throttle)

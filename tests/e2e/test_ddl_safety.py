@@ -33,11 +33,11 @@ CATALOG_DDL = textwrap.dedent(
     from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+    from arctic_sql.options import load_catalog
     from arctic_sql.statements import schema_changes
     from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
-    from arctic_sql.session import _load_catalog
 
-    catalog = ArcticCatalog(_load_catalog(sys.argv[1], "arctic", None, None))
+    catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
     t = TableIdentifier("db", "t")
     keyed = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
                    identifier_field_ids=[1])

@@ -291,10 +291,10 @@ def test_purge_keeps_only_the_current_version(table_with_history):
 CRASHING_EXPIRY = textwrap.dedent(
     """
     import sys
+    from arctic_sql.options import load_catalog
     from arctic_sql.table import maintenance
     from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
-    from arctic_sql.session import _load_catalog
-    catalog = ArcticCatalog(_load_catalog(sys.argv[1], "arctic", None, None))
+    catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
     table = catalog.load_table(TableIdentifier("db", "t"))
     maintenance.expire_snapshots(table, older_than_ms=maintenance.now_ms() + 1, retain_last=1)
     """

@@ -35,6 +35,7 @@ from decimal import Decimal
 from typing import IO, TYPE_CHECKING, Any
 
 from arctic_sql.options import add_connect_arguments, check_connect_args, connect_options
+from arctic_sql.spark import error_message
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -302,24 +303,6 @@ def statement_complete(text: str) -> bool:
     return bool(tokens) and tokens[-1].token_type == TokenType.SEMICOLON
 
 
-def error_message(error: BaseException) -> str:
-    """The one line shown after ``Error: ``."""
-    from arctic_sql.errors import ArcticError
-
-    if not isinstance(error, ArcticError) and "pyspark" in sys.modules:
-        from py4j.protocol import Py4JError
-        from pyspark.errors import PySparkException
-
-        if isinstance(error, (PySparkException, Py4JError)):
-            from arctic_sql.spark import translate
-
-            error = translate(error)
-    if isinstance(error, ArcticError):
-        return str(error) or type(error).__name__
-    first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
-
-
 class Shell:
     """Runs statements on a lazily opened session, printing results and one-line errors."""
 
@@ -570,7 +553,7 @@ def _stdin_lines() -> Callable[[str], str]:
 
 # Long-running services are subcommands with their own arguments: `arctic-sql optimizer --help`.
 SUBCOMMANDS = {
-    "optimizer": "arctic_sql.optimizer.service",
+    "optimizer": "arctic_sql.optimizer_command",
     "thriftserver": "arctic_sql.thrift.server",
 }
 

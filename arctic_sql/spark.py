@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import (
@@ -37,8 +38,6 @@ def local_session(
     """A SparkSession started here (the driver in this process), with the warehouse's spark-warehouse
     for plain tables. ``master`` defaults to ``$ARCTIC_SPARK_MASTER``, else ``local[*]``; a
     ``spark.master`` in ``conf`` wins over both. A local session binds to loopback only."""
-    import sys
-
     conf = {**RUNTIME_CONF, **(conf or {})}
     master = conf.pop("spark.master", None) or spark_master(master)
     if is_local_master(master):
@@ -137,3 +136,17 @@ def translate(error: BaseException) -> ArcticError:
     if isinstance(error, PySparkException):
         return ExecutionError(message)
     return ExecutionError(f"{type(error).__name__}: {message}")
+
+
+def error_message(error: BaseException) -> str:
+    """The one line a front end shows after ``Error: `` for any error (Spark's translated first)."""
+    if not isinstance(error, ArcticError) and "pyspark" in sys.modules:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        if isinstance(error, (PySparkException, Py4JError)):
+            error = translate(error)
+    if isinstance(error, ArcticError):
+        return str(error) or type(error).__name__
+    first = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -1,5 +1,5 @@
-"""The background optimizer: ``arctic-sql optimizer --warehouse DIR [--group NAME] [--interval S]``
-(plus the shell's catalog and Spark options: ``--catalog-*``, ``--master URL``, ``--conf K=V``).
+"""The background optimizer's loop (its command line, ``arctic-sql optimizer``, is
+``arctic_sql/optimizer_command.py``).
 
 A long-running process that keeps the tables of one optimizer group optimized (DESIGN "The service"):
 every ``--interval`` seconds it lists the catalog's tables, skips those whose snapshots did not move
@@ -19,24 +19,22 @@ snapshot expiration with the change-data TTL (hourly) and orphan cleaning (daily
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
-import signal
-import sys
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
+from arctic_sql.table import maintenance
 from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
-    from arctic_sql.session import Session
-    from arctic_sql.table.catalog import ArcticTable
+    from pyspark.sql import SparkSession
+
+    from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
 
 log = logging.getLogger("arctic_sql.optimizer")
 
@@ -81,12 +79,12 @@ def last_optimized_ms(records: list[state.ProcessRecord]) -> int:
 
 
 class Service:
-    def __init__(self, session: Session, group: str = "default", policy: str = "quota",
+    def __init__(self, spark: SparkSession, catalog: ArcticCatalog, group: str = "default", policy: str = "quota",
                  cores: int | None = None) -> None:
-        self.session = session
+        self.spark, self.catalog = spark, catalog
         self.group = group
         self.policy = policy
-        self.cores = cores or session.spark.sparkContext.defaultParallelism
+        self.cores = cores or spark.sparkContext.defaultParallelism
         self.tables: dict[str, TableState] = {}
         self.maintained_ms: dict[tuple[str, str], int] = {}  # (table, job) -> when it last ran
         self.stopping = threading.Event()
@@ -111,7 +109,7 @@ class Service:
         return optimized
 
     def _group_tables(self) -> list[ArcticTable]:
-        catalog = self.session.catalog
+        catalog = self.catalog
         tables = []
         for database in catalog.list_databases():
             for name in catalog.list_tables(database):
@@ -160,7 +158,7 @@ class Service:
     def _optimize(self, table: ArcticTable) -> int:
         budget = table.settings.max_input_bytes * self.cores
         try:
-            results = process.optimize(self.session.spark, table, process.AUTO, trigger="service",
+            results = process.optimize(self.spark, table, process.AUTO, trigger="service",
                                        budget_bytes=budget)
         except Exception as e:  # noqa: BLE001 - recorded in db.t.optimizing; retried next round
             log.error("%s: optimizing failed: %s", table.identifier, _one_line(e))
@@ -175,7 +173,6 @@ class Service:
 
     def _maintain(self, table: ArcticTable) -> None:
         """Expiration (with the change-data TTL) and orphan cleaning on schedule, where the table enables them."""
-        from arctic_sql.table import maintenance
 
         now = state.now_ms()
         settings = table.settings
@@ -213,57 +210,3 @@ def _snapshot_id(store) -> int | None:
 def _one_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
-
-
-def build_arg_parser() -> argparse.ArgumentParser:
-    from arctic_sql.options import add_connect_arguments
-
-    parser = argparse.ArgumentParser(
-        prog="arctic-sql optimizer",
-        description="Keep the tables of an optimizer group optimized, in the background.",
-    )
-    add_connect_arguments(parser)
-    parser.add_argument("--group", default="default", help="optimizer group to serve (self-optimizing.group)")
-    parser.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between rounds")
-    parser.add_argument("--policy", choices=("quota", "balanced"), default="quota", help="scheduling policy")
-    parser.add_argument("--cores", type=int, default=None, help="cores of the group (default: Spark's)")
-    parser.add_argument("--once", action="store_true", help="run one round and exit")
-    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import arctic_sql
-    from arctic_sql.options import check_connect_args, connect_options
-
-    parser = build_arg_parser()
-    args = parser.parse_args(argv)
-    check_connect_args(parser, args)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("py4j", "pyiceberg", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    if args.interval <= 0:
-        log.error("--interval must be positive, got %s", args.interval)
-        return 2
-    session = arctic_sql.connect(**connect_options(args, {"spark.ui.showConsoleProgress": "false"}))
-    service = Service(session, args.group, args.policy, args.cores)
-
-    def stop(signum: int, frame: object) -> None:
-        log.info("signal %d: stopping after the current step", signum)
-        service.stopping.set()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    try:
-        if args.once:
-            service.run_once()
-        else:
-            service.run(args.interval)
-    finally:
-        session.stop()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

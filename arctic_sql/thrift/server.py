@@ -409,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         spark = arctic_sql.connect(**connect_options(args)).spark
     except Exception as e:  # noqa: BLE001 - no Java, an unreachable master or catalog, ...
-        from arctic_sql.cli import error_message
+        from arctic_sql.spark import error_message
 
         sys.stderr.write(f"Error: cannot start Spark or open the catalog: {error_message(e)}\n")
         return 1

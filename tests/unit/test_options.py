@@ -12,22 +12,21 @@ import logging
 import pytest
 
 import arctic_sql
-from arctic_sql import cli, demo, options, session
+from arctic_sql import cli, demo, optimizer_command, options, session
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.optimizer import service
 from arctic_sql.spark import driver_address
 from arctic_sql.thrift import server
 
 PARSERS = {
     "shell": cli.build_arg_parser,
-    "optimizer": service.build_arg_parser,
+    "optimizer": optimizer_command.build_arg_parser,
     "thriftserver": server.build_arg_parser,
     "demo": demo.build_arg_parser,
 }
 # What each main needs besides the shared options to get as far as connecting.
 MAINS = {
     "shell": (cli.main, ["-e", "SELECT 1"]),
-    "optimizer": (service.main, ["--once"]),
+    "optimizer": (optimizer_command.main, ["--once"]),
     "thriftserver": (server.main, ["--port", "0"]),
     "demo": (demo.main, []),
 }

@@ -5,8 +5,11 @@
     python -m benchmarks.upsert_stream --w2 --scale 0.1     # W2: arctic-sql at scale 0.1 and 1.0
 
 The data (an initial load and C batches) is generated once per (scale, commits, seed) under the work
-directory; each system then runs in its own subprocess (``benchmarks/systems/<name>.py``) and writes
-a result file after every step. The orchestrator judges systems by those files, never by exit
+directory. By default (``--w1-mode interleaved``) every system runs in one subprocess
+(``benchmarks/systems/interleaved.py``) that commits each batch with all of them back to back, in a
+rotating order, so the machine's load hits them alike; ``--w1-mode separate`` runs each system in its
+own subprocess (``benchmarks/systems/<name>.py``), one after another. Every system writes a result
+file after every step. The orchestrator judges systems by those files, never by exit
 codes, kills a system at ``--peer-timeout`` and reports what it finished. It prints a table, writes
 ``benchmarks/results/upsert_stream.json`` (``upsert_stream_w2.json`` for ``--w2``) and, if
 matplotlib is installed, a PNG of the per-commit latencies. The exit code is 1 when a system's final
@@ -49,6 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds one system's whole run may take before it is killed (default 900)")
     parser.add_argument("--systems", default="arctic,delta,iceberg",
                         help="comma-separated subset of arctic,delta,iceberg")
+    parser.add_argument("--w1-mode", choices=("interleaved", "separate"), default="interleaved",
+                        help="W1/R1: all systems in one process, commit by commit (interleaved, default), or one "
+                             "process per system, one after the other (separate)")
     parser.add_argument("--w2", action="store_true",
                         help="W2 mode: run arctic-sql only, at --scale and at 10 x --scale")
     parser.add_argument("--w2-batch", choices=("fixed", "proportional"), default="fixed",
@@ -107,6 +113,28 @@ def run_system(name: str, data: str, run_dir: str, timeout: float, extra: list[s
     result["wall_s"] = time.time() - start
     result["loadavg_before"], result["loadavg_after"] = load_before, os.getloadavg()
     return result
+
+
+def run_interleaved(names: list[str], data: str, run_dir: str, timeout: float) -> dict[str, dict]:
+    """All of ``names`` in one process, commit by commit; each system's result as ``run_system`` gives it.
+    The process may take ``timeout`` per system."""
+    from benchmarks.systems.interleaved import result_path
+
+    run = run_system("interleaved", data, run_dir, timeout * len(names), extra=["--systems", ",".join(names)])
+    results = {}
+    for name in names:
+        path = result_path(os.path.join(run_dir, "result.json"), name)
+        result = {"system": SYSTEMS[name], "status": "no result file", "commit_s": [], "errors": []}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                result = json.load(f)
+        if result.get("status") == "running":
+            result["status"] = run["status"] if run["status"] != "done" else "crashed"
+        result["errors"] += [e for e in run.get("errors", []) if e.get("step") == "orchestrator"]
+        for key in ("exit_code", "wall_s", "loadavg_before", "loadavg_after"):
+            result[key] = run.get(key)
+        results[name] = result
+    return results
 
 
 def _echo(stream, log) -> None:
@@ -204,9 +232,12 @@ def run_w1_r1(args: argparse.Namespace) -> tuple[dict, bool]:
     data = datagen.generate(workload, args.work)
     manifest = datagen.read_manifest(data)
     reference = manifest["reference_checksums"]
-    results = {}
-    for name in args.systems.split(","):
-        results[name] = run_system(name, data, os.path.join(data, "runs", name), args.peer_timeout)
+    names = args.systems.split(",")
+    if args.w1_mode == "interleaved":
+        results = run_interleaved(names, data, os.path.join(data, "runs", "interleaved"), args.peer_timeout)
+    else:
+        results = {name: run_system(name, data, os.path.join(data, "runs", name), args.peer_timeout)
+                   for name in names}
 
     arctic = results.get("arctic", {})
     w1 = {n: median(r.get("commit_s")) for n, r in results.items()}
@@ -240,7 +271,7 @@ def run_w1_r1(args: argparse.Namespace) -> tuple[dict, bool]:
         "machine": machine(),
         "versions": versions(),
         "source": source_tree(),
-        "parameters": {"scale": args.scale, "commits": args.commits, "seed": args.seed,
+        "parameters": {"scale": args.scale, "commits": args.commits, "seed": args.seed, "w1_mode": args.w1_mode,
                        "initial_rows": manifest["initial_rows"], "batch_rows": manifest["batch_rows"],
                        "batch_mix": manifest["batch_mix"], "peer_timeout_s": args.peer_timeout},
         "figures": figures,
@@ -327,7 +358,8 @@ def _print_w1_r1(doc: dict) -> None:
     p, f, systems = doc["parameters"], doc["figures"], doc["systems"]
     print()
     print(f"upsert-stream: scale {p['scale']:g} ({p['initial_rows']:,} rows), {p['commits']} commits of "
-          f"{p['batch_rows']:,} rows ({p['batch_mix']}), nproc {doc['machine']['nproc']}")
+          f"{p['batch_rows']:,} rows ({p['batch_mix']}), nproc {doc['machine']['nproc']}, "
+          f"{p.get('w1_mode', 'separate')} runs")
     print(f"{'system':<12} {'status':<10} {'load s':>8} {'W1 s':>8} {'commits':>8} {'R1 s':>8} "
           f"{'R1/spark':>9} {'R1/arrow':>9} {'checksum':>9}")
     for name, result in systems.items():

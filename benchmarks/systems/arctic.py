@@ -138,13 +138,26 @@ def optimize(s, result: Result, work: str) -> None:
     result["checksum_optimized"] = checksum(s, TABLE)
 
 
+def plain_baseline(s, result, work: str) -> None:  # noqa: ANN001 - a session and a Result (or dict)
+    """R1's baseline: the final rows written once as one plain Parquet dataset, read back by Spark."""
+    spark = s.spark
+    plain = os.path.join(work, "plain.parquet")
+    shutil.rmtree(plain, ignore_errors=True)
+    partitions = max(2, os.cpu_count() or 2)
+    s.sql(f"SELECT {COLUMNS} FROM {TABLE}").repartition(partitions).write.parquet(plain)
+    spark.read.parquet(plain).createOrReplaceTempView("plain_orders")
+    result["plain_parquet"] = {"path": plain, "files": partitions}
+    time_r1(result, lambda: [tuple(r) for r in spark.sql(R1_SQL.format(table="plain_orders")).collect()],
+            key="plain_spark_r1_s")
+    result["plain_checksum"] = checksum(s, "plain_orders")
+
+
 def main() -> None:
     args = parse_args(__doc__, pairs=True, optimize=True)
     result = Result(args.out, "arctic-sql", args.data)
     step, statement = "connect and warm-up", None
     try:
         s = start(result, args.work, args.data, optimize=args.optimize)
-        spark = s.spark
 
         step, statement = "load", LOAD
         tables = {"": (TABLE, args.data)}
@@ -189,15 +202,7 @@ def main() -> None:
             optimize(s, result, args.work)
 
         step, statement = "plain-parquet baseline", None
-        plain = os.path.join(args.work, "plain.parquet")
-        shutil.rmtree(plain, ignore_errors=True)
-        partitions = max(2, os.cpu_count() or 2)
-        s.sql(f"SELECT {COLUMNS} FROM {TABLE}").repartition(partitions).write.parquet(plain)
-        spark.read.parquet(plain).createOrReplaceTempView("plain_orders")
-        result["plain_parquet"] = {"path": plain, "files": partitions}
-        time_r1(result, lambda: [tuple(r) for r in spark.sql(R1_SQL.format(table="plain_orders")).collect()],
-                key="plain_spark_r1_s")
-        result["plain_checksum"] = checksum(s, "plain_orders")
+        plain_baseline(s, result, args.work)
     except Exception:  # noqa: BLE001 - recorded in the result file, judged by the orchestrator
         result.error(step, statement)
     result.finish()

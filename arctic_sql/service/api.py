@@ -100,14 +100,18 @@ def _install_error_handlers(app: FastAPI) -> None:
         where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path"))
         return _error(400, f"Invalid {where or 'request'}: {first.get('msg', 'bad value')}")
 
+    # Expected errors get their own handlers: a handler for Exception runs in Starlette's outermost
+    # middleware, which re-raises after answering and so drops the kept-alive connection.
+    async def known_error(request: Request, e: Exception) -> JSONResponse:
+        status = next((code for kind, code in _STATUS if isinstance(e, kind)), 500)
+        return _error(status, str(e).strip("'\""))
+
+    app.add_exception_handler(ArcticError, known_error)
+    app.add_exception_handler(LookupError, known_error)
+
     @app.exception_handler(Exception)
     async def any_error(request: Request, e: Exception) -> JSONResponse:
-        for kind, status in _STATUS:
-            if isinstance(e, kind):
-                return _error(status, str(e).strip("'\""))
-        if isinstance(e, ArcticError):
-            return _error(500, str(e))
-        log.exception("%s %s failed", request.method, request.url.path)
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(e).__name__, e)
         return _error(500, f"Internal error: {type(e).__name__}")
 
 

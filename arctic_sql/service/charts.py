@@ -36,7 +36,7 @@ def line_chart(points: Sequence[tuple[float, float]], label: str, fmt: Callable[
             f'<text x="{PAD}" y="16" class="title">{escape(label)}</text>'
             f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
             f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
-            f'<text x="{PAD - 4}" y="{PAD + 4}" class="tick" text-anchor="end">{escape(fmt(max(ys)))}</text>'
+            f'<text x="{PAD + 4}" y="{PAD - 4}" class="tick">max {escape(fmt(max(ys)))}</text>'
             f'<text x="{PAD}" y="{HEIGHT - PAD + 16}" class="tick">{escape(x_label)} {min(xs):g}</text>'
             f'<text x="{WIDTH - PAD}" y="{HEIGHT - PAD + 16}" class="tick" text-anchor="end">{max(xs):g}</text>'
             f'<polyline points="{coords}" class="line"/>{dots}</svg>')
@@ -60,8 +60,8 @@ def bar_chart(bars: Sequence[tuple[str, float]], label: str, fmt: Callable[[floa
                          f'text-anchor="middle">{escape(name[:14])}</text>')
     return (f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
             f'<text x="{PAD}" y="16" class="title">{escape(label)}</text>'
-            f'<text x="{PAD - 4}" y="{PAD + 4}" class="tick" text-anchor="end">'
-            f'{escape(fmt(max(v for _, v in bars)))}</text>'
+            f'<text x="{WIDTH - PAD}" y="16" class="tick" text-anchor="end">'
+            f'max {escape(fmt(max(v for _, v in bars)))}</text>'
             f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
             f'{"".join(parts)}</svg>')
 

@@ -39,7 +39,7 @@ class OptimizeJob:
     mode: str
     started_ms: int
     thread: threading.Thread
-    error: str | None = None
+    error: str | None = None  # why it failed, or that nothing was due (no process then)
     done: bool = False
 
 
@@ -76,7 +76,8 @@ class Jobs:
         try:
             spark = self._spark()
             spark.sparkContext.setJobGroup(_group(job), f"arctic-sql service: optimize {job.table}", True)
-            process.optimize(spark, table, job.mode, trigger="service-api")
+            if not process.optimize(spark, table, job.mode, trigger="service-api"):
+                job.error = "nothing was due (no partition's trigger fired)"
         except Exception as e:  # noqa: BLE001 - recorded in the process record; logged here
             job.error = str(e).splitlines()[0] if str(e) else type(e).__name__
             log.error("optimize %s (job %s) failed: %s", job.table, job.job_id, job.error)
@@ -104,7 +105,7 @@ class Jobs:
         return [j for j in self._running.values() if not j.done]
 
     def recent(self, table: str) -> list[OptimizeJob]:
-        """The optimize of ``table`` this service runs, or the last one if it failed (to say why)."""
+        """The optimize of ``table`` this service runs, or the last one if it failed or found nothing due."""
         job = self._running.get(table)
         return [job] if job is not None and (not job.done or job.error) else []
 

@@ -29,6 +29,7 @@ TABLES = {
     "db.expired": "history to expire through the API",
     "db.logs": "append-only",
     "db.clicked": "un-optimized, optimized from the dashboard by the browser test",
+    "db.auto": "optimizer group 'svc' (minor at 2 small files), optimized by `service --optimizer --group svc`",
 }
 _BUILT: dict[str, str] = {}
 
@@ -46,11 +47,14 @@ def warehouse_with_every_state(spark: Any, root: str) -> str:
     keyed = "(id BIGINT, v STRING, PRIMARY KEY (id))"
     for name in ("empty", "raw", "done", "failed", "expired", "clicked"):
         s.sql(f"CREATE TABLE db.{name} {keyed} TBLPROPERTIES ('self-optimizing.execute.num-retries' = '0')")
+    s.sql(f"CREATE TABLE db.auto {keyed} TBLPROPERTIES ('self-optimizing.group' = 'svc', "
+          "'self-optimizing.minor.trigger.file-count' = '2', 'base.file-index.hash-bucket' = '1', "
+          "'change.file-index.hash-bucket' = '1')")
     s.sql("CREATE TABLE db.logs (id BIGINT, v STRING)")
     s.sql("INSERT INTO db.logs VALUES (1, 'x'), (2, 'y')")
-    for name in ("raw", "done", "failed", "expired", "clicked"):
+    for name in ("raw", "done", "failed", "expired", "clicked", "auto"):
         s.sql(f"INSERT INTO db.{name} VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')")
-    for name in ("raw", "expired", "clicked"):
+    for name in ("raw", "expired", "clicked", "auto"):
         s.sql(f"INSERT INTO db.{name} VALUES (5, 'e'), (2, 'B')")
     s.sql("DELETE FROM db.raw WHERE id = 3")
     s.sql("CALL system.optimize(table => 'db.done', mode => 'full')")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -139,8 +140,9 @@ def test_overview_groups_openapi_and_health(service):
     assert overview["worst_health"][0]["health_score"] == min(t["health_score"] for t in _tables(service).values())
     assert overview["top_by_size"][0]["bytes"] == max(t["bytes"] for t in _tables(service).values())
     groups = service.get("/api/v1/groups").json()["groups"]
-    assert [g["name"] for g in groups] == ["default"]
-    assert {t["name"] for t in groups[0]["tables"]} == set(TABLES)
+    assert [g["name"] for g in groups] == ["default", "svc"]
+    assert {t["name"] for t in groups[0]["tables"]} == set(TABLES) - {"db.auto"}
+    assert [t["name"] for t in groups[1]["tables"]] == ["db.auto"] and groups[1]["optimizer"] is None
     assert groups[0]["task_time_ms_last_hour"] > 0  # db.done's optimize
     spec = service.get("/openapi.json").json()
     assert {"/api/v1/tables", "/api/v1/tables/{db}/{table}", "/api/v1/tables/{db}/{table}/optimize",
@@ -182,3 +184,45 @@ def test_reads_can_be_protected_and_loopback_is_the_default(spark, tmp_path, tmp
     refused = subprocess.run([sys.executable, "-m", "arctic_sql.cli", "service", "--warehouse", warehouse,
                               "--port", "0", "--token-file", str(unsafe)], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "readable by others" in refused.stderr
+
+
+def test_sql_metadata_tables_say_what_the_api_says(spark, service, tmp_path_factory):
+    """db.t.history|files|partitions|optimizing and the API share table/metadata_rows.py."""
+    import arctic_sql
+
+    warehouse = warehouse_with_every_state(spark, str(tmp_path_factory.getbasetemp() / "service-warehouse"))
+    sql = arctic_sql.connect(warehouse=warehouse, spark=spark).sql
+    history = sql("SELECT version, operation, store, rows_added, rows_removed FROM db.raw.history").collect()
+    api = service.get("/api/v1/tables/db/raw/history").json()["items"][::-1]
+    assert [tuple(r) for r in history] == [(r["version"], r["operation"], r["store"], r["rows_added"],
+                                            r["rows_removed"]) for r in api]
+    files = sql("SELECT path, kind, size_bytes, merged FROM db.done.files ORDER BY path").collect()
+    api_files = sorted(service.get("/api/v1/tables/db/done/files").json()["items"], key=lambda f: f["path"])
+    assert [tuple(r) for r in files] == [(f["path"], f["kind"], f["size_bytes"], f["merged"]) for f in api_files]
+    optimizing = sql("SELECT process_id, status, partitions, ended_at IS NOT NULL FROM db.failed.optimizing").collect()
+    api_runs = service.get("/api/v1/tables/db/failed/optimizing").json()["items"]
+    assert [tuple(r) for r in optimizing] == [(r["process_id"], r["status"], ",".join(r["partitions"]), True)
+                                              for r in api_runs]
+    partitions = sql("SELECT partition, change_files, watermark FROM db.raw.partitions").collect()
+    assert [tuple(r) for r in partitions] == [
+        (p["partition"], p["change_files"], p["watermark"])
+        for p in service.get("/api/v1/tables/db/raw/partitions").json()["items"]]
+
+
+def test_the_optimizer_runs_in_the_service_process(spark, tmp_path, tmp_path_factory):
+    """``--optimizer --group svc``: the group's table gets optimized by the service process itself."""
+    warehouse = warehouse_with_every_state(spark, str(tmp_path_factory.getbasetemp() / "service-warehouse"))
+    with service_process(warehouse, "--optimizer", "--group", "svc", "--interval", "1",
+                         "--master", "local[1]") as running, httpx.Client(base_url=running.url, timeout=60) as client:
+        assert client.get("/health").json()["optimizer_groups"] == ["svc"]
+        svc = next(g for g in client.get("/api/v1/groups").json()["groups"] if g["name"] == "svc")
+        assert svc["optimizer"]["policy"] == "quota" and svc["cores"] == svc["optimizer"]["cores"]
+        deadline = time.monotonic() + 240  # Spark starts in the service process on a busy 2-core machine
+        runs: list[dict] = []
+        while time.monotonic() < deadline and not any(r["status"] == "SUCCESS" for r in runs):
+            time.sleep(1)
+            runs = client.get("/api/v1/tables/db/auto/optimizing").json()["items"]
+        assert [(r["mode"], r["status"], r["trigger"]) for r in runs] == [("minor", "SUCCESS", "service")], runs
+        auto = client.get("/api/v1/tables/db/auto").json()
+        assert auto["unmerged_change_files"] == 0 and auto["health_score"] == 100
+        assert client.get("/api/v1/tables/db/raw/optimizing").json()["total"] == 0  # group default: not its

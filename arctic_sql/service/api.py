@@ -21,9 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from arctic_sql.errors import (
@@ -69,6 +70,15 @@ class ServiceContext:
         spark = self.spark()
         self.spark_started.set()
         return spark
+
+
+class OptimizeRequest(BaseModel):
+    mode: str = Field("auto", description="auto (what the triggers say), minor, major or full")
+
+
+class ExpireRequest(BaseModel):
+    older_than_ms: StrictInt | None = Field(None, description="expire versions older than this (epoch ms)")
+    retain_last: StrictInt | None = Field(None, ge=1, description="versions always kept")
 
 
 class HttpError(Exception):
@@ -200,11 +210,10 @@ def _add_table_routes(app: FastAPI, ctx: ServiceContext, reads: Any, writes: Any
         _add_collection(app, ctx, reads, name, page_q, size_q)
 
     @app.post(f"{API}/tables/{{db}}/{{table}}/optimize", dependencies=[writes], tags=["actions"], status_code=202)
-    def optimize(db: str, table: str, body: dict[str, Any] = Body(default={}, examples=[{"mode": "auto"}])
-                 ) -> dict[str, Any]:
+    def optimize(db: str, table: str, body: OptimizeRequest | None = None) -> dict[str, Any]:
         """Start optimizing (mode auto, minor, major or full); it shows in the table's optimizing list."""
         t, _ = _table(ctx, db, table)
-        job = ctx.jobs.optimize(t, str(body.get("mode", "auto")))
+        job = ctx.jobs.optimize(t, (body or OptimizeRequest()).mode)
         return {"job_id": job.job_id, "table": job.table, "mode": job.mode, "accepted": True}
 
     @app.post(f"{API}/tables/{{db}}/{{table}}/optimizing/{{process_id}}/cancel", dependencies=[writes],
@@ -215,16 +224,12 @@ def _add_table_routes(app: FastAPI, ctx: ServiceContext, reads: Any, writes: Any
         return ctx.jobs.cancel(t, process_id)
 
     @app.post(f"{API}/tables/{{db}}/{{table}}/expire-snapshots", dependencies=[writes], tags=["actions"])
-    def expire(db: str, table: str, body: dict[str, Any] = Body(
-            default={}, examples=[{"older_than_ms": 1700000000000, "retain_last": 1}])) -> dict[str, Any]:
+    def expire(db: str, table: str, body: ExpireRequest | None = None) -> dict[str, Any]:
         """Expire old snapshots now (defaults: the table's snapshot.keep.* properties); recorded as a run."""
         t, _ = _table(ctx, db, table)
-        older, retain = body.get("older_than_ms"), body.get("retain_last")
-        for key, value in (("older_than_ms", older), ("retain_last", retain)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise InvalidArgumentError(f"{key} must be an integer, got {value!r}")
+        request = body or ExpireRequest()
         try:
-            return expire_snapshots(t, older, retain)
+            return expire_snapshots(t, request.older_than_ms, request.retain_last)
         finally:
             ctx.cache.forget(str(t.identifier))
 

@@ -209,8 +209,9 @@ def _optimizing_tab(table: Any, d: dict[str, Any]) -> str:
     rows = views.collection(table, "optimizing", 1, views.MAX_PAGE_SIZE)["items"]
     return _grid(["process", "mode", "status", "trigger", "started", "duration", "files before → after",
                   "bytes before → after", "failure"],
-                 [[escape(r["process_id"]), escape(r["mode"]), f'<span class="status {escape(r["status"])}">'
-                   f'{escape(r["status"])}</span>', escape(r["trigger"]), escape(r["started_at"]),
+                 [[escape(r["process_id"]), escape(r["mode"]),
+                   f'<span class="status {escape(r["status"])}">{escape(r["status"])}</span>',
+                   escape(r["trigger"]), escape(r["started_at"]),
                    f'{r["duration_ms"] / 1000:.1f} s', f'{r["input_files"]} → {r["output_files"]}',
                    f'{human_bytes(r["input_bytes"])} → {human_bytes(r["output_bytes"])}',
                    escape(r["failure_reason"] or "")] for r in rows], "No optimizing process yet.", "optimizing")
@@ -242,8 +243,6 @@ def groups_page(ctx: ServiceContext) -> HTMLResponse:
 
 
 def add_routes(app: FastAPI, ctx: ServiceContext, reads: Any) -> None:
-    from fastapi import Depends  # noqa: F401 - reads is a Depends already
-
     @app.get("/", response_class=HTMLResponse, dependencies=[reads], include_in_schema=False)
     def overview() -> HTMLResponse:
         return overview_page(ctx)

@@ -106,7 +106,7 @@ def _infos(table: ArcticTable) -> tuple[pafs.FileSystem, list[pafs.FileInfo]]:
 def record_paths(table: ArcticTable) -> list[str]:
     """Where the run records are (what DROP TABLE ... PURGE deletes)."""
     location = folder(table)
-    fs, path = storage.filesystem(location)
+    _, path = storage.filesystem(location)
     scheme = storage.prefix(location, path)
     return [scheme + info.path for info in _infos(table)[1]]
 

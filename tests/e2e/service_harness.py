@@ -8,6 +8,7 @@ and the browser tests; each test changes only tables of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 TOKEN = "service-test-token-0123"
@@ -61,10 +63,8 @@ def warehouse_with_every_state(spark: Any, root: str) -> str:
     failed = s.table("db.failed")
     doomed = storage.list_files(failed.change.location())[0]
     storage.delete_files([doomed])
-    try:
+    with contextlib.suppress(Exception):  # the failure is the state we want
         s.sql("CALL system.optimize(table => 'db.failed', mode => 'full')")
-    except Exception:  # noqa: BLE001 - the failure is the state we want
-        pass
     _BUILT["warehouse"] = warehouse
     return warehouse
 
@@ -87,22 +87,21 @@ def token_file(folder: str) -> str:
 def service_process(warehouse: str, *args: str) -> Iterator[RunningService]:
     """``python -m arctic_sql.cli service --warehouse W --port 0 ARGS``; yields once it listens."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    log = tempfile.NamedTemporaryFile("w+", prefix="arctic-service-", suffix=".log")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "arctic_sql.cli", "service", "--warehouse", warehouse,
-                             "--port", "0", *args], stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-    try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        assert "listening on http://" in line, (line, open(log.name).read())
-        url = line.split("listening on ", 1)[1].split()[0]
-        yield RunningService(url, proc)
-    finally:
-        proc.terminate()
+    with tempfile.NamedTemporaryFile("w+", prefix="arctic-service-", suffix=".log") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "arctic_sql.cli", "service", "--warehouse", warehouse,
+                                 "--port", "0", *args], stdout=subprocess.PIPE, stderr=log, text=True, env=env)
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            assert "listening on http://" in line, (line, Path(log.name).read_text())
+            url = line.split("listening on ", 1)[1].split()[0]
+            yield RunningService(url, proc)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextmanager

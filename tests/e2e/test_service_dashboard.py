@@ -20,6 +20,7 @@ if not os.path.exists(CHROMIUM):
     pytest.skip("no system Chromium (scripts/setup.sh test installs it with apt-get where it can)",
                 allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def test_overview_tables_and_groups_pages(site, page):
 
     page.click("header nav >> text=Tables")
     rows = page.locator("table.tables tbody tr")
-    assert rows.count() == len(TABLES)
+    expect(rows).to_have_count(len(TABLES))
     names = page.locator("table.tables tbody tr td:first-child").all_inner_texts()
     assert names == sorted(TABLES)
     assert page.locator("table.tables .health").count() == len(TABLES)
@@ -77,11 +78,12 @@ def test_overview_tables_and_groups_pages(site, page):
     _shot(page, "tables")
 
     page.click("a.sort[data-sort=health_score]")  # worst health first
+    expect(page.locator("a.sort[data-sort=health_score]")).to_contain_text("▲")
     scores = [int(s) for s in page.locator("table.tables .score").all_inner_texts()]
     assert scores == sorted(scores)
 
     page.click("header nav >> text=Optimizer groups")
-    assert page.locator("h2", has_text="default").is_visible()
+    expect(page.locator("h2", has_text="default")).to_be_visible()
     assert page.locator("table.grid tbody tr").count() == len(TABLES)
     _shot(page, "groups")
     assert page.problems == []
@@ -94,17 +96,17 @@ def test_table_tabs_show_details_history_optimizing_and_maintenance(site, page):
     assert page.locator("svg.chart").count() == 2
     _shot(page, "table-details")
     page.click("a.tab[data-tab=history]")
-    assert page.locator("table.history tbody tr").count() == 3
+    expect(page.locator("table.history tbody tr")).to_have_count(3)
     assert page.locator("table.history tbody tr").first.locator("td").nth(2).inner_text() == "delete"
     _shot(page, "table-history")
     page.click("a.tab[data-tab=files]")
-    assert page.locator("table.grid tbody tr", has_text="delete").count() == 1
+    expect(page.locator("#tab-files table.grid tbody tr", has_text="delete")).to_have_count(1)
     page.goto(f"{site}/tables/db/failed?tab=optimizing")
     failed = page.locator("table.optimizing tbody tr")
     assert failed.count() == 1 and failed.locator(".status.FAILED").is_visible()
     _shot(page, "table-optimizing-failed")
     page.click("a.tab[data-tab=maintenance]")
-    assert page.locator("#tab-maintenance").is_visible()
+    expect(page.locator("#tab-maintenance")).to_be_visible()
     assert page.problems == []
 
 
@@ -112,7 +114,7 @@ def test_optimize_from_the_page_shows_in_the_optimizing_tab(site, page):
     page.goto(f"{site}/tables/db/clicked?tab=optimizing")
     assert page.locator(".empty", has_text="No optimizing process").is_visible()
     page.click("#optimize")  # no token yet: refused, and the page says so
-    assert "Optimize refused" in page.locator("#message").inner_text()
+    expect(page.locator("#message")).to_contain_text("Optimize refused")  # the answer comes asynchronously
     page.fill("#token", TOKEN)
     page.click("#save-token")
     page.select_option("#optimize-mode", "full")
@@ -130,6 +132,7 @@ def test_optimize_from_the_page_shows_in_the_optimizing_tab(site, page):
     assert "service-api" in row.inner_text() and "full" in row.inner_text()
     _shot(page, "table-optimized-from-the-page")
     page.click("a.tab[data-tab=details]")
+    expect(page.locator("#tab-details")).to_be_visible()
     assert int(page.locator(".card .score").inner_text()) == 100
     # The refusal asked for above: the response and Chromium's console line about it.
     page.problems = [p for p in page.problems if "/optimize: 401" not in p and "status of 401" not in p]

@@ -9,8 +9,8 @@ SETTINGS = HealthSettings(minor_file_count=12, duplicate_ratio=0.1, delete_ratio
 
 
 def measure(**changes: int) -> TableMeasure:
-    base = dict(files=4, small_files=4, nodes=4, partitions=1, base_rows=1000, change_rows=0, delete_rows=0,
-                upsert_rows=0)
+    base = {"files": 4, "small_files": 4, "nodes": 4, "partitions": 1, "base_rows": 1000, "change_rows": 0,
+            "delete_rows": 0, "upsert_rows": 0}
     return TableMeasure(**{**base, **changes})
 
 

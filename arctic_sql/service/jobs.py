@@ -3,8 +3,10 @@ snapshots (metadata and file deletes only, answered at once). Each is recorded w
 front end records it: optimizing in the table's process records, expiration as a maintenance run.
 
 Spark starts only here, for the first optimize asked for (or at once with ``--optimizer``): reads never
-need it. A cancel stops the Spark jobs of an optimize this process runs (a Spark job group per
-optimize); the process then fails and records why, as any failed optimize does.
+need it. A cancel keeps cancelling the Spark job group of an optimize this process runs (the executor
+names it after the process's output folder) until the optimize ends: every attempt, retries
+included, fails, and the process records why, as any failed optimize does. An optimize already
+committing is not stopped.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arctic_sql.errors import ArcticError, InvalidArgumentError
@@ -41,6 +43,7 @@ class OptimizeJob:
     thread: threading.Thread
     error: str | None = None  # why it failed, or that nothing was due (no process then)
     done: bool = False
+    finished: threading.Event = field(default_factory=threading.Event)
 
 
 class Jobs:
@@ -75,7 +78,6 @@ class Jobs:
     def _run(self, job: OptimizeJob, table: ArcticTable) -> None:
         try:
             spark = self._spark()
-            spark.sparkContext.setJobGroup(_group(job), f"arctic-sql service: optimize {job.table}", True)
             if not process.optimize(spark, table, job.mode, trigger="service-api"):
                 job.error = "nothing was due (no partition's trigger fired)"
         except Exception as e:  # noqa: BLE001 - recorded in the process record; logged here
@@ -83,6 +85,7 @@ class Jobs:
             log.error("optimize %s (job %s) failed: %s", job.table, job.job_id, job.error)
         finally:
             job.done = True
+            job.finished.set()
             self._on_change(job.table)
 
     def cancel(self, table: ArcticTable, process_id: str) -> dict[str, Any]:
@@ -98,8 +101,17 @@ class Jobs:
         if job is None or job.done or record.started_at_ms < job.started_ms:
             raise ConflictError(f"Optimizing process {process_id} of {name} runs in another process "
                                 "(the optimizer or a session); stop it there")
-        self._spark().sparkContext.cancelJobGroup(_group(job))
+        group = record.output_prefix.rstrip("/").rsplit("/", 1)[-1]  # executor.run_tasks' job group
+        threading.Thread(target=self._keep_cancelling, args=(job, group), name=f"arctic-cancel-{name}",
+                         daemon=True).start()
         return {"process_id": process_id, "table": name, "cancelling": True}
+
+    def _keep_cancelling(self, job: OptimizeJob, group: str) -> None:
+        sc = self._spark().sparkContext
+        while True:
+            sc.cancelJobGroup(group)
+            if job.finished.wait(0.5):
+                return
 
     def running(self) -> list[OptimizeJob]:
         return [j for j in self._running.values() if not j.done]
@@ -108,10 +120,6 @@ class Jobs:
         """The optimize of ``table`` this service runs, or the last one if it failed or found nothing due."""
         job = self._running.get(table)
         return [job] if job is not None and (not job.done or job.error) else []
-
-
-def _group(job: OptimizeJob) -> str:
-    return f"arctic-service-{job.job_id}"
 
 
 def expire_snapshots(table: ArcticTable, older_than_ms: int | None, retain_last: int | None) -> dict[str, Any]:

@@ -106,6 +106,13 @@ def _start_optimizer(args: argparse.Namespace, spark: LazySpark, catalog: Any) -
     return service, thread
 
 
+def _warm(ctx: Any) -> None:
+    try:
+        ctx.cache.all()
+    except Exception as e:  # noqa: BLE001 - the first request reports what is wrong
+        log.warning("warming the table cache failed: %s", str(e).splitlines()[0] if str(e) else e)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_arg_parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -153,6 +160,8 @@ def _serve(args: argparse.Namespace, token: str | None) -> int:
         ctx.spark_started.set()
         ctx.optimizer_groups[args.group] = {"cores": optimizer.cores, "policy": args.policy,
                                             "interval_s": args.interval}
+    # Read every table's metadata once in the background: the first listing then comes from the cache.
+    threading.Thread(target=_warm, args=(ctx,), name="arctic-service-warm-up", daemon=True).start()
     config = uvicorn.Config(create_app(ctx), log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     host, port = sock.getsockname()[:2]

@@ -137,3 +137,4 @@ def test_optimize_from_the_page_shows_in_the_optimizing_tab(site, page):
     # The refusal asked for above: the response and Chromium's console line about it.
     page.problems = [p for p in page.problems if "/optimize: 401" not in p and "status of 401" not in p]
     assert page.problems == []
+

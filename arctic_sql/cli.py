@@ -555,6 +555,7 @@ def _stdin_lines() -> Callable[[str], str]:
 SUBCOMMANDS = {
     "optimizer": "arctic_sql.optimizer_command",
     "thriftserver": "arctic_sql.thrift.server",
+    "service": "arctic_sql.service.server",
 }
 
 

@@ -34,6 +34,19 @@ if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
   fi
 fi
 
+# The dashboard's browser test (tests/e2e/test_service_dashboard.py) drives Debian's Chromium through
+# Playwright; Playwright's own browser download is never used. Installed only for the test extra, only
+# where apt-get can, and only when missing (the test skips, saying why, where it cannot be had).
+case ",$extras," in
+  *,test,*)
+    if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+      echo "No Chromium found: installing Debian's chromium for the dashboard's browser test..."
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+        echo "Could not install chromium: the dashboard's browser test will be skipped" >&2
+    fi
+    ;;
+esac
+
 if [ ! -x "$here/.venv/bin/python" ]; then
   "$python_bin" -m venv "$here/.venv"
 fi

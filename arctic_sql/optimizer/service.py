@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table import maintenance
+from arctic_sql.table import maintenance, maintenance_log
 from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.catalog import TableIdentifier
 
@@ -176,15 +176,18 @@ class Service:
 
         now = state.now_ms()
         settings = table.settings
-        jobs = (("expire", settings.table_expire_enabled, maintenance.expire_snapshots),
-                ("orphans", settings.clean_orphan_file_enabled, maintenance.remove_orphan_files))
-        for name, enabled, job in jobs:
+        jobs = (("expire", settings.table_expire_enabled, maintenance.expire_snapshots,
+                 maintenance_log.Kind.EXPIRE_SNAPSHOTS),
+                ("orphans", settings.clean_orphan_file_enabled, maintenance.remove_orphan_files,
+                 maintenance_log.Kind.REMOVE_ORPHAN_FILES))
+        for name, enabled, job, kind in jobs:
             key = (str(table.identifier), name)
             if not enabled or now - self.maintained_ms.get(key, 0) < MAINTENANCE_INTERVALS_MS[name]:
                 continue
             self.maintained_ms[key] = now
             try:
-                result = job(table)  # defaults from the table's properties
+                # Recorded as a run the management service shows; defaults from the table's properties.
+                result = maintenance_log.recorded(table, kind, "optimizer", lambda job=job: job(table))
                 log.info("%s: %s: %s", table.identifier, job.__name__, result)
             except Exception as e:  # noqa: BLE001 - logged; tried again next interval
                 log.error("%s: %s failed: %s", table.identifier, job.__name__, _one_line(e))

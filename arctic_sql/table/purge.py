@@ -3,7 +3,8 @@
 A table's folder may hold files that are not the table's (CREATE TABLE ... LOCATION points where
 the user says). Purging therefore deletes exactly the files the table's metadata names (data and
 delete files of every manifest entry of every snapshot, manifests, manifest lists, statistics
-files, metadata JSON files of the metadata log) and arctic-sql's own optimizing records, then the
+files, metadata JSON files of the metadata log) and arctic-sql's own optimizing and maintenance
+records, then the
 folders left empty; it never deletes a folder with what is in it.
 """
 
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow.fs as pafs
 
+from arctic_sql.table import maintenance_log, storage
 from arctic_sql.table import optimizing_state as state
-from arctic_sql.table import storage
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -104,12 +105,14 @@ def files_of(stores: Iterable[Table]) -> TableFiles:
 
 
 def files_of_table(table: ArcticTable) -> TableFiles:
-    """The files of both stores of ``table`` and the optimizer's process records of it."""
+    """The files of both stores of ``table``, its optimizing processes' and maintenance runs' records."""
 
     files = files_of([table.base] + ([table.change] if table.change is not None else []))
     folder = f"{state.table_root(table)}/optimizing"
     files.add_files(f"{folder}/{r.process_id}.json" for r in state.processes(table))
     files.folders.add(folder)
+    files.add_files(maintenance_log.record_paths(table))
+    files.folders.add(maintenance_log.folder(table))
     return files
 
 

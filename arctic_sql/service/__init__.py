@@ -1,0 +1,1 @@
+"""The management service: REST API, Prometheus metrics and dashboard (``arctic-sql service``)."""

@@ -1,0 +1,135 @@
+"""Maintenance runs kept as processes, as optimizing runs are (Amoro #3777: operators want to see
+expiration and orphan cleaning the way they see optimizing).
+
+A run is one JSON file at ``{table}/maintenance/{run id}.json``, beside the optimizing records and
+outside both stores' ``data/`` and ``metadata/`` folders, so orphan cleaning never considers it.
+Only the newest :data:`KEEP_RUNS` runs are kept: the log must not grow without bound on a table the
+optimizer expires every hour.
+
+>>> recorded(table, "expire-snapshots", "manual", lambda: maintenance.expire_snapshots(table))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import TYPE_CHECKING, TypeVar
+
+import pyarrow.fs as pafs
+
+from arctic_sql.table import storage
+from arctic_sql.table.format import layout
+from arctic_sql.table.optimizing_state import now_ms
+
+if TYPE_CHECKING:
+    from arctic_sql.table.catalog import ArcticTable
+
+T = TypeVar("T")
+KEEP_RUNS = 100
+
+
+class Kind(StrEnum):
+    EXPIRE_SNAPSHOTS = "expire-snapshots"
+    REMOVE_ORPHAN_FILES = "remove-orphan-files"
+
+
+class RunStatus(StrEnum):
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+
+
+@dataclass
+class MaintenanceRun:
+    """One expiration or orphan-cleaning run of one table."""
+
+    run_id: str
+    table: str
+    kind: str
+    trigger: str  # manual (the service's API), or the optimizer's schedule
+    status: str
+    started_at_ms: int
+    ended_at_ms: int
+    result: dict[str, object] = field(default_factory=dict)
+    failure_reason: str | None = None
+
+    @property
+    def duration_ms(self) -> int:
+        return self.ended_at_ms - self.started_at_ms
+
+
+def folder(table: ArcticTable) -> str:
+    return f"{layout.table_root(table.base.location())}/maintenance"
+
+
+def _result_dict(result: object) -> dict[str, object]:
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return asdict(result)
+    if isinstance(result, list):
+        return {"removed_files": len(result)}
+    return {"result": str(result)}
+
+
+def recorded(table: ArcticTable, kind: str, trigger: str, run: Callable[[], T]) -> T:
+    """Run a maintenance job and record it, failed or not; the job's own error is re-raised."""
+    started = now_ms()
+    record = MaintenanceRun(f"{started:013d}-{uuid.uuid4().hex[:8]}", str(table.identifier), str(kind), trigger,
+                            RunStatus.SUCCESS, started, started)
+    try:
+        result = run()
+    except Exception as e:
+        record.status, record.failure_reason = RunStatus.FAILED, (str(e).splitlines() or [type(e).__name__])[0]
+        raise
+    else:
+        record.result = _result_dict(result)
+        return result
+    finally:
+        record.ended_at_ms = now_ms()
+        save(table, record)
+
+
+def save(table: ArcticTable, record: MaintenanceRun) -> None:
+    storage.replace_file(f"{folder(table)}/{record.run_id}.json", json.dumps(asdict(record), sort_keys=True).encode())
+    _trim(table)
+
+
+def _infos(table: ArcticTable) -> tuple[pafs.FileSystem, list[pafs.FileInfo]]:
+    fs, path = storage.filesystem(folder(table))
+    infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    runs = [i for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".json")]
+    return fs, sorted(runs, key=lambda i: i.base_name)
+
+
+def record_paths(table: ArcticTable) -> list[str]:
+    """Where the run records are (what DROP TABLE ... PURGE deletes)."""
+    location = folder(table)
+    _, path = storage.filesystem(location)
+    scheme = storage.prefix(location, path)
+    return [scheme + info.path for info in _infos(table)[1]]
+
+
+def _trim(table: ArcticTable) -> None:
+    fs, infos = _infos(table)
+    for info in infos[:-KEEP_RUNS]:
+        try:
+            fs.delete_file(info.path)
+        except OSError:
+            pass  # another trim got there first
+
+
+def runs(table: ArcticTable) -> list[MaintenanceRun]:
+    """The recorded maintenance runs of ``table``, oldest first."""
+    fs, infos = _infos(table)
+    known = {f.name for f in fields(MaintenanceRun)}
+    found = []
+    for info in infos:
+        try:
+            with fs.open_input_stream(info.path) as stream:
+                raw = json.loads(stream.read())
+            found.append(MaintenanceRun(**{k: v for k, v in raw.items() if k in known}))
+        except (OSError, ValueError, TypeError):
+            continue  # trimmed while we listed, or not a run record
+    return found

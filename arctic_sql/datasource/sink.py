@@ -22,6 +22,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from arctic_sql.errors import CommitStateUnknownError
+from arctic_sql.faults import fault_point
 from arctic_sql.table import leases, storage
 from arctic_sql.table.arrow_writer import WrittenFile
 from arctic_sql.table.arrow_writes import WritePlan, discard, write_task
@@ -94,6 +95,7 @@ def commit_tasks(plan: WritePlan, load_table, tasks: list[TaskFiles], stream=Non
     _mark_committing(plan, tasks)
     try:
         commit_write(table, plan, files, stream)
+        fault_point("sink-after-commit")
     except CommitStateUnknownError:
         raise  # the leases run out on their own
     except BaseException:

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 
 from pyiceberg.table import Table
 
-from arctic_sql.table import commit, writes
+from arctic_sql.table import commit, storage, writes
 from arctic_sql.table.arrow_writer import WrittenFile, sidecar_path
 from arctic_sql.table.arrow_writes import APPEND, CHANGES, OVERWRITE, WritePlan, discard, resolve_across_files
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
-from arctic_sql.table import storage
 
 
 @dataclass(frozen=True)

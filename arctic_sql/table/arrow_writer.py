@@ -38,9 +38,12 @@ from pyiceberg.transforms import (
 from arctic_sql.errors import UnsupportedOperationError
 from arctic_sql.table import storage
 from arctic_sql.table.format import layout
-from arctic_sql.table.format.keyhash_arrow import node_ids
+from arctic_sql.table.format.keyhash_arrow import node_ids, spark_xxhash64
 from arctic_sql.table.format.partitioning import SPARK_NULL_PARTITION, helper_name
 
+# Key hashes travel in commit messages (8 bytes a row) up to this many rows a file; bigger files are
+# checked by reading their key columns.
+MAX_HASHED_ROWS = 1_000_000
 _US_PER_DAY, _US_PER_HOUR = 86_400_000_000, 3_600_000_000
 # Characters Spark's ExternalCatalogUtils.escapePathName writes as %XX in a partition directory name.
 _ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
@@ -79,10 +82,13 @@ class WriteTarget:
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """One file a writer wrote: its location and row count (what the committer needs first)."""
+    """One file a writer wrote: its location, row count and (for files of up to :data:`MAX_HASHED_ROWS`
+    rows) the Spark hashes of its keys, so the committer can rule out a key shared between files
+    without reading them."""
 
     path: str
     rows: int
+    key_hashes: bytes | None = None  # uint64 per row, any order
 
     @property
     def folder(self) -> str:
@@ -150,20 +156,40 @@ def _directory_text(value: object) -> str:
     return escape_path_name(str(value))
 
 
-def directories(table: pa.Table, target: WriteTarget, ops: pa.Array | None) -> list[list[str]]:
-    """The directory columns of every row, as text (partition values, node id, kind of change)."""
-    columns: list[list[str]] = []
+def directory_values(table: pa.Table, target: WriteTarget, ops: pa.Array | None) -> dict[str, pa.Array]:
+    """Each row's directory values by directory name, in order: partition values, node id, kind of change."""
+    values: dict[str, pa.Array] = {}
     for position, field in enumerate(target.spec.fields):
         source = target.schema.find_field(field.source_id)
-        values = _partition_value(table.column(source.name).combine_chunks(), source.field_type, field.transform)
-        columns.append([f"{helper_name(position)}={_directory_text(v)}" for v in values.to_pylist()])
+        column = table.column(source.name).combine_chunks()
+        values[helper_name(position)] = _partition_value(column, source.field_type, field.transform)
     if target.keys:
-        nodes = node_ids([table.column(k).combine_chunks() for k in target.keys], target.buckets)
-        columns.append([f"{layout.NODE_COLUMN}={n}" for n in nodes.tolist()])
+        values[layout.NODE_COLUMN] = pa.array(node_ids([table.column(k).combine_chunks() for k in target.keys],
+                                                       target.buckets))
     if target.store == "change":
         assert ops is not None
-        columns.append([f"{layout.OP_COLUMN}={o}" for o in ops.to_pylist()])
-    return columns
+        values[layout.OP_COLUMN] = ops
+    return values
+
+
+def folders(table: pa.Table, target: WriteTarget, ops: pa.Array | None) -> dict[str, pa.Array]:
+    """The rows (indices) of each folder the write makes, by folder (``""`` for the write's own).
+
+    Rows are grouped by their directory values with Arrow's group-by; only the groups' names are
+    formatted in Python."""
+    values = directory_values(table, target, ops)
+    if not values:
+        return {"": pa.array(range(table.num_rows), pa.int64())}
+    keyed = pa.table({**{f"d{i}": v for i, v in enumerate(values.values())},
+                      "__row": pa.array(range(table.num_rows), pa.int64())})
+    names = [f"d{i}" for i in range(len(values))]
+    grouped = keyed.group_by(names, use_threads=False).aggregate([("__row", "list")])
+    rows = grouped.column("__row_list").combine_chunks()
+    result = {}
+    for number, group in enumerate(grouped.select(names).to_pylist()):
+        folder = "/".join(f"{d}={_directory_text(group[n])}" for d, n in zip(values, names, strict=True))
+        result[folder] = rows[number].values
+    return result
 
 
 def write_table(rows: pa.Table, target: WriteTarget, location: str, *, ops: pa.Array | None = None,
@@ -176,17 +202,10 @@ def write_table(rows: pa.Table, target: WriteTarget, location: str, *, ops: pa.A
     """
     if rows.num_rows == 0:
         return []
-    dirs = directories(rows, target, ops)
-    groups: dict[str, list[int]] = {}
-    if dirs:
-        for index, parts in enumerate(zip(*dirs, strict=True)):
-            groups.setdefault("/".join(parts), []).append(index)
-    else:
-        groups[""] = list(range(rows.num_rows))
     job = uuid.uuid4()
     written: list[WrittenFile] = []
-    for folder, indices in groups.items():
-        group = rows.take(pa.array(indices, pa.int64()))
+    for folder, indices in folders(rows, target, ops).items():
+        group = rows.take(indices)
         if target.keys:
             group = group.take(pc.sort_indices(group, [(k, "ascending") for k in target.keys]))
         written.extend(_write_group(group, target, f"{location}/{folder}".rstrip("/"), job, task, sidecar))
@@ -208,8 +227,14 @@ def _write_group(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UU
             part = part.drop_columns([sidecar])
         with fs.open_output_stream(f"{path}/{name}") as out:
             pq.write_table(part, out, compression="snappy", store_schema=False)
-        written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows))
+        written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows, _key_hashes(part, target)))
     return written
+
+
+def _key_hashes(part: pa.Table, target: WriteTarget) -> bytes | None:
+    if not target.keys or part.num_rows > MAX_HASHED_ROWS:
+        return None
+    return spark_xxhash64([part.column(k).combine_chunks() for k in target.keys]).tobytes()
 
 
 def conform(rows: pa.Table, target: WriteTarget) -> pa.Table:

@@ -89,7 +89,17 @@ def resolve_across_files(plan: WritePlan, files: list[WrittenFile]) -> list[Writ
     return result
 
 
+def may_share_keys(group: list[WrittenFile]) -> bool:
+    """Whether two files of ``group`` may hold one key: their key hashes meet (or a file has none)."""
+    if any(f.key_hashes is None for f in group):
+        return True
+    hashes = np.concatenate([np.frombuffer(f.key_hashes, dtype=np.uint64) for f in group])  # type: ignore[arg-type]
+    return len(np.unique(hashes)) < len(hashes)
+
+
 def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -> list[WrittenFile]:
+    if not may_share_keys(group):
+        return group
     tables = [_read(f.path, keys) for f in group]
     key_rows = pa.concat_tables(tables)
     check_null_keys(key_rows, plan.what)

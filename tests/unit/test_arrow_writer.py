@@ -100,3 +100,17 @@ def test_two_tasks_changing_one_key_keep_the_newest_after_commit_side_resolution
     assert rows == {1: ("delete", None), 2: ("upsert", "two"), 3: ("upsert", "three")}
     assert sum(f.rows for f in resolved) == 3
     assert np.all([os.path.exists(f.path) for f in resolved])
+
+
+def test_key_hashes_in_the_messages_rule_out_shared_keys_without_reading_files(tmp_path):
+    from arctic_sql.table.arrow_writes import may_share_keys
+
+    plan = WritePlan("db.t", str(tmp_path), _target(tmp_path), str(tmp_path / "w"), CHANGES, None, "write", "x")
+    one = write_task(plan, [pa.record_batch({"id": [1, 2], "day": ["d", "d"]})], 0)
+    other = write_task(plan, [pa.record_batch({"id": [3, 4], "day": ["d", "d"]})], 1)
+    again = write_task(plan, [pa.record_batch({"id": [2], "day": ["d"]})], 2)
+    assert all(f.key_hashes is not None for f in one + other + again)
+    assert not may_share_keys(one + other)
+    assert may_share_keys(one + again)
+    with pytest.raises(PrimaryKeyViolationError, match=r"primary key \(id=2, day='d'\) 2 times x"):
+        resolve_across_files(plan, one + other + again)

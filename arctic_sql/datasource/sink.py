@@ -110,8 +110,8 @@ def abort_tasks(plan: WritePlan, tasks: list[TaskFiles]) -> None:
         if task.lease_id is None:
             continue
         lease = leases.find(plan.table_root, task.lease_id)
-        if lease is None or lease.committing:
-            log.warning("abort keeps %d file(s) of a write whose commit was sent", len(task.files))
+        if lease is None or lease.committing:  # commit() ran: it deleted what did not land, or kept it
+            log.info("abort leaves %d file(s) to the commit that ran for them", len(task.files))
             continue
         discard(task.files)
         leases.release(plan.table_root, task.lease_id)

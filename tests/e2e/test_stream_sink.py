@@ -140,6 +140,25 @@ def test_two_queries_write_one_table(keyed, tmp_path):
     assert _stream_commits(keyed) == [(str(qa.id), 0), (str(qb.id), 0)]
 
 
+def test_a_table_without_a_key_gets_appends_and_a_replay_is_skipped_too(arctic, tmp_path):
+    arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
+    source, checkpoint = str(tmp_path / "in"), str(tmp_path / "ck")
+    _write_files(source, [[(1, "a", 1, "upsert")], [(1, "a", 2, "upsert")]])
+
+    def run():
+        stream = arctic.spark.readStream.schema("id BIGINT, v STRING").option("maxFilesPerTrigger", 1).json(source)
+        query = stream.writeStream.format("arctic").option("checkpointLocation", checkpoint) \
+            .option("path", "db.log").trigger(availableNow=True).start()
+        query.awaitTermination()
+
+    run()
+    for name in ("1", ".1.crc"):
+        os.remove(os.path.join(checkpoint, "commits", name))
+    run()
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.log").collect()) == [(1, "a"), (1, "a")]
+    assert [r[0] for r in arctic.sql("SELECT operation FROM db.log.history").collect()] == ["stream", "stream"]
+
+
 def test_complete_mode_is_refused(keyed, tmp_path):
     source = str(tmp_path / "in")
     _write_files(source, [[(1, "a", 1, "upsert")]])

@@ -17,9 +17,10 @@ if _os.path.isfile(_os.path.join(_root, "parser", "__init__.py")) and not _os.pa
 ):
     __path__.append(_root)  # noqa: F821 - a package's __path__
 
+from arctic_sql import cdc  # noqa: E402 - arctic_sql.cdc.debezium(df); imports pyspark only when called
 from arctic_sql.errors import ArcticError  # noqa: E402
 
-__all__ = ["ArcticError", "connect", "register"]
+__all__ = ["ArcticError", "cdc", "connect", "register"]
 __version__ = "0.1.0"
 
 

@@ -19,6 +19,7 @@ from arctic_sql.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyspark.sql import SparkSession
+    from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter
     from pyspark.sql.types import StructType
 
     from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
@@ -91,8 +92,33 @@ class ArcticDataSource(DataSource):
 
         return read_options.output_schema(self.spec.load_table(self.table_name()), self.options)
 
-    # reader(), streamReader(), writer() and streamWriter(): see batch_read, stream_read, batch_write
-    # and stream_write.
+    # reader(), streamReader(): see batch_read, stream_read.
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """``df.write``: append (upserts and deletes on a keyed table) or overwrite; see sink.py."""
+        from arctic_sql.datasource.sink import ArcticBatchWriter
+
+        plan, load = self._plan_write(schema, overwrite=overwrite, streaming=False)
+        return ArcticBatchWriter(plan, load)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        """``writeStream``: each micro-batch one version, exactly once; see sink.py."""
+        from arctic_sql.datasource.sink import ArcticStreamWriter
+
+        if overwrite:
+            raise InvalidArgumentError("The arctic sink takes output mode append or update, not complete")
+        plan, load = self._plan_write(schema, overwrite=False, streaming=True)
+        return ArcticStreamWriter(plan, load, self.options.get("checkpointLocation"))
+
+    def _plan_write(self, schema: StructType, *, overwrite: bool, streaming: bool):  # noqa: ANN202
+        from functools import partial
+
+        from arctic_sql.datasource.write_options import plan_write
+
+        name = self.table_name()
+        table = self.spec.load_table(name)
+        plan = plan_write(table, schema, self.options, overwrite=overwrite, streaming=streaming)
+        return plan, partial(self.spec.load_table, name)
 
 
 def install(spark: SparkSession, catalog: Catalog) -> None:

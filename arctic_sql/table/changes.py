@@ -34,7 +34,8 @@ CHANGE_VERSION = "_change_version"
 UPSERT, DELETE, INSERT = "upsert", "delete", "insert"
 # Commits whose rows are all new: an incremental read may cross them.
 _INITIAL_LOADS = frozenset({versions.Operation.CREATE_AS_SELECT})
-_APPENDS = frozenset({versions.Operation.INSERT, versions.Operation.APPEND, *_INITIAL_LOADS})
+_APPENDS = frozenset({versions.Operation.INSERT, versions.Operation.APPEND, versions.Operation.STREAM,
+                      *_INITIAL_LOADS})
 
 @dataclass(frozen=True)
 class Range:

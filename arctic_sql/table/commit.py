@@ -110,16 +110,19 @@ def commit_change(
     paths: list[str],
     operation: str,
     validate: Callable[[Table], None] | None = None,
+    summary: dict[str, str] | None = None,
 ) -> int:
     """Append change files as one transaction; return its number (the change store's sequence number).
 
     ``validate`` runs against the freshly loaded change store before every attempt; whatever it
-    raises aborts the commit and deletes the written files.
+    raises aborts the commit and deletes the written files. ``summary`` adds snapshot-summary
+    entries (a streaming sink's query and batch ids).
     """
     assert table.change is not None
     files = data_files(table.change, paths)
     upserted = sum(f.record_count for f in files if "arctic_op=upsert" in f.file_path)
     summary = {
+        **(summary or {}),
         versions.OPERATION: operation,
         versions.UPSERTED_ROWS: str(upserted),
         versions.DELETED_ROWS: str(sum(f.record_count for f in files) - upserted),

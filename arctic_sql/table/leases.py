@@ -66,6 +66,7 @@ class Lease:
     expires_ms: int
     host: str
     pid: int
+    committing: bool = False  # the write's commit has been sent: its files may be referenced
 
     @property
     def live(self) -> bool:
@@ -82,6 +83,29 @@ def save(table_root: str, lease: Lease) -> None:
 
 def _remove(table_root: str, lease: Lease) -> None:
     storage.delete_files([f"{_folder(table_root)}/{lease.lease_id}.json"])
+
+
+def take(table_root: str, operation: str) -> Lease:
+    """A lease for a write whose files one process writes and another commits (a task of the
+    DataFrame writer or the streaming sink): no renewal thread; it holds for :data:`LEASE_MS`
+    unless :func:`release` ends it."""
+    started = now_ms()
+    lease = Lease(uuid.uuid4().hex, operation, started, started + LEASE_MS, socket.gethostname(), os.getpid())
+    save(table_root, lease)
+    return lease
+
+
+def find(table_root: str, lease_id: str) -> Lease | None:
+    fs, path = storage.filesystem(f"{_folder(table_root)}/{lease_id}.json")
+    try:
+        with fs.open_input_stream(path) as stream:
+            return Lease(**json.loads(stream.read()))
+    except FileNotFoundError:
+        return None
+
+
+def release(table_root: str, lease_id: str) -> None:
+    storage.delete_files([f"{_folder(table_root)}/{lease_id}.json"])
 
 
 def leases(table_root: str) -> list[Lease]:

@@ -24,6 +24,8 @@ from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.scan import latest_version, live_files
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
@@ -124,39 +126,55 @@ def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
         data = writer.align(rows, table.schema)
         if table.primary_key:
             check_keys(data, table.primary_key, f"{operation.upper()} into {table.identifier}")
-        paths = writer.write_files(data, table, store=Store.BASE)
-        new_files = commit.data_files(table.base, paths)
-        spec, schema = table.spec, table.schema
-        affected = {partition_path(spec, schema, f.partition) for f in new_files}
-        if not spec.fields:
-            affected = {""}
-        if not affected:
-            return
-        txn = commit.reserve_transaction(table, operation) if table.is_keyed else None
+        commit_overwrite(table, writer.write_files(data, table, store=Store.BASE), operation)
 
-        def build(store: Table) -> commit.BaseChange:
-            current = store.current_snapshot()
-            old = [f.data_file for f in live_files(store, current, Store.BASE) if f.partition in affected]
-            marks = versions.watermarks_of(current)
-            summary = {versions.OPERATION: operation}
-            if txn is not None:
-                marks.update({p: txn for p in affected})
-                summary[versions.TXN] = str(txn)
-            return commit.BaseChange(delete=old, add=new_files, watermarks=marks, summary=summary)
 
-        commit.commit_base(table, build, paths)
+def commit_overwrite(table: ArcticTable, paths: list[str], operation: str) -> None:
+    """Commit base files that replace the partitions they fall in (the whole table if unpartitioned):
+    one version, stamped with a reserved transaction number on a keyed table."""
+    new_files = commit.data_files(table.base, paths)
+    spec, schema = table.spec, table.schema
+    affected = {partition_path(spec, schema, f.partition) for f in new_files}
+    if not spec.fields:
+        affected = {""}
+    if not affected:
+        return
+    txn = commit.reserve_transaction(table, operation) if table.is_keyed else None
+
+    def build(store: Table) -> commit.BaseChange:
+        current = store.current_snapshot()
+        old = [f.data_file for f in live_files(store, current, Store.BASE) if f.partition in affected]
+        marks = versions.watermarks_of(current)
+        summary = {versions.OPERATION: operation}
+        if txn is not None:
+            marks.update({p: txn for p in affected})
+            summary[versions.TXN] = str(txn)
+        return commit.BaseChange(delete=old, add=new_files, watermarks=marks, summary=summary)
+
+    commit.commit_base(table, build, paths)
 
 
 def append_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Append rows to a table without a primary key."""
     with leases.writing(table, operation):
         paths = writer.write_files(writer.align(rows, table.schema), table, store=Store.BASE)
-        if not paths:
-            return
-        new_files = commit.data_files(table.base, paths)
-        commit.commit_base(
-            table, lambda store: commit.BaseChange(add=new_files, summary={versions.OPERATION: operation}), paths
-        )
+        if paths:
+            commit_append(table, paths, operation)
+
+
+def commit_append(table: ArcticTable, paths: list[str], operation: str, summary: dict[str, str] | None = None,
+                  validate: Callable[[Table], None] | None = None) -> None:
+    """Commit base files of a table without a primary key as one appending version.
+
+    ``validate`` sees the fresh base store before every attempt and may refuse the commit."""
+    new_files = commit.data_files(table.base, paths)
+
+    def build(store: Table) -> commit.BaseChange:
+        if validate is not None:
+            validate(store)
+        return commit.BaseChange(add=new_files, summary={**(summary or {}), versions.OPERATION: operation})
+
+    commit.commit_base(table, build, paths)
 
 
 def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # noqa: ANN001

@@ -27,6 +27,9 @@ TXN = "arctic.txn"
 WATERMARKS = "arctic.watermarks"
 UPSERTED_ROWS = "arctic.upserted-rows"
 DELETED_ROWS = "arctic.deleted-rows"
+# A streaming sink's commit names its query and micro-batch, so that a replayed batch is skipped.
+STREAM_QUERY_ID = "arctic.stream.query-id"
+STREAM_BATCH_ID = "arctic.stream.batch-id"
 
 
 
@@ -36,7 +39,9 @@ class Operation(StrEnum):
     CREATE = "create"
     CREATE_AS_SELECT = "create-as-select"
     INSERT = "insert"
-    APPEND = "append"  # Iceberg's own name for an append without arctic's summary key
+    APPEND = "append"  # df.write's append to a table without a key; also Iceberg's own name for one
+    WRITE = "write"  # df.write's upserts and deletes on a keyed table
+    STREAM = "stream"  # one micro-batch of the streaming sink
     OVERWRITE = "overwrite"
     DELETE = "delete"
     UPDATE = "update"
@@ -179,6 +184,17 @@ def history(base: Table, change: Table | None) -> History:
     readable = [c for c in commits if c.version >= floor]
     complete = _is_complete(base_chain) and _is_complete(change_chain)
     return History(sorted(readable, key=lambda c: c.version), complete)
+
+
+def last_stream_batch(store: Table, query_id: str) -> int | None:
+    """The newest micro-batch of streaming query ``query_id`` among ``store``'s retained commits."""
+    found = None
+    for snap in snapshots_in_order(store):
+        summary = summary_of(snap)
+        if summary.get(STREAM_QUERY_ID) == query_id:
+            batch = int(summary[STREAM_BATCH_ID])
+            found = batch if found is None else max(found, batch)
+    return found
 
 
 def base_snapshot_for(base: Table, version: int) -> Snapshot | None:

@@ -1,0 +1,85 @@
+"""What ``df.write.format("arctic")`` and ``writeStream.format("arctic")`` accept, checked on the driver
+before any task writes: the options, and the incoming columns against the table's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table.arrow_writer import WriteTarget
+from arctic_sql.table.arrow_writes import APPEND, CHANGES, OVERWRITE, WritePlan
+from arctic_sql.table.change_rows import CHANGE_TYPE, find_column
+from arctic_sql.table.format import layout
+from arctic_sql.table.format.layout import Store
+from arctic_sql.table.format.versions import Operation
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from arctic_sql.table.catalog import ArcticTable
+
+SEQUENCE_COLUMN = "sequenceColumn"
+# Options Spark itself passes to a sink, besides the ones users give.
+_SPARK_OPTIONS = frozenset({"path", "checkpointlocation", "queryname"})
+BATCH_OPTIONS = frozenset({"path", "table", SEQUENCE_COLUMN.lower()})
+STREAM_OPTIONS = BATCH_OPTIONS | _SPARK_OPTIONS
+
+
+def check_options(options: Mapping[str, str], allowed: frozenset[str]) -> None:
+    for key in options:
+        if key.lower() not in allowed:
+            known = ", ".join(sorted(o for o in allowed if o not in _SPARK_OPTIONS | {"path", "table"}))
+            raise InvalidArgumentError(f"Unknown option '{key}' for the arctic format (options: {known})")
+
+
+def sequence_column(options: Mapping[str, str]) -> str | None:
+    for key, value in options.items():
+        if key.lower() == SEQUENCE_COLUMN.lower():
+            return value
+    return None
+
+
+def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, sequence: str | None) -> None:
+    """Incoming columns by name: each a table column, ``_change_type`` or the sequence column;
+    every key column and every NOT NULL column present."""
+    incoming = [f.name for f in schema.fields]
+    table_columns = [f.name for f in table.schema.fields]
+    extra = {CHANGE_TYPE.lower()} | ({sequence.lower()} if sequence else set())
+    for name in incoming:
+        if find_column(table_columns, name) is None and name.lower() not in extra:
+            raise InvalidArgumentError(f"Column '{name}' is not a column of {table.identifier}")
+    for key in table.primary_key:
+        if find_column(incoming, key) is None:
+            raise InvalidArgumentError(f"The rows written to {table.identifier} lack its primary key column '{key}'")
+    if sequence is not None and find_column(incoming, sequence) is None:
+        raise InvalidArgumentError(f"The sequence column '{sequence}' is not among the rows written")
+    has_changes = find_column(incoming, CHANGE_TYPE) is not None
+    if has_changes and not table.is_keyed:
+        raise InvalidArgumentError(f"{table.identifier} has no primary key: {CHANGE_TYPE} needs one")
+    if overwrite and (has_changes or sequence):
+        what = CHANGE_TYPE if has_changes else SEQUENCE_COLUMN
+        raise InvalidArgumentError(f"mode(\"overwrite\") replaces rows: {what} is for appends")
+    if sequence is not None and not table.is_keyed:
+        raise InvalidArgumentError(f"{table.identifier} has no primary key: {SEQUENCE_COLUMN} needs one")
+    for field in table.schema.fields:
+        if field.required and find_column(incoming, field.name) is None:
+            raise InvalidArgumentError(f"Column '{field.name}' of {table.identifier} is NOT NULL and missing")
+
+
+def plan_write(table: ArcticTable, schema: StructType, options: Mapping[str, str], *, overwrite: bool,
+               streaming: bool) -> WritePlan:
+    """Check a write against ``table`` and plan it (nothing is written here)."""
+    check_options(options, STREAM_OPTIONS if streaming else BATCH_OPTIONS)
+    sequence = sequence_column(options)
+    check_columns(table, schema, overwrite=overwrite, sequence=sequence)
+    if overwrite:
+        mode, store, operation = OVERWRITE, Store.BASE, Operation.OVERWRITE
+    elif table.is_keyed:
+        mode, store, operation = CHANGES, Store.CHANGE, Operation.STREAM if streaming else Operation.WRITE
+    else:
+        mode, store, operation = APPEND, Store.BASE, Operation.STREAM if streaming else Operation.APPEND
+    target = WriteTarget.of(table, store)
+    scope = "in one micro-batch" if streaming else "in one write"
+    return WritePlan(str(table.identifier), layout.table_root(table.base.location()), target,
+                     target.new_location(), mode, sequence, operation, scope)

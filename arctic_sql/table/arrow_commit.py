@@ -1,0 +1,82 @@
+"""The driver's half of an Arrow write: make keys unique, skip a replayed micro-batch, commit.
+
+A streaming sink's commit names its query and micro-batch in the snapshot summary
+(``arctic.stream.query-id``, ``arctic.stream.batch-id``), as Iceberg's Spark sink does. Spark
+replays a batch whose commit it did not record (a crash between our commit and its commit log);
+the replay finds the batch among the store's retained commits and commits nothing. The check runs
+again before every commit attempt, against the freshly loaded store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyiceberg.table import Table
+
+from arctic_sql.table import commit, storage, writes
+from arctic_sql.table.arrow_writer import WrittenFile, sidecar_path
+from arctic_sql.table.arrow_writes import APPEND, CHANGES, OVERWRITE, WritePlan, discard, resolve_across_files
+from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.format import versions
+
+
+@dataclass(frozen=True)
+class StreamBatch:
+    """One micro-batch of one streaming query (the query id survives restarts from its checkpoint)."""
+
+    query_id: str
+    batch_id: int
+
+    def summary(self) -> dict[str, str]:
+        return {versions.STREAM_QUERY_ID: self.query_id, versions.STREAM_BATCH_ID: str(self.batch_id)}
+
+    def committed_in(self, store: Table) -> bool:
+        last = versions.last_stream_batch(store, self.query_id)
+        return last is not None and last >= self.batch_id
+
+
+class BatchAlreadyCommitted(Exception):
+    """A replayed micro-batch: the table already holds it."""
+
+
+def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
+                 stream: StreamBatch | None = None) -> int | None:
+    """Commit the files of one write as one version; return its number, or None when nothing was
+    committed (no rows, or a micro-batch the table already holds: its files are deleted)."""
+    store = table.change if plan.mode == CHANGES else table.base
+    assert store is not None
+    if stream is not None and stream.committed_in(store):
+        discard(files)
+        return None
+    try:
+        files = resolve_across_files(plan, files)
+    except BaseException:
+        discard(files)
+        raise
+    if not files:
+        return None
+    paths = [f.path for f in files]
+    validate = None
+    if stream is not None:
+        def validate(fresh: Table) -> None:
+            if stream.committed_in(fresh):
+                raise BatchAlreadyCommitted()
+    try:
+        return _commit(table, plan, paths, stream, validate)
+    except BatchAlreadyCommitted:
+        return None  # commit_loop deleted the files: nothing was sent
+    finally:
+        storage.delete_files([sidecar_path(p) for p in paths])
+
+
+def _commit(table: ArcticTable, plan: WritePlan, paths: list[str], stream: StreamBatch | None,
+            validate) -> int | None:  # noqa: ANN001
+    summary = stream.summary() if stream is not None else None
+    if plan.mode == CHANGES:
+        return commit.commit_change(table, paths, plan.operation, validate=validate, summary=summary)
+    if plan.mode == OVERWRITE:
+        writes.commit_overwrite(table, paths, plan.operation)
+    elif plan.mode == APPEND:
+        writes.commit_append(table, paths, plan.operation, summary=summary, validate=validate)
+    table.base.refresh()
+    return versions.data_commits(table.base, table.change)[-1].version

@@ -1,0 +1,116 @@
+"""The Arrow writer without Spark: tree nodes by Spark's hash, Spark's folder layout, one change per key."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg import types as it
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+
+from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
+from arctic_sql.table.arrow_writer import WriteTarget, escape_path_name, write_table
+from arctic_sql.table.arrow_writes import CHANGES, WritePlan, resolve_across_files, write_task
+from arctic_sql.table.change_rows import newest_per_key
+from arctic_sql.table.format.keyhash import spark_xxhash64
+from arctic_sql.table.format.keyhash_arrow import node_ids
+from arctic_sql.table.format.keyhash_arrow import spark_xxhash64 as vector_hash
+
+SCHEMA = Schema(
+    it.NestedField(1, "id", it.LongType(), required=True),
+    it.NestedField(2, "v", it.StringType(), required=False),
+    it.NestedField(3, "day", it.StringType(), required=True),
+    identifier_field_ids=[1, 3],
+)
+SPEC = PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "day"))
+
+
+def _target(tmp_path, max_rows=1000):
+    return WriteTarget("change", str(tmp_path / "change"), SCHEMA, SPEC, ("id", "day"), 4, max_rows)
+
+
+def test_vectorized_hash_is_the_python_reference_for_every_length_and_nulls():
+    ids = [0, 1, -7, 2**40, None, 123456789]
+    names = ["", "a", "é", "x" * 31, "y" * 32, "z" * 77]
+    hashed = vector_hash([pa.array(ids, pa.int64()), pa.array(names)])
+    for i, (key, name) in enumerate(zip(ids, names, strict=True)):
+        assert int(hashed[i]) == spark_xxhash64((key, name), (it.LongType(), it.StringType()))
+    ints = vector_hash([pa.array([5, -5], pa.int32())])
+    assert [int(h) for h in ints] == [spark_xxhash64((v,), (it.IntegerType(),)) for v in (5, -5)]
+
+
+def test_rows_land_in_spark_folders_sorted_by_key_with_field_ids(tmp_path):
+    target = _target(tmp_path, max_rows=3)
+    rows = pa.table({"id": [9, 1, 5, 3, 7, 2, 8], "v": list("abcdefg"), "day": ["a/b"] * 7},
+                    schema=target.arrow_schema())
+    ops = pa.array(["upsert"] * 6 + ["delete"])
+    files = write_table(rows, target, str(tmp_path / "w"), ops=ops, task=3)
+    assert sum(f.rows for f in files) == 7
+    nodes = node_ids([pa.array([9, 1, 5, 3, 7, 2, 8], pa.int64()), pa.array(["a/b"] * 7)], 4)
+    for f in files:
+        folder = f.path.split("/w/", 1)[1].rsplit("/", 1)[0]
+        day, node, op = folder.split("/")
+        assert day == "arctic_p_0=a%2Fb" and op in ("arctic_op=upsert", "arctic_op=delete")
+        table = pq.read_table(f.path)
+        assert table.column("id").to_pylist() == sorted(table.column("id").to_pylist())
+        assert {int(node.split("=")[1])} == {int(nodes[[9, 1, 5, 3, 7, 2, 8].index(i)]) for i in table["id"].to_pylist()}
+        assert [fld.metadata[b"PARQUET:field_id"] for fld in pq.read_schema(f.path)] == [b"1", b"2", b"3"]
+        assert os.path.basename(f.path).startswith("part-00003-") and f.path.endswith(".c000.snappy.parquet") or \
+            f.path.endswith(".c001.snappy.parquet")
+        assert f.rows <= 3
+
+
+def test_escaping_follows_spark():
+    assert escape_path_name("a b/c=d:%") == "a b%2Fc%3Dd%3A%25"
+
+
+def test_newest_per_key_keeps_the_highest_sequence_and_refuses_ambiguity():
+    keys = pa.table({"id": [1, 2, 1, 1]})
+    assert newest_per_key(keys, pa.array([5, 1, 9, 7]), "W", "in one write").tolist() == [1, 2]
+    with pytest.raises(PrimaryKeyViolationError, match=r"W writes primary key \(id=1\) 3 times in one write"):
+        newest_per_key(keys, None, "W", "in one write")
+    with pytest.raises(InvalidArgumentError, match="same sequence value 9"):
+        newest_per_key(keys, pa.array([9, 1, 9, 7]), "W", "x")
+    with pytest.raises(InvalidArgumentError, match=r"\(id=1\) has several changes and a NULL"):
+        newest_per_key(keys, pa.array([None, 1, 9, 7]), "W", "x")
+    with pytest.raises(PrimaryKeyViolationError, match="null primary key"):
+        newest_per_key(pa.table({"id": pa.array([1, None], pa.int64())}), None, "W", "x")
+
+
+def test_two_tasks_changing_one_key_keep_the_newest_after_commit_side_resolution(tmp_path):
+    plan = WritePlan("db.t", str(tmp_path), _target(tmp_path), str(tmp_path / "w"), CHANGES, "seq", "stream",
+                     "in one micro-batch")
+    first = pa.record_batch({"id": [1, 2], "v": ["old", "two"], "day": ["d", "d"], "seq": [1, 1],
+                             "_change_type": ["upsert", "upsert"]})
+    second = pa.record_batch({"id": [1, 3], "v": [None, "three"], "day": ["d", "d"], "seq": [2, 1],
+                              "_change_type": ["delete", "insert"]})
+    files = write_task(plan, [first], 0) + write_task(plan, [second], 1)
+    resolved = resolve_across_files(plan, files)
+    rows = {}
+    for f in resolved:
+        kind = "delete" if f.is_delete else "upsert"
+        for r in pq.read_table(f.path).to_pylist():
+            assert r["id"] not in rows
+            rows[r["id"]] = (kind, r["v"])
+    assert rows == {1: ("delete", None), 2: ("upsert", "two"), 3: ("upsert", "three")}
+    assert sum(f.rows for f in resolved) == 3
+    assert np.all([os.path.exists(f.path) for f in resolved])
+
+
+def test_key_hashes_in_the_messages_rule_out_shared_keys_without_reading_files(tmp_path):
+    from arctic_sql.table.arrow_writes import may_share_keys
+
+    plan = WritePlan("db.t", str(tmp_path), _target(tmp_path), str(tmp_path / "w"), CHANGES, None, "write", "x")
+    one = write_task(plan, [pa.record_batch({"id": [1, 2], "day": ["d", "d"]})], 0)
+    other = write_task(plan, [pa.record_batch({"id": [3, 4], "day": ["d", "d"]})], 1)
+    again = write_task(plan, [pa.record_batch({"id": [2], "day": ["d"]})], 2)
+    assert all(f.key_hashes is not None for f in one + other + again)
+    assert not may_share_keys(one + other)
+    assert may_share_keys(one + again)
+    with pytest.raises(PrimaryKeyViolationError, match=r"primary key \(id=2, day='d'\) 2 times x"):
+        resolve_across_files(plan, one + other + again)

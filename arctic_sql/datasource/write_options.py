@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.arrow_writer import WriteTarget
 from arctic_sql.table.arrow_writes import APPEND, CHANGES, OVERWRITE, WritePlan
-from arctic_sql.table.change_rows import CHANGE_TYPE, find_column
+from arctic_sql.table.change_rows import CHANGE_TYPE, FEED_COLUMNS, find_column
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.versions import Operation
@@ -41,11 +41,11 @@ def sequence_column(options: Mapping[str, str]) -> str | None:
 
 
 def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, sequence: str | None) -> None:
-    """Incoming columns by name: each a table column, ``_change_type`` or the sequence column;
-    every key column and every NOT NULL column present."""
+    """Incoming columns by name: each a table column, ``_change_type``, a change feed's version and
+    timestamp (ignored) or the sequence column; every key column and every NOT NULL column present."""
     incoming = [f.name for f in schema.fields]
     table_columns = [f.name for f in table.schema.fields]
-    extra = {CHANGE_TYPE.lower()} | ({sequence.lower()} if sequence else set())
+    extra = {CHANGE_TYPE.lower(), *FEED_COLUMNS} | ({sequence.lower()} if sequence else set())
     for name in incoming:
         if find_column(table_columns, name) is None and name.lower() not in extra:
             raise InvalidArgumentError(f"Column '{name}' is not a column of {table.identifier}")

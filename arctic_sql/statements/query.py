@@ -127,18 +127,6 @@ def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[st
 
 def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:
     """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
-    if lookups is None:
-        return None
-    from arctic_sql.table.format.keyhash import spark_xxhash64
+    from arctic_sql.table.format.keyhash import lookup_hashes
 
-    types = tuple(table.schema.find_field(k).field_type for k in table.primary_key)
-    hashes = set()
-    for key in lookups:
-        try:
-            value = spark_xxhash64(key, types)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        if value is None:
-            return None
-        hashes.add(value)
-    return frozenset(hashes)
+    return lookup_hashes(lookups, tuple(table.schema.find_field(k).field_type for k in table.primary_key))

@@ -46,7 +46,7 @@ class ArcticBatchReader(DataSourceReader):
         self.spec, self.table_name, self.options, self.schema = spec, table_name, options, schema
         self.pushed: list[Filter] = []
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's name
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         """Keep the filters for pruning; hand every one back for Spark to apply to the rows."""
         for f in filters:
             self.pushed.append(f)
@@ -85,8 +85,8 @@ def first_change(table: ArcticTable, history: versions.History, starting_version
     if starting_version - 1 < history.first_start:
         oldest = history.first_start + 1
         raise VersionNotFoundError(
-            f"{what} {starting_version} of {table.identifier} has expired: the oldest version whose changes are "
-            f"retained is {oldest} (available: {history.describe()})"
+            f"{what} {starting_version} of {table.identifier} has expired: the smallest {what} still readable "
+            f"is {oldest} (available: {history.describe()})"
         )
     return starting_version - 1
 

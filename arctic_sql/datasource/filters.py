@@ -80,7 +80,7 @@ def row_filter(filters: Iterable[ds.Filter], schema: Schema, allowed: set[str] |
             continue
         try:
             bind(schema, converted, case_sensitive=True)
-        except Exception:  # noqa: BLE001 - a literal pyiceberg cannot read as the column's type: no pruning
+        except Exception:  # noqa: BLE001, S112 - a literal pyiceberg cannot read as the column type: no pruning
             continue
         result = converted if isinstance(result, ie.AlwaysTrue) else ie.And(result, converted)
     return result

@@ -109,7 +109,7 @@ class ArcticDataSource(DataSource):
         options.check_batch()
         return ArcticBatchReader(self.spec, str(self.table_name()), options, schema)
 
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - Spark's name
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from arctic_sql.datasource.stream_read import ArcticStreamReader
 
         options = self.read_options()

@@ -27,11 +27,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
 
 from arctic_sql.datasource import partitions
 from arctic_sql.datasource.batch_read import change_partitions, first_change, start_after
 from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.table import consumers
 from arctic_sql.table.changes import Range, carries_changes, commit_files
 from arctic_sql.table.format import versions
 from arctic_sql.table.scan import plan_read
@@ -63,8 +69,21 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = self.spec.load_table(self.table_name)
         return table, versions.history(table.base, table.change)
 
-    def initialOffset(self) -> dict:  # noqa: N802 - Spark's names, here and below
+    def initialOffset(self) -> dict:
+        """Where a new checkpoint starts: a consumer's recorded progress, else the starting options."""
         table, history = self._table()
+        if self.options.consumer_id is not None:
+            known = consumers.find(table, self.options.consumer_id)
+            if known is not None:
+                _check_retained(table, history, known.version)
+                consumers.record(table, known.consumer_id, known.version)  # live again: holds history back
+                return {VERSION: known.version}
+        offset = self._start(table, history)
+        if self.options.consumer_id is not None and offset[VERSION] >= 0:
+            consumers.record(table, self.options.consumer_id, offset[VERSION])
+        return offset
+
+    def _start(self, table: ArcticTable, history: versions.History) -> dict:
         options = self.options
         if options.starting_latest:
             return {VERSION: history.latest}
@@ -110,6 +129,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         options = self.options
         admitted: list[versions.Commit] = []
         files = rows = 0
+        limited = not isinstance(limit, ReadAllAvailable)
         for commit in pending:
             if not carries_changes(table, commit):
                 if not options.skip_overwrites:
@@ -118,10 +138,11 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     raise _overwrite_error(table, commit)
                 admitted.append(commit)
                 continue
-            added = commit_files(table, commit)
-            files += len(added)
-            rows += sum(f.record_count for f in added)
-            over = (not isinstance(limit, ReadAllAvailable)) and (
+            if limited and (options.max_files is not None or options.max_rows is not None):
+                added = commit_files(table, commit)
+                files += len(added)
+                rows += sum(f.record_count for f in added)
+            over = limited and (
                 (options.max_versions is not None and len(admitted) + 1 > options.max_versions)
                 or (options.max_files is not None and files > options.max_files)
                 or (options.max_rows is not None and rows > options.max_rows))
@@ -144,8 +165,11 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return partitions.read(partition, self.schema)
 
     def commit(self, end: dict) -> None:
-        """Spark has processed everything up to ``end`` (called one batch late, and never for the
-        last batch of an availableNow run: nothing may depend on it for correctness)."""
+        """Spark has processed everything up to ``end``: a consumer records it. (Spark calls this one
+        batch late, and never for the last batch of an availableNow run: the record may lag.)"""
+        version = int(end[VERSION])
+        if self.options.consumer_id is not None and version >= 0:
+            consumers.record(self.spec.load_table(self.table_name), self.options.consumer_id, version)
 
 
 def snapshot_partitions(table: ArcticTable, history: versions.History, version: int) -> list[InputPartition]:
@@ -162,8 +186,8 @@ def _check_retained(table: ArcticTable, history: versions.History, start: int) -
     if start < history.first_start:
         raise VersionNotFoundError(
             f"The stream of {table.identifier} needs the changes after version {start}, which have expired: "
-            f"the oldest version whose changes are retained is {history.first_start + 1}; restart the query "
-            f"from a new checkpoint (available: {history.describe()})"
+            f"only the changes after version {history.first_start} are retained; restart the query from a new "
+            f"checkpoint (available: {history.describe()})"
         )
 
 

@@ -1,4 +1,5 @@
-"""Metadata tables: ``db.t.history``, ``db.t.snapshots``, ``db.t.files``, ``db.t.partitions``."""
+"""Metadata tables: ``db.t.history``, ``db.t.snapshots``, ``db.t.files``, ``db.t.partitions``,
+``db.t.optimizing``, ``db.t.consumers``."""
 
 from __future__ import annotations
 
@@ -119,8 +120,18 @@ def optimizing(ctx: StatementContext, table: ArcticTable) -> DataFrame:
                                 "task_time_ms long, retries long, failure_reason string")
 
 
+def consumers(ctx: StatementContext, table: ArcticTable) -> DataFrame:
+    """One row per stream consumer (``consumerId``): how far it has read and whether it still holds
+    history back from expiration."""
+    from arctic_sql.table import consumers as registry
+
+    minutes = table.settings.consumer_expiration_time
+    rows = [(c.consumer_id, c.version, _ts(c.updated_ms), c.live(minutes)) for c in registry.consumers(table)]
+    return ctx.result(rows, "consumer_id string, version long, updated_at timestamp, live boolean")
+
+
 _TABLES = {"history": history, "snapshots": snapshots, "files": files, "partitions": partitions,
-           "optimizing": optimizing}
+           "optimizing": optimizing, "consumers": consumers}
 
 
 def metadata_table(ctx: StatementContext, table: ArcticTable, name: str) -> DataFrame:

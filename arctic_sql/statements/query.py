@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable
 
 _view_ids = itertools.count(1)
-METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing")
+METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing", "consumers")
 
 
 @dataclass

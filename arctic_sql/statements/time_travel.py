@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
-from arctic_sql.table.catalog import ArcticTable, TableIdentifier
 from arctic_sql.table import time_travel as tt
+from arctic_sql.table.catalog import ArcticTable, TableIdentifier
 from arctic_sql.table.changes import Range
 from arctic_sql.table.format import versions
 

@@ -139,7 +139,7 @@ def test_pushed_filters_prune_files_and_give_the_same_rows(shared, spark):
 
 
 def _error(action) -> Exception:
-    with pytest.raises(Exception) as caught:  # noqa: PT011 - Spark's exception, translated below
+    with pytest.raises(Exception) as caught:
         action()
     return translate(caught.value)
 
@@ -159,7 +159,6 @@ BAD_OPTIONS = [
 
 
 def test_bad_options_are_one_line_errors_before_any_job(shared, spark):
-    table = shared
     tracker = spark.sparkContext.statusTracker()
     for options, kind, names in BAD_OPTIONS:
         jobs = tracker.getJobIdsForGroup()

@@ -19,7 +19,7 @@ import arctic_sql
 
 MERGE = """
 MERGE INTO shop.orders_copy AS t
-USING batch_changes AS s
+USING global_temp.batch_changes AS s
 ON t.id = s.id
 WHEN MATCHED AND s._change_type = 'delete' THEN DELETE
 WHEN MATCHED THEN UPDATE SET t.status = s.status, t.amount = s.amount
@@ -33,7 +33,9 @@ def follow(session: arctic_sql.session.Session, checkpoint: str) -> int:
     applied = []
 
     def apply_changes(changes, batch_id: int) -> None:
-        changes.createOrReplaceTempView("batch_changes")
+        # A micro-batch's DataFrame lives in a clone of the SparkSession: a global view is what
+        # the session's SQL sees of it.
+        changes.createOrReplaceGlobalTempView("batch_changes")
         session.sql(MERGE)
         applied.append(batch_id)
 

@@ -179,3 +179,13 @@ def test_missing_table_expired_start_and_the_in_memory_limit(table, spark):
     table.sql("ALTER TABLE db.t SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '10')")
     error = _error(lambda: _read(spark).collect())
     assert isinstance(error, UnsupportedOperationError) and "merge-on-read.in-memory-max-bytes" in str(error)
+
+
+def test_a_table_without_a_key_reads_and_feeds_inserts(arctic, spark):
+    arctic.sql("CREATE TABLE db.log (id BIGINT, msg STRING)")
+    arctic.sql("INSERT INTO db.log VALUES (1, 'a'), (2, 'b')")  # 1
+    arctic.sql("INSERT INTO db.log VALUES (2, 'b'), (3, 'c')")  # 2: duplicates stay, there is no key
+    assert _sorted(_read(spark, "db.log")) == _sorted(arctic.sql("SELECT * FROM db.log"))
+    feed = _read(spark, "db.log", readChangeFeed="true", startingVersion=2)
+    assert [r[:4] for r in _sorted(feed)] == _sorted(arctic.sql("SELECT * FROM db.log VERSION BETWEEN 1 AND 2"))
+    assert {r[2] for r in _sorted(feed)} == {"insert"}

@@ -114,12 +114,19 @@ def _check_size(table: ArcticTable, sizes: list[int]) -> None:
         )
 
 
-def _grouped(table: ArcticTable, files: Sequence[FileEntry]) -> tuple[list[list[FileEntry]], list[list[int]]]:
-    """Node groups (per file on a table without a key: nothing to merge) and their balanced slots."""
+def _grouped(table: ArcticTable, files: Sequence[FileEntry], *, all_changes: bool = False
+             ) -> tuple[list[list[FileEntry]], list[list[int]]]:
+    """Node groups and their balanced slots. Only a group with change data is merged in memory
+    (``all_changes``: every file is one); any other group is read file by file, so its size does
+    not matter: a table without a key, or the nodes of a keyed table that optimizing left clean."""
+    def needs_merge(group: list[FileEntry]) -> bool:
+        return table.is_keyed and (all_changes or any(f.store == "change" for f in group))
+
     groups = node_groups(files) if table.is_keyed else [[f] for f in files]
-    sizes = [sum(f.file_size for f in g) for g in groups]
-    _check_size(table, sizes)
-    return groups, balance(sizes, slots()) if groups else []
+    merged = [g for g in groups if needs_merge(g)]
+    _check_size(table, [sum(f.file_size for f in g) for g in merged])
+    groups = merged + [[f] for g in groups if not needs_merge(g) for f in g]
+    return groups, balance([sum(f.file_size for f in g) for g in groups], slots()) if groups else []
 
 
 def merge_partitions(table: ArcticTable, base_files: Sequence[FileEntry], change_files: Sequence[FileEntry],
@@ -133,7 +140,7 @@ def merge_partitions(table: ArcticTable, base_files: Sequence[FileEntry], change
 
 def change_partitions(table: ArcticTable, files: Sequence[FileEntry], committed_at_ms: dict[int, int]
                       ) -> list[InputPartition]:
-    groups, shares = _grouped(table, files)
+    groups, shares = _grouped(table, files, all_changes=True)
     stores = Stores.of(table)
     tagged = [ChangeGroup(tuple((f.store, f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g))
               for g in groups]

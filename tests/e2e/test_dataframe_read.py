@@ -177,6 +177,8 @@ def test_missing_table_expired_start_and_the_in_memory_limit(table, spark):
     error = _error(lambda: _read(spark, readChangeFeed="true", startingVersion=1).collect())
     assert isinstance(error, VersionNotFoundError) and "has expired" in str(error) and "\n" not in str(error)
     table.sql("ALTER TABLE db.t SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '10')")
+    assert _sorted(_read(spark)) == _sorted(table.sql("SELECT * FROM db.t"))  # clean nodes: read file by file
+    table.sql("INSERT INTO db.t VALUES (1, 'b', 'changed')")
     error = _error(lambda: _read(spark).collect())
     assert isinstance(error, UnsupportedOperationError) and "merge-on-read.in-memory-max-bytes" in str(error)
 

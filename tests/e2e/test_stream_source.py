@@ -170,3 +170,15 @@ def test_a_consumer_keeps_its_unread_history_and_resumes_there(five_versions, sp
     arctic.sql("INSERT INTO db.t VALUES (77, 'x')")  # 6
     resumed = _stream(spark, str(tmp_path / "b"), consumerId="copy")  # a new checkpoint, the same consumer
     assert sorted({r["_change_version"] for _, rows in resumed for r in rows}) == list(range(recorded + 1, 7))
+
+
+def test_a_table_without_a_key_streams_its_rows_then_its_appends(arctic, spark, tmp_path):
+    arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
+    arctic.sql("INSERT INTO db.log VALUES (1, 'a'), (1, 'a')")  # 1: no key, duplicates stay
+    first = _stream(spark, str(tmp_path / "ck"), table="db.log")
+    assert sorted((r["id"], r["_change_type"], r["_change_version"]) for _, rows in first for r in rows) == \
+        [(1, "insert", 1), (1, "insert", 1)]
+    arctic.sql("INSERT INTO db.log VALUES (2, 'b')")  # 2
+    then = _stream(spark, str(tmp_path / "ck"), table="db.log")
+    assert [(r["id"], r["_change_type"], r["_change_version"]) for _, rows in then for r in rows] == \
+        [(2, "insert", 2)]

@@ -96,7 +96,7 @@ class ArcticDataSource(DataSource):
         return read_options.parse(self.options, strict=strict)
 
     def schema(self) -> StructType:
-        """The read's columns; every option is checked first (at ``load()``, before any job)."""
+        """The read's columns; the option values are checked first (at ``load()``, before any job)."""
         from arctic_sql.datasource import read_options
 
         options = self.read_options(strict=False)

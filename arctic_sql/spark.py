@@ -29,6 +29,9 @@ RUNTIME_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     # Reads pass explicit file lists; listing them must not start a Spark job per query.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    # format("arctic") prunes files by the filters Spark pushes to it; without this flag Spark
+    # refuses a Python reader that takes filters.
+    "spark.sql.python.filterPushdown.enabled": "true",
 }
 
 

@@ -19,9 +19,15 @@ from arctic_sql.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyspark.sql import SparkSession
-    from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter
+    from pyspark.sql.datasource import (
+        DataSourceReader,
+        DataSourceStreamReader,
+        DataSourceStreamWriter,
+        DataSourceWriter,
+    )
     from pyspark.sql.types import StructType
 
+    from arctic_sql.datasource.read_options import ReadOptions
     from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
 
 FORMAT = "arctic"
@@ -87,12 +93,33 @@ class ArcticDataSource(DataSource):
     def table_name(self) -> str | None:
         return self.options.get("path") or self.options.get("table")
 
-    def schema(self) -> StructType:
+    def read_options(self, *, strict: bool = True) -> ReadOptions:
+        """The options checked; ``strict``: unknown names are errors too (a writer's options also
+        pass through ``schema()``, so only the readers refuse names they do not know)."""
         from arctic_sql.datasource import read_options
 
-        return read_options.output_schema(self.spec.load_table(self.table_name()), self.options)
+        return read_options.parse(self.options, strict=strict)
 
-    # reader(), streamReader(): see batch_read, stream_read.
+    def schema(self) -> StructType:
+        """The read's columns; the option values are checked first (at ``load()``, before any job)."""
+        from arctic_sql.datasource import read_options
+
+        options = self.read_options(strict=False)
+        return read_options.output_schema(self.spec.load_table(self.table_name()), options)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from arctic_sql.datasource.batch_read import ArcticBatchReader
+
+        options = self.read_options()
+        options.check_batch()
+        return ArcticBatchReader(self.spec, str(self.table_name()), options, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from arctic_sql.datasource.stream_read import ArcticStreamReader
+
+        options = self.read_options()
+        options.check_stream(str(self.table_name()))
+        return ArcticStreamReader(self.spec, str(self.table_name()), options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """``df.write``: append (upserts and deletes on a keyed table) or overwrite; see sink.py."""

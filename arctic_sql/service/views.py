@@ -154,11 +154,6 @@ def _maintenance_rows(table: ArcticTable) -> list[dict[str, Any]]:
              "result": r.result, "failure_reason": r.failure_reason} for r in maintenance_log.runs(table)]
 
 
-def _consumers(table: ArcticTable) -> list[dict[str, Any]]:
-    # Streaming readers keep their offsets in their own checkpoints; the table records none yet.
-    return []
-
-
 def version_series(table: ArcticTable) -> list[dict[str, Any]]:
     """Per version (the newest :data:`CHART_VERSIONS`): the bytes and files a read of it uses."""
     rows = []
@@ -179,7 +174,7 @@ COLLECTIONS: dict[str, tuple[Callable[[ArcticTable], list[dict[str, Any]]], bool
     "partitions": (metadata_rows.partitions, False),
     "optimizing": (metadata_rows.optimizing, True),
     "maintenance": (_maintenance_rows, True),
-    "consumers": (_consumers, False),
+    "consumers": (metadata_rows.consumers, False),
     "versions": (version_series, False),
 }
 

@@ -1,6 +1,6 @@
 """Metadata tables: ``db.t.history``, ``db.t.snapshots``, ``db.t.files``, ``db.t.partitions``,
-``db.t.optimizing``. The rows come from table/metadata_rows.py (shared with the management
-service); here they become DataFrames with SQL types."""
+``db.t.optimizing``, ``db.t.consumers``. The rows come from table/metadata_rows.py (shared with
+the management service); here they become DataFrames with SQL types."""
 
 from __future__ import annotations
 
@@ -49,6 +49,8 @@ _TABLES: dict[str, tuple[Callable[[ArcticTable], list[dict]], tuple[str, ...], s
                    ("process_id string, mode string, status string, trigger string, started_at timestamp, "
                     "ended_at timestamp, duration_ms long, partitions string, input_files long, input_bytes long, "
                     "output_files long, output_bytes long, task_time_ms long, retries long, failure_reason string")),
+    "consumers": (metadata_rows.consumers, ("consumer_id", "version", "updated_at_ms", "live"),
+                  "consumer_id string, version long, updated_at timestamp, live boolean"),
 }
 
 

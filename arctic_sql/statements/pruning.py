@@ -19,6 +19,8 @@ from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 from sqlglot import exp
 
+from arctic_sql.table.format.keyhash import key_combinations
+
 _COMPARISONS = {
     exp.EQ: (ie.EqualTo, ie.EqualTo),
     exp.NEQ: (ie.NotEqualTo, ie.NotEqualTo),
@@ -180,9 +182,6 @@ def pushable_where(table_node: exp.Table) -> tuple[exp.Expression | None, set[st
     return select.args.get("where"), qualifiers
 
 
-MAX_LOOKUP_KEYS = 1024
-
-
 def key_lookups(
     where: exp.Expression | None, schema: Schema, qualifiers: set[str], keys: list[str]
 ) -> list[tuple] | None:
@@ -205,11 +204,4 @@ def key_lookups(
             continue
         name = converted.term.name
         choices[name] = choices[name] & values if name in choices else values
-    if set(choices) != set(keys):
-        return None
-    combos: list[tuple] = [()]
-    for key in keys:
-        combos = [c + (v,) for c in combos for v in sorted(choices[key], key=repr)]
-        if len(combos) > MAX_LOOKUP_KEYS:
-            return None
-    return combos
+    return key_combinations(keys, choices)

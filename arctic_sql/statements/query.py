@@ -22,7 +22,7 @@ from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filte
 from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.table.changes import changes_between
-from arctic_sql.table.format.keyhash import spark_xxhash64
+from arctic_sql.table.format.keyhash import lookup_hashes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable
 
 _view_ids = itertools.count(1)
-METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing")
+METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing", "consumers")
 
 
 @dataclass
@@ -128,17 +128,4 @@ def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[st
 
 def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:
     """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
-    if lookups is None:
-        return None
-
-    types = tuple(table.schema.find_field(k).field_type for k in table.primary_key)
-    hashes = set()
-    for key in lookups:
-        try:
-            value = spark_xxhash64(key, types)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        if value is None:
-            return None
-        hashes.add(value)
-    return frozenset(hashes)
+    return lookup_hashes(lookups, tuple(table.schema.find_field(k).field_type for k in table.primary_key))

@@ -12,15 +12,15 @@
 """
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.parser import to_spark_sql
+from arctic_sql.table import time_travel as tt
 from arctic_sql.table.catalog import ArcticTable, TableIdentifier
-from arctic_sql.table.changes import Range, version_at
+from arctic_sql.table.changes import Range
 from arctic_sql.table.format import versions
 
 if TYPE_CHECKING:
@@ -28,11 +28,6 @@ if TYPE_CHECKING:
 
 LATEST_VERSION = "get_latest_version"
 LATEST_TIMESTAMP = "get_latest_timestamp"
-
-
-def _utc(micros: int) -> str:
-    moment = datetime.datetime.fromtimestamp(micros / 1_000_000, tz=datetime.UTC)
-    return moment.isoformat(timespec="milliseconds")
 
 
 # get_latest_version / get_latest_timestamp --------------------------------------------------------
@@ -157,24 +152,8 @@ def version_as_of(ctx: StatementContext, table: ArcticTable, node: exp.Version) 
     history = versions.history(table.base, table.change)
     value = node.args["expression"]
     if node.name.upper() == "TIMESTAMP":
-        micros = _timestamp_micros(ctx, value, where)
-        version = version_at(history, micros)
-        if version is None:
-            raise VersionNotFoundError(
-                f"Timestamp {_utc(micros)} is before the oldest retained commit of {table.identifier} "
-                f"(available: {history.describe()})"
-            )
-        return version
-    version = _version_value(ctx, value, where)
-    if version == 0 and not history.commits:
-        return 0
-    if not any(c.version == version for c in history.commits):
-        state = "has expired" if 0 < version < history.oldest else "does not exist"
-        raise VersionNotFoundError(
-            f"Version {version} of {table.identifier} {state} (available: {history.describe()}; "
-            f"every version is listed in {table.identifier}.history)"
-        )
-    return version
+        return tt.version_as_of_timestamp(table, history, _timestamp_micros(ctx, value, where))
+    return tt.checked_version(table, history, _version_value(ctx, value, where))
 
 
 def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version) -> Range:
@@ -183,29 +162,7 @@ def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version) 
     history = versions.history(table.base, table.change)
     low, high = node.args["expression"].expressions
     if node.name.upper() == "TIMESTAMP":
-        t1, t2 = _timestamp_micros(ctx, low, where), _timestamp_micros(ctx, high, where)
-        if t1 > t2:
-            raise InvalidArgumentError(f"{where}: the start {_utc(t1)} is after the end {_utc(t2)}")
-        bounds = []
-        for micros in (t1, t2):
-            version = version_at(history, micros)
-            if version is None and not history.complete:
-                raise VersionNotFoundError(
-                    f"{where}: {_utc(micros)} is before the oldest retained commit, whose changes have "
-                    f"expired (available: {history.describe()})"
-                )
-            bounds.append(version or 0)
-        return Range(bounds[0], bounds[1])
-    start, end = _version_value(ctx, low, where), _version_value(ctx, high, where)
-    if start > end:
-        raise InvalidArgumentError(f"{where}: the start version {start} is after the end version {end}")
-    if end > history.latest or start < 0:
-        raise VersionNotFoundError(
-            f"{where}: versions {start} to {end} are outside the table's history (available: {history.describe()})"
-        )
-    if start < history.first_start:
-        raise VersionNotFoundError(
-            f"{where}: changes after version {start} have expired; start at version {history.first_start} "
-            f"or later (available: {history.describe()})"
-        )
-    return Range(start, end)
+        return tt.range_of_timestamps(history, _timestamp_micros(ctx, low, where),
+                                      _timestamp_micros(ctx, high, where), where)
+    return tt.range_of_versions(table, history, _version_value(ctx, low, where), _version_value(ctx, high, where),
+                                where)

@@ -37,6 +37,7 @@ _INITIAL_LOADS = frozenset({versions.Operation.CREATE_AS_SELECT})
 _APPENDS = frozenset({versions.Operation.INSERT, versions.Operation.APPEND, versions.Operation.STREAM,
                       *_INITIAL_LOADS})
 
+
 @dataclass(frozen=True)
 class Range:
     """An incremental read's range of versions: ``(start, end]``."""
@@ -44,11 +45,11 @@ class Range:
     start: int
     end: int
 
+
 def version_at(history: versions.History, micros: int) -> int | None:
     """The newest version committed at or before ``micros``; None when every retained commit is later."""
     at = [c.version for c in history.commits if c.committed_at_ms * 1000 <= micros]
     return max(at) if at else None
-
 
 
 # incremental reads -----------------------------------------------------------------------------
@@ -71,20 +72,29 @@ def _crossing_error(table: ArcticTable, span: Range, commit: versions.Commit) ->
     )
 
 
-def change_files(table: ArcticTable, span: Range) -> tuple[FileEntry, ...]:
-    """The files holding the changes of the data commits in ``span``, each tagged with its version."""
+def carries_changes(table: ArcticTable, commit: versions.Commit) -> bool:
+    """Whether a data commit recorded its rows as changes an incremental read can return (an
+    INSERT OVERWRITE or rollback replaced rows without them)."""
+    return commit.store == Store.CHANGE or commit.operation in (_INITIAL_LOADS if table.is_keyed else _APPENDS)
+
+
+def commit_files(table: ArcticTable, commit: versions.Commit) -> list[FileEntry]:
+    """The files a data commit that carries changes added, tagged with its version."""
+    store = table.change if commit.store == Store.CHANGE else table.base
+    assert store is not None
+    return _added_files(store, store.snapshot_by_id(commit.snapshot_id), commit.store, commit.version)
+
+
+def change_files(table: ArcticTable, span: Range, *, skip_overwrites: bool = False) -> tuple[FileEntry, ...]:
+    """The files holding the changes of the data commits in ``span``, each tagged with its version;
+    ``skip_overwrites``: leave out the commits that carry no changes instead of refusing them."""
     files: list[FileEntry] = []
     for commit in versions.data_commits(table.base, table.change):
         if not span.start < commit.version <= span.end:
             continue
-        if commit.store == Store.CHANGE:
-            assert table.change is not None
-            snap = table.change.snapshot_by_id(commit.snapshot_id)
-            files.extend(_added_files(table.change, snap, Store.CHANGE, commit.version))
-        elif commit.operation in (_INITIAL_LOADS if table.is_keyed else _APPENDS):
-            snap = table.base.snapshot_by_id(commit.snapshot_id)
-            files.extend(_added_files(table.base, snap, Store.BASE, commit.version))
-        else:
+        if carries_changes(table, commit):
+            files.extend(commit_files(table, commit))
+        elif not skip_overwrites:
             raise _crossing_error(table, span, commit)
     return tuple(files)
 

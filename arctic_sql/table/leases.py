@@ -32,8 +32,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-import pyarrow.fs as pafs
-
 from arctic_sql.errors import CommitStateUnknownError
 from arctic_sql.table import storage
 from arctic_sql.table.format import layout
@@ -111,17 +109,7 @@ def release(table_root: str, lease_id: str) -> None:
 def leases(table_root: str) -> list[Lease]:
     """Every lease of the table, live or run out. An unreadable lease file raises: orphan removal
     must not go on without knowing what is in flight."""
-    fs, path = storage.filesystem(_folder(table_root))
-    found = []
-    for info in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
-        if info.type != pafs.FileType.File or not info.base_name.endswith(".json"):
-            continue
-        try:
-            with fs.open_input_stream(info.path) as stream:
-                found.append(Lease(**json.loads(stream.read())))
-        except FileNotFoundError:
-            continue  # released while we listed
-    return found
+    return [Lease(**record) for record in storage.json_records(_folder(table_root))]
 
 
 def live_leases(table_root: str) -> list[Lease]:

@@ -32,7 +32,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
 from arctic_sql.faults import fault_point
-from arctic_sql.table import commit, leases, storage, writer
+from arctic_sql.table import commit, consumers, leases, storage, writer
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.changes import version_at
 from arctic_sql.table.format import layout, versions
@@ -177,6 +177,9 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
     history = versions.history(table.base, table.change)
     commits = history.commits
     kept = [c for c in commits if c.committed_at_ms >= older_than_ms] + commits[-retain_last:]
+    needed = consumers.oldest_needed(table)  # a live stream consumer reads the changes after it
+    if needed is not None:
+        kept += [c for c in commits if c.version >= needed]
     v0 = min(kept, key=lambda c: c.version) if kept else None
     running = running_processes(table)
     plans = []

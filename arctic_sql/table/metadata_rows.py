@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from arctic_sql.table import consumers as table_consumers
 from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
@@ -126,3 +127,11 @@ def optimizing(table: ArcticTable) -> list[Row]:
          "failure_reason": r.failure_reason}
         for r in state.processes(table)
     ]
+
+
+def consumers(table: ArcticTable) -> list[Row]:
+    """One row per stream consumer (``consumerId``): how far it has read, and whether it still holds
+    history back from expiration (``consumer.expiration-time``)."""
+    minutes = table.settings.consumer_expiration_time
+    return [{"consumer_id": c.consumer_id, "version": c.version, "updated_at_ms": c.updated_ms,
+             "live": c.live(minutes)} for c in table_consumers.consumers(table)]

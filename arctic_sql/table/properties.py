@@ -137,6 +137,9 @@ PROPERTIES: tuple[TableProperty, ...] = (
     _P("snapshot.keep.min-count", Kind.INT, 1, "snapshots expiration always keeps", _positive),
     _P("table-expire.enabled", Kind.BOOLEAN, True, "whether the optimizer expires snapshots"),
     _P("change.data.ttl.minutes", Kind.LONG, 10080, "minutes merged change data is kept", _positive),
+    _P("consumer.expiration-time", Kind.LONG, 1440,
+       "minutes a stream consumer (consumerId) keeps the history it has not read from expiring, after its "
+       "last progress", _positive),
     _P("clean-orphan-file.enabled", Kind.BOOLEAN, False, "whether the optimizer removes orphan files"),
     _P("clean-orphan-file.min-existing-time-minutes", Kind.LONG, 2880, "minimum age of an orphan to remove",
        _positive),

@@ -37,6 +37,24 @@ def list_files(location: str, suffix: str = ".parquet") -> list[str]:
     )
 
 
+def json_records(folder: str) -> list[dict]:
+    """The JSON objects of the ``*.json`` files directly in ``folder`` (small records such as
+    leases); a file removed while listing is skipped, an unreadable one raises."""
+    import json
+
+    fs, path = filesystem(folder)
+    found = []
+    for info in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".json"):
+            continue
+        try:
+            with fs.open_input_stream(info.path) as stream:
+                found.append(json.loads(stream.read()))
+        except FileNotFoundError:
+            continue  # removed while we listed
+    return found
+
+
 def replace_file(location: str, data: bytes) -> None:
     """Write ``data`` to ``location`` by a rename over it, so a reader sees the old or the new
     content, never half of it (a small record rewritten while others read it)."""

@@ -187,6 +187,13 @@ class TableSettings:
         return self._value("change.data.ttl.minutes", int)
 
     @property
+    def consumer_expiration_time(self) -> int:
+        """Minutes a stream consumer (consumerId) keeps the history it has not read from expiring,
+        after its last progress (``consumer.expiration-time``, default 1440).
+        """
+        return self._value("consumer.expiration-time", int)
+
+    @property
     def clean_orphan_file_enabled(self) -> bool:
         """Whether the optimizer removes orphan files (``clean-orphan-file.enabled``, default
         False).

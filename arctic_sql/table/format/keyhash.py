@@ -101,3 +101,35 @@ def spark_xxhash64(values: tuple[object, ...], types: tuple[it.IcebergType, ...]
             return None
         seed = xxh64(encoded, seed)
     return seed
+
+
+MAX_LOOKUP_KEYS = 1024
+
+
+def key_combinations(keys: list[str], choices: dict[str, set]) -> list[tuple] | None:
+    """Every key a lookup names, from the values each key column may take (``choices``); None when
+    a key column is not pinned or there are more than ``MAX_LOOKUP_KEYS`` keys."""
+    if not keys or set(choices) != set(keys):
+        return None
+    combos: list[tuple] = [()]
+    for key in keys:
+        combos = [c + (v,) for c in combos for v in sorted(choices[key], key=repr)]
+        if len(combos) > MAX_LOOKUP_KEYS:
+            return None
+    return combos
+
+
+def lookup_hashes(lookups: list[tuple] | None, types: tuple[it.IcebergType, ...]) -> frozenset[int] | None:
+    """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
+    if lookups is None:
+        return None
+    hashes = set()
+    for key in lookups:
+        try:
+            value = spark_xxhash64(key, types)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if value is None:
+            return None
+        hashes.add(value)
+    return frozenset(hashes)

@@ -1,0 +1,132 @@
+"""``spark.read.format("arctic").load("db.t")``: a version of a table, or its change feed, as a DataFrame.
+
+- Without options: the current rows (equal to ``SELECT * FROM db.t``); ``versionAsOf`` /
+  ``timestampAsOf``: the rows of that version (SQL's ``VERSION|TIMESTAMP AS OF``).
+- ``readChangeFeed=true`` with ``startingVersion`` (inclusive, as in Delta) or ``startingTimestamp``,
+  and optionally ``endingVersion`` / ``endingTimestamp`` (inclusive; default the newest version):
+  per key changed, its last change, with ``_change_type``, ``_change_version`` and
+  ``_commit_timestamp``. SQL's ``VERSION BETWEEN v1 AND v2`` keeps ``(v1, v2]``: startingVersion
+  ``s`` is ``BETWEEN s-1``.
+
+Spark hands ``pushFilters`` the query's simple filters; they prune partitions, files, tree nodes
+and row groups (``filters``), and all go back to Spark, which applies them to the merged rows.
+Partitions are balanced node groups merged in Arrow (``partitions``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyiceberg.expressions import AlwaysTrue
+from pyspark.sql.datasource import DataSourceReader
+
+from arctic_sql.datasource import filters as pushed
+from arctic_sql.datasource import partitions
+from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+from arctic_sql.table import time_travel as tt
+from arctic_sql.table.changes import Range, change_files, version_at
+from arctic_sql.table.format import versions
+from arctic_sql.table.scan import plan_read
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import pyarrow as pa
+    from pyspark.sql.datasource import Filter, InputPartition
+    from pyspark.sql.types import StructType
+
+    from arctic_sql.datasource.read_options import ReadOptions
+    from arctic_sql.datasource.source import CatalogSpec
+    from arctic_sql.table.catalog import ArcticTable
+
+class ArcticBatchReader(DataSourceReader):
+    """Plans in ``partitions()`` (on the driver, in a Python worker); ``read()`` runs in the tasks."""
+
+    def __init__(self, spec: CatalogSpec, table_name: str, options: ReadOptions, schema: StructType) -> None:
+        self.spec, self.table_name, self.options, self.schema = spec, table_name, options, schema
+        self.pushed: list[Filter] = []
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Keep the filters for pruning; hand every one back for Spark to apply to the rows."""
+        for f in filters:
+            self.pushed.append(f)
+            yield f
+
+    def partitions(self) -> list[InputPartition]:
+        table = self.spec.load_table(self.table_name)
+        history = versions.history(table.base, table.change)
+        if self.options.read_change_feed:
+            span = change_feed_range(table, history, self.options)
+            return change_partitions(table, history, span)
+        version = version_as_of(table, history, self.options)
+        schema = table.schema
+        base_filter = pushed.row_filter(self.pushed, schema)
+        change_filter = pushed.row_filter(self.pushed, schema, set(table.primary_key)) if table.is_keyed \
+            else AlwaysTrue()
+        plan = plan_read(table, version, base_filter, change_filter, pushed.key_hashes(self.pushed, table))
+        return partitions.merge_partitions(table, plan.base_files, plan.change_files, base_filter, change_filter)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return partitions.read(partition, self.schema)
+
+
+def version_as_of(table: ArcticTable, history: versions.History, options: ReadOptions) -> int | None:
+    """The version ``versionAsOf``/``timestampAsOf`` name (checked as SQL's AS OF), None: the newest."""
+    if options.version_as_of is not None:
+        return tt.checked_version(table, history, options.version_as_of)
+    if options.timestamp_as_of is not None:
+        return tt.version_as_of_timestamp(table, history, options.timestamp_as_of)
+    return None
+
+
+def first_change(table: ArcticTable, history: versions.History, starting_version: int, what: str) -> int:
+    """The exclusive start ``starting_version - 1``, or the one-line error naming the oldest
+    retained version when its changes have expired."""
+    if starting_version - 1 < history.first_start:
+        oldest = history.first_start + 1
+        raise VersionNotFoundError(
+            f"{what} {starting_version} of {table.identifier} has expired: the smallest {what} still readable "
+            f"is {oldest} (available: {history.describe()})"
+        )
+    return starting_version - 1
+
+
+def change_feed_range(table: ArcticTable, history: versions.History, options: ReadOptions) -> Range:
+    """``(start, end]`` of a batch change feed: startingVersion inclusive, as Delta's;
+    startingTimestamp: the changes committed at or after it; the end inclusive (default the newest)."""
+    where = f"readChangeFeed of {table.identifier}"
+    if options.starting_timestamp is not None:
+        start = start_after(table, history, options.starting_timestamp)
+    else:
+        assert options.starting_version is not None
+        start = first_change(table, history, options.starting_version, "startingVersion")
+    end = history.latest
+    if options.ending_version is not None:
+        end = options.ending_version
+    elif options.ending_timestamp is not None:
+        end = version_at(history, options.ending_timestamp) or 0
+    if start > end:
+        kind = VersionNotFoundError if start > history.latest else InvalidArgumentError
+        raise kind(f"{where}: it starts after version {start}, which is after its end, version {end} "
+                   f"(available: {history.describe()})")
+    return tt.range_of_versions(table, history, start, end, where)
+
+
+def start_after(table: ArcticTable, history: versions.History, micros: int) -> int:
+    """The exclusive start for changes committed at or after ``micros``: the newest version
+    committed before it (0 when none and the history is complete)."""
+    before = version_at(history, micros - 1)
+    if before is None and not history.complete:
+        raise VersionNotFoundError(
+            f"startingTimestamp {tt.utc(micros)} of {table.identifier} is before the oldest retained commit, "
+            f"whose changes have expired (available: {history.describe()})"
+        )
+    return before or 0
+
+
+def change_partitions(table: ArcticTable, history: versions.History, span: Range, *,
+                      skip_overwrites: bool = False) -> list[InputPartition]:
+    committed = {c.version: c.committed_at_ms for c in history.commits if span.start < c.version <= span.end}
+    files = change_files(table, span, skip_overwrites=skip_overwrites)
+    return partitions.change_partitions(table, files, committed)
+

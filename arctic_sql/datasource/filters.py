@@ -1,0 +1,110 @@
+"""Spark's pushed filters (``pyspark.sql.datasource.Filter``) as pyiceberg row filters and key hashes.
+
+Pushed filters only prune: partitions and files by pyiceberg's partition and min/max evaluation,
+row groups by their statistics, files by tree node for key lookups (as ``statements/pruning.py``
+does for SQL). The reader hands every filter back to Spark, which applies them to the rows, so a
+conversion must be *inclusive*: it may keep rows that fail the filter, never drop one that passes.
+
+Change files may only be pruned on primary-key columns (a delete row holds only the key, and a newer
+upsert that fails a non-key filter must still hide the older base row).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING
+
+from pyiceberg import expressions as ie
+from pyiceberg.expressions.visitors import bind
+from pyspark.sql import datasource as ds
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from pyiceberg.schema import Schema
+
+    from arctic_sql.table.catalog import ArcticTable
+
+_COMPARISONS = {
+    ds.EqualTo: ie.EqualTo,
+    ds.GreaterThan: ie.GreaterThan,
+    ds.GreaterThanOrEqual: ie.GreaterThanOrEqual,
+    ds.LessThan: ie.LessThan,
+    ds.LessThanOrEqual: ie.LessThanOrEqual,
+    ds.StringStartsWith: ie.StartsWith,
+}
+
+
+def _column(f: ds.Filter, names: set[str]) -> str | None:
+    path = getattr(f, "attribute", ())
+    return path[0] if len(path) == 1 and path[0] in names else None
+
+
+def _plain(value: object) -> bool:
+    """Whether pyiceberg reads ``value`` as Spark meant it. Spark hands timestamps over as naive
+    local times, which pyiceberg would read as UTC: those are not pruned by."""
+    if isinstance(value, datetime.datetime):
+        return value.tzinfo is not None
+    return value is not None
+
+
+def convert(f: ds.Filter, names: set[str]) -> ie.BooleanExpression | None:
+    """One pushed filter as a pyiceberg expression, or None when it cannot be pruned by."""
+    name = _column(f, names)
+    if name is None:
+        return None
+    kind = _COMPARISONS.get(type(f))
+    if kind is not None:
+        value = f.value  # type: ignore[attr-defined]
+        return kind(name, value) if _plain(value) else None
+    if isinstance(f, ds.EqualNullSafe):
+        return ie.IsNull(name) if f.value is None else ie.EqualTo(name, f.value) if _plain(f.value) else None
+    if isinstance(f, ds.In):
+        values = [v for v in f.value if v is not None]
+        return ie.In(name, set(values)) if values and all(_plain(v) for v in values) else None
+    if isinstance(f, ds.IsNull):
+        return ie.IsNull(name)
+    if isinstance(f, ds.IsNotNull):
+        return ie.NotNull(name)
+    return None
+
+
+def row_filter(filters: Iterable[ds.Filter], schema: Schema, allowed: set[str] | None = None
+               ) -> ie.BooleanExpression:
+    """The AND of the filters pyiceberg can prune by (on ``allowed`` columns only, when given)."""
+    names = {f.name for f in schema.fields} if allowed is None else set(allowed)
+    result: ie.BooleanExpression = ie.AlwaysTrue()
+    for f in filters:
+        converted = convert(f, names)
+        if converted is None:
+            continue
+        try:
+            bind(schema, converted, case_sensitive=True)
+        except Exception:  # noqa: BLE001, S112 - a literal pyiceberg cannot read as the column type: no pruning
+            continue
+        result = converted if isinstance(result, ie.AlwaysTrue) else ie.And(result, converted)
+    return result
+
+
+def key_hashes(filters: Sequence[ds.Filter], table: ArcticTable) -> frozenset[int] | None:
+    """Spark xxhash64 of each key the filters look up (``=`` or ``IN`` on every key column), to prune
+    by tree node; None when they do not pin the key or a key cannot be hashed."""
+    from arctic_sql.table.format.keyhash import key_combinations, lookup_hashes
+
+    keys = table.primary_key
+    if not keys:
+        return None
+    choices: dict[str, set] = {}
+    for f in filters:
+        name = _column(f, set(keys))
+        if name is None:
+            continue
+        if isinstance(f, ds.EqualTo):
+            values = {f.value}
+        elif isinstance(f, ds.In):
+            values = set(f.value)
+        else:
+            continue
+        choices[name] = choices[name] & values if name in choices else values
+    types = tuple(table.schema.find_field(k).field_type for k in keys)
+    return lookup_hashes(key_combinations(keys, choices), types)

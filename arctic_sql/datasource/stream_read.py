@@ -1,0 +1,199 @@
+"""``spark.readStream.format("arctic").option("readChangeFeed", "true").load("db.t")``: a table's changes.
+
+Offsets are table versions, as JSON: ``{"version": v}`` means every change up to ``v`` was read.
+``{"version": -1}`` is the start of a stream that first reads the table's rows: its first
+micro-batch is the newest version's rows as upserts (inserts on a table without a key), and every
+later micro-batch the changes of the versions in ``(start, end]``: per key, its last change there,
+with ``_change_type``, ``_change_version`` and ``_commit_timestamp``. Optimizing commits are not
+versions, so they produce nothing (they only move data).
+
+``startingVersion`` (inclusive) or ``startingTimestamp`` start from changes only;
+``startingVersion="latest"`` after the newest version. As in Delta they count only for a new
+checkpoint: a restarted query goes on from its checkpointed offset.
+
+Rate limits take whole versions, at least one per micro-batch: ``maxVersionsPerTrigger``,
+``maxFilesPerTrigger``, ``maxRowsPerTrigger`` (files and rows the versions added). Spark passes the
+reader's default read limit to ``latestOffset`` (also under ``Trigger.AvailableNow``, which freezes the
+newest version in ``prepareForTriggerAvailableNow``); when it passes ``ReadAllAvailable`` instead,
+everything available is read, as Spark asks.
+
+A version that replaced rows without per-key changes (INSERT OVERWRITE, rollback) fails the stream
+with a one-line error naming it, unless ``skipOverwrites=true`` (its effect is then not streamed).
+Spark runs this reader in one long-lived Python process on the driver; ``read`` runs in the tasks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+
+from arctic_sql.datasource import partitions
+from arctic_sql.datasource.batch_read import change_partitions, first_change, start_after
+from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.table import consumers
+from arctic_sql.table.changes import Range, carries_changes, commit_files
+from arctic_sql.table.format import versions
+from arctic_sql.table.scan import plan_read
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import pyarrow as pa
+    from pyspark.sql.datasource import InputPartition
+    from pyspark.sql.types import StructType
+
+    from arctic_sql.datasource.read_options import ReadOptions
+    from arctic_sql.datasource.source import CatalogSpec
+    from arctic_sql.table.catalog import ArcticTable
+
+SNAPSHOT = -1  # the offset before a stream's first batch of the table's rows
+VERSION = "version"
+NO_LIMIT = 2**31 - 1
+
+
+class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A table's change stream; offsets ``{"version": v}``."""
+
+    def __init__(self, spec: CatalogSpec, table_name: str, options: ReadOptions, schema: StructType) -> None:
+        self.spec, self.table_name, self.options, self.schema = spec, table_name, options, schema
+        self.target: int | None = None  # the newest version an availableNow run reads up to
+
+    def _table(self) -> tuple[ArcticTable, versions.History]:
+        table = self.spec.load_table(self.table_name)
+        return table, versions.history(table.base, table.change)
+
+    def initialOffset(self) -> dict:
+        """Where a new checkpoint starts: a consumer's recorded progress, else the starting options."""
+        table, history = self._table()
+        if self.options.consumer_id is not None:
+            known = consumers.find(table, self.options.consumer_id)
+            if known is not None:
+                _check_retained(table, history, known.version)
+                consumers.record(table, known.consumer_id, known.version)  # live again: holds history back
+                return {VERSION: known.version}
+        offset = self._start(table, history)
+        if self.options.consumer_id is not None and offset[VERSION] >= 0:
+            consumers.record(table, self.options.consumer_id, offset[VERSION])
+        return offset
+
+    def _start(self, table: ArcticTable, history: versions.History) -> dict:
+        options = self.options
+        if options.starting_latest:
+            return {VERSION: history.latest}
+        if options.starting_version is not None:
+            start = first_change(table, history, options.starting_version, "startingVersion")
+            if start > history.latest:
+                raise VersionNotFoundError(
+                    f"startingVersion {options.starting_version} of {table.identifier} does not exist yet "
+                    f"(newest version {history.latest}); use startingVersion \"latest\" to wait for new versions"
+                )
+            return {VERSION: start}
+        if options.starting_timestamp is not None:
+            return {VERSION: start_after(table, history, options.starting_timestamp)}
+        return {VERSION: SNAPSHOT}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        _, history = self._table()
+        self.target = history.latest
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """A limit object when any rate option is set (Spark passes it back to ``latestOffset``,
+        which applies the options): only ``ReadAllAvailable`` may mean "ignore them"."""
+        if self.options.has_rate_limit:
+            return ReadMaxFiles(self.options.max_files or NO_LIMIT)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        table, history = self._table()
+        newest = history.latest if self.target is None else min(self.target, history.latest)
+        begin = int(start[VERSION])
+        if begin == SNAPSHOT:
+            return {VERSION: newest}  # the table's rows: one batch, whatever the limits
+        _check_retained(table, history, begin)
+        pending = [c for c in history.commits if begin < c.version <= newest]
+        if not pending:
+            return start
+        admitted = self._admit(table, pending, limit)
+        return {VERSION: admitted[-1].version}
+
+    def _admit(self, table: ArcticTable, pending: list[versions.Commit], limit: ReadLimit) -> list[versions.Commit]:
+        """The versions of the next micro-batch: whole versions, at least one, within the rate
+        limits; never past a version that replaced rows (its own batch fails, or skips it)."""
+        options = self.options
+        admitted: list[versions.Commit] = []
+        files = rows = 0
+        limited = not isinstance(limit, ReadAllAvailable)
+        for commit in pending:
+            if not carries_changes(table, commit):
+                if not options.skip_overwrites:
+                    if admitted:
+                        break  # stream what came before it first
+                    raise _overwrite_error(table, commit)
+                admitted.append(commit)
+                continue
+            if limited and (options.max_files is not None or options.max_rows is not None):
+                added = commit_files(table, commit)
+                files += len(added)
+                rows += sum(f.record_count for f in added)
+            over = limited and (
+                (options.max_versions is not None and len(admitted) + 1 > options.max_versions)
+                or (options.max_files is not None and files > options.max_files)
+                or (options.max_rows is not None and rows > options.max_rows))
+            if over and admitted:
+                break
+            admitted.append(commit)
+        return admitted
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        begin, finish = int(start[VERSION]), int(end[VERSION])
+        if begin == finish:
+            return []
+        table, history = self._table()
+        if begin == SNAPSHOT:
+            return snapshot_partitions(table, history, finish)
+        _check_retained(table, history, begin)
+        return change_partitions(table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return partitions.read(partition, self.schema)
+
+    def commit(self, end: dict) -> None:
+        """Spark has processed everything up to ``end``: a consumer records it. (Spark calls this one
+        batch late, and never for the last batch of an availableNow run: the record may lag.)"""
+        version = int(end[VERSION])
+        if self.options.consumer_id is not None and version >= 0:
+            consumers.record(self.spec.load_table(self.table_name), self.options.consumer_id, version)
+
+
+def snapshot_partitions(table: ArcticTable, history: versions.History, version: int) -> list[InputPartition]:
+    """A stream's first batch: the rows of ``version``, each an upsert (insert) of that version."""
+    plan = plan_read(table, version)
+    committed = next((c.committed_at_ms for c in history.commits if c.version == version), 0)
+    kind = partitions.UPSERT if table.is_keyed else partitions.INSERT
+    return partitions.merge_partitions(table, plan.base_files, plan.change_files,
+                                       tagged=partitions.ChangeColumns(kind, version, committed))
+
+
+def _check_retained(table: ArcticTable, history: versions.History, start: int) -> None:
+    """A stream whose next change has expired under it fails, naming the oldest retained version."""
+    if start < history.first_start:
+        raise VersionNotFoundError(
+            f"The stream of {table.identifier} needs the changes after version {start}, which have expired: "
+            f"only the changes after version {history.first_start} are retained; restart the query from a new "
+            f"checkpoint (available: {history.describe()})"
+        )
+
+
+def _overwrite_error(table: ArcticTable, commit: versions.Commit) -> VersionNotFoundError:
+    return VersionNotFoundError(
+        f"The stream of {table.identifier} reached version {commit.version}, an {commit.operation.upper()} "
+        f"that replaced rows without per-key changes: set skipOverwrites=true to skip such versions, or "
+        f"restart from a new checkpoint to read the table's rows again"
+    )

@@ -27,11 +27,13 @@ def _rows(arctic, table: str) -> set[tuple]:
 def _round(arctic, rng: random.Random) -> None:
     for _ in range(3):
         if rng.random() < 0.7:
-            rows = ", ".join(f"({k}, 'v{rng.randrange(1000)}', {rng.randrange(100)})" for k in rng.sample(range(40), 5))
-            arctic.sql(f"MERGE INTO db.src t USING (SELECT * FROM VALUES {rows} AS s(id, v, n)) s ON t.id = s.id "
-                       "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+            keys = rng.sample(range(40), 5)
+            rows = ", ".join(f"({k}, 'v{rng.randrange(1000)}', {rng.randrange(100)})" for k in keys)
+            arctic.sql(f"MERGE INTO db.src t USING (SELECT * FROM VALUES {rows} AS s(id, v, n)) s "
+                       "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
         else:
-            arctic.sql(f"DELETE FROM db.src WHERE id IN ({', '.join(str(k) for k in rng.sample(range(40), 4))})")
+            doomed = ", ".join(str(k) for k in rng.sample(range(40), 4))
+            arctic.sql(f"DELETE FROM db.src WHERE id IN ({doomed})")
     if rng.random() < 0.5:
         arctic.sql("CALL system.optimize(table => 'db.src', mode => 'minor')")
 

@@ -153,5 +153,19 @@ def install(spark: SparkSession, catalog: Catalog) -> None:
 
     The registered class is made here, so cloudpickle sends it to the workers by value, spec and all
     (a class importable by name would travel by reference, without the spec)."""
-    source = type("ArcticDataSource", (ArcticDataSource,), {"spec": CatalogSpec.of(catalog)})
+    spec = CatalogSpec.of(catalog)
+    source = type("ArcticDataSource", (ArcticDataSource,), {"spec": spec})
     spark.dataSource.register(source)
+    _installed[spark] = spec
+
+
+def installed_spec(spark: SparkSession) -> CatalogSpec:
+    """The catalog ``format("arctic")`` reads on ``spark`` (the newest :func:`install`)."""
+    spec = _installed.get(spark)
+    if spec is None:
+        raise InvalidArgumentError('format("arctic") is not registered on this SparkSession: connect first, '
+                                   "arctic_sql.connect(spark=spark, ...)")
+    return spec
+
+
+_installed: dict[SparkSession, CatalogSpec] = {}

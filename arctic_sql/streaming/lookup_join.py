@@ -56,7 +56,8 @@ DEFAULTS = {BUCKETS: "16", INTERVAL: "0 s", MEMORY: "256 mb", CACHE_DIR: ""}
 
 
 def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: str = "inner",
-                columns: Sequence[str] | None = None, options: Mapping[str, str] | None = None) -> DataFrame:
+                columns: Sequence[str] | None = None, options: Mapping[str, str] | None = None,
+                version_column: str | None = None) -> DataFrame:
     """``facts`` (a streaming DataFrame) joined with the current rows of the arctic table ``dimension``.
 
     ``on``: the column(s) both sides share: the dimension's primary key (a point lookup per fact) or
@@ -66,7 +67,9 @@ def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: 
     most that often, e.g. ``"10 s"``; default every micro-batch), ``lookup.cache-max-memory-size``
     (memory for cached pages, default ``256 mb``), ``lookup.buckets`` (a power of two, default 16:
     the parallelism of the join), ``lookup.cache-dir`` (where the local caches live; default a
-    temporary folder, rebuilt from the table after a restart).
+    temporary folder, rebuilt from the table after a restart). ``version_column``: the name of an
+    extra column holding the dimension version each fact met (for audits: ``VERSION AS OF`` it
+    reads the same dimension rows).
 
     The result is a streaming DataFrame with the facts' columns followed by the dimension's; any
     sink can consume it (output mode append).
@@ -82,7 +85,7 @@ def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: 
     name = str(TableIdentifier.parse(dimension, "default"))
     if not table.is_keyed:
         raise UnsupportedOperationError(f"lookup_join needs a dimension with a primary key; {name} has none")
-    plan = _plan(facts, table, name, spec, _names(on, "on"), how, columns, settings)
+    plan = _plan(facts, table, name, spec, _names(on, "on"), how, columns, settings, version_column)
     _use_rocksdb(spark)
     return _joined(facts, plan, settings[INTERVAL])
 
@@ -126,7 +129,7 @@ def _bytes(text: str) -> int:
 
 
 def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: str,  # noqa: ANN001
-          columns: Sequence[str] | None, settings: dict) -> proc.LookupPlan:
+          columns: Sequence[str] | None, settings: dict, version_column: str | None) -> proc.LookupPlan:
     dim_schema = table.spark_schema
     dim_names, fact_names = dim_schema.fieldNames(), facts.columns
     for column in on:
@@ -142,6 +145,8 @@ def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: st
     if clash:
         raise InvalidArgumentError(f"Column {clash[0]} is in both the facts and {name}: pass columns= without it, "
                                    "or rename it in the facts")
+    if version_column is not None and (not version_column or version_column in (*fact_names, *kept)):
+        raise InvalidArgumentError(f"version_column must be a new column name, got {version_column!r}")
     primary_key = tuple(table.primary_key)
     _check_hashable(table, primary_key, name)
     if set(on) == set(primary_key):
@@ -152,7 +157,8 @@ def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: st
     return proc.LookupPlan(
         spec=spec, table=name, table_uuid=str(table.base.metadata.table_uuid), primary_key=primary_key, on=on,
         kept=kept, dim_columns=dim_columns, dim_type=StructType([dim_schema[c] for c in dim_columns]),
-        fact_names=tuple(fact_names), output_names=(*fact_names, *kept), left=how == "left",
+        fact_names=tuple(fact_names), output_names=(*fact_names, *kept, *([version_column] if version_column else [])),
+        with_version=version_column is not None, left=how == "left",
         buckets=settings[BUCKETS], cache_dir=settings[CACHE_DIR], memory_kib=settings[MEMORY] // 1024)
 
 
@@ -179,7 +185,7 @@ def _use_rocksdb(spark) -> None:  # noqa: ANN001
 
 def _joined(facts: DataFrame, plan: proc.LookupPlan, interval_ms: int) -> DataFrame:
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql.types import LongType, StructField, StructType
 
     spark = facts.sparkSession
     mask = F.lit(plan.buckets - 1)
@@ -212,7 +218,8 @@ def _joined(facts: DataFrame, plan: proc.LookupPlan, interval_ms: int) -> DataFr
         F.struct(*[F.col(f"`{c}`") for c in facts.columns]).alias(proc.FACT_COLUMN),
         F.lit(None).cast(StructType([StructField(f.name, f.dataType) for f in dim_type])).alias(proc.DIM_COLUMN),
     )
+    version = [StructField(plan.output_names[-1], LongType(), True)] if plan.with_version else []
     output = StructType([*[StructField(f.name, f.dataType, True) for f in facts.schema],
-                         *[StructField(c, dim_type[c].dataType, True) for c in plan.kept]])
+                         *[StructField(c, dim_type[c].dataType, True) for c in plan.kept], *version])
     return (fact_rows.unionByName(dim_rows).groupBy(proc.BUCKET)
             .transformWithState(proc.LookupProcessor(plan), output, "Append", "None"))

@@ -49,6 +49,7 @@ class LookupPlan:
     dim_type: StructType  # of dim_columns
     fact_names: tuple[str, ...]
     output_names: tuple[str, ...]
+    with_version: bool  # the last output column is the dimension version a fact met
     left: bool
     buckets: int
     cache_dir: str
@@ -148,7 +149,7 @@ class LookupProcessor(StatefulProcessor):
             if self.waiting.exists():
                 facts = [pickle.loads(f[0]) for f in self.waiting.get()] + facts
                 self.waiting.clear()
-            yield from self._join(cache, facts)
+            yield from self._join(cache, facts, marker if marker is not None else previous)
         finally:
             cache.close()
 
@@ -166,17 +167,18 @@ class LookupProcessor(StatefulProcessor):
         log.info("lookup join of %s: loading bucket %d at version %d from the table", self.plan.table, bucket, version)
         cache.reload(load_bucket(self.plan, bucket, version), version)
 
-    def _join(self, cache: BucketCache, facts: list[tuple[Key, tuple]]) -> Iterator[Row]:
+    def _join(self, cache: BucketCache, facts: list[tuple[Key, tuple]], version: int) -> Iterator[Row]:
         found = cache.lookup([k for k, _ in facts])
         missing = (None,) * len(self.plan.kept)
+        tail = (version,) if self.plan.with_version else ()
         make = self.output
         for key, values in facts:
             matches = found.get(key)
             if matches:
                 for row in matches:
-                    yield make(*values, *pickle.loads(row))
+                    yield make(*values, *pickle.loads(row), *tail)
             elif self.plan.left:
-                yield make(*values, *missing)
+                yield make(*values, *missing, *tail)
 
     def close(self) -> None:
         pass

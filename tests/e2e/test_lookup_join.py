@@ -1,0 +1,151 @@
+"""streaming.lookup_join: a running stream meets the dimension as it stands when each micro-batch is
+planned (updates, inserts and deletes), facts wait for the dimension's first version, a join on
+other columns finds every matching row, a restart from the checkpoint rebuilds the caches at the
+pinned version, and every fact's dimension values equal a time-travel read of the version it met."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
+from arctic_sql.streaming import lookup_join
+
+pytestmark = pytest.mark.spark
+
+
+class Facts:
+    """A folder of Parquet fact files, streamed one file per micro-batch."""
+
+    def __init__(self, spark, folder: str, schema: str = "fid BIGINT, id BIGINT") -> None:
+        self.spark, self.folder, self.schema, self.count = spark, folder, schema, 0
+        os.makedirs(folder, exist_ok=True)
+
+    def add(self, **columns: list) -> None:
+        first = self.count * 1000
+        count = len(next(iter(columns.values())))
+        table = pa.table({"fid": pa.array(range(first, first + count), pa.int64()),
+                          **{k: pa.array(v, pa.int64()) for k, v in columns.items()}})
+        path = os.path.join(self.folder, f"f{self.count:04d}.parquet")
+        pq.write_table(table, path + ".tmp")
+        os.rename(path + ".tmp", path)  # the file source must never see half a file
+        self.count += 1
+
+    def stream(self):
+        return self.spark.readStream.schema(self.schema).option("maxFilesPerTrigger", 1).parquet(self.folder)
+
+
+def _start(joined, checkpoint: str, batches: list):
+    return (joined.writeStream.option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
+            .foreachBatch(lambda df, batch_id: batches.append((batch_id, sorted(tuple(r) for r in df.collect()))))
+            .start())
+
+
+def _rows(batches: list) -> list[tuple]:
+    return sorted(row for _, rows in batches for row in rows)
+
+
+def test_a_running_stream_meets_every_dimension_change(arctic, spark, tmp_path):
+    arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, tier INT, PRIMARY KEY (id)) USING arctic")
+    facts = Facts(spark, str(tmp_path / "facts"))
+    batches: list = []
+    query = _start(lookup_join(facts.stream(), "db.dim", on="id", how="left", version_column="v",
+                               options={"lookup.buckets": "4"}), str(tmp_path / "ck"), batches)
+    try:
+        facts.add(id=[1, 2, 3])
+        query.processAllAvailable()
+        assert _rows(batches) == []  # the dimension has no version yet: the facts wait
+
+        arctic.sql("INSERT INTO db.dim VALUES (1, 'a', 1), (2, 'b', 2)")
+        query.processAllAvailable()
+        first = arctic.sql("SELECT max(version) FROM db.dim.history").collect()[0][0]
+        assert _rows(batches) == [(0, 1, "a", 1, first), (1, 2, "b", 2, first), (2, 3, None, None, first)]
+
+        arctic.sql("INSERT INTO db.dim VALUES (1, 'a2', 10), (3, 'c', 3)")  # an update and an insert
+        arctic.sql("DELETE FROM db.dim WHERE id = 2")
+        newest = arctic.sql("SELECT max(version) FROM db.dim.history").collect()[0][0]
+        facts.add(id=[1, 2, 3, 4])
+        query.processAllAvailable()
+        later = sorted(r for r in _rows(batches) if r[0] >= 1000)
+        assert later == [(1000, 1, "a2", 10, newest), (1001, 2, None, None, newest), (1002, 3, "c", 3, newest),
+                         (1003, 4, None, None, newest)]
+    finally:
+        query.stop()
+
+
+def test_a_join_on_other_columns_finds_every_matching_row(arctic, spark, tmp_path):
+    arctic.sql("CREATE TABLE db.products (id BIGINT, grp BIGINT, name STRING, PRIMARY KEY (id)) USING arctic")
+    arctic.sql("INSERT INTO db.products VALUES (1, 10, 'p1'), (2, 10, 'p2'), (3, 20, 'p3')")
+    facts = Facts(spark, str(tmp_path / "facts"), "fid BIGINT, grp BIGINT")
+    batches: list = []
+    query = _start(lookup_join(facts.stream(), "db.products", on="grp", columns=["name"],
+                               options={"lookup.buckets": "2"}), str(tmp_path / "ck"), batches)
+    try:
+        facts.add(grp=[10, 20, 30])
+        query.processAllAvailable()
+        assert _rows(batches) == [(0, 10, "p1"), (0, 10, "p2"), (1, 20, "p3")]
+
+        arctic.sql("UPDATE db.products SET grp = 20 WHERE id = 1")  # p1 leaves group 10 for group 20
+        facts.add(grp=[10, 20])
+        query.processAllAvailable()
+        assert sorted(r for r in _rows(batches) if r[0] >= 1000) == [(1000, 10, "p2"), (1001, 20, "p1"),
+                                                                       (1001, 20, "p3")]
+    finally:
+        query.stop()
+
+
+def test_a_restart_from_the_checkpoint_joins_against_the_pinned_versions(arctic, spark, tmp_path):
+    """The second run has new (empty) caches: each bucket is rebuilt from the table at the version
+    the checkpoint pinned, and every fact's values equal that version read by time travel."""
+    arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id)) USING arctic")
+    arctic.sql("INSERT INTO db.dim SELECT id, concat('n', id) FROM range(200)")
+    facts = Facts(spark, str(tmp_path / "facts"))
+    checkpoint, batches = str(tmp_path / "ck"), []
+    for run in range(2):
+        query = _start(lookup_join(facts.stream(), "db.dim", on="id", version_column="v",
+                                   options={"lookup.buckets": "4", "lookup.cache-dir": str(tmp_path / f"cache{run}")}),
+                       checkpoint, batches)
+        try:
+            for step in range(2):
+                arctic.sql(f"INSERT INTO db.dim SELECT id, concat('r{run}s{step}_', id) FROM range({run * 50}, "
+                           f"{run * 50 + 40})")
+                arctic.sql(f"DELETE FROM db.dim WHERE id = {152 + run * 10 + step}")
+                facts.add(id=list(range(0, 200, 7)) + [152 + run * 10 + step])
+                query.processAllAvailable()
+        finally:
+            query.stop()
+    rows = _rows(batches)
+    assert sorted({r[0] for r in rows}) == sorted(r[0] for r in rows)  # every fact once (inner: matches only)
+    assert len(rows) == 4 * len(range(0, 200, 7))  # every fact met a dimension that had its key
+    for version in sorted({r[3] for r in rows}):
+        expected = {r.id: r.name for r in arctic.sql(f"SELECT id, name FROM db.dim VERSION AS OF {version}").collect()}
+        assert all(expected[r[1]] == r[2] for r in rows if r[3] == version)
+
+
+def test_bad_input_is_a_one_line_error(arctic, spark, tmp_path):
+    arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id)) USING arctic")
+    arctic.sql("CREATE TABLE db.plain (id BIGINT, name STRING) USING arctic")
+    stream = Facts(spark, str(tmp_path / "facts")).stream()
+    cases = [
+        (lambda: lookup_join(spark.range(3), "db.dim", on="id"), InvalidArgumentError, "must be a streaming"),
+        (lambda: lookup_join(stream, "db.dim", on="id", how="right"), InvalidArgumentError, 'how="inner"'),
+        (lambda: lookup_join(stream, "db.dim", on="nope"), InvalidArgumentError, "nope is not a column of db.dim"),
+        (lambda: lookup_join(stream, "db.dim", on="id", columns=["id", "fid"]), InvalidArgumentError,
+         "fid is not a column"),
+        (lambda: lookup_join(stream.withColumnRenamed("fid", "name"), "db.dim", on="id"), InvalidArgumentError,
+         "name is in both"),
+        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.bucket": "4"}), InvalidArgumentError,
+         "Unknown lookup_join option lookup.bucket"),
+        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.buckets": "6"}), InvalidArgumentError,
+         "power of two"),
+        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.reloading.interval": "soon"}),
+         InvalidArgumentError, "duration"),
+        (lambda: lookup_join(stream, "db.plain", on="id"), UnsupportedOperationError, "primary key"),
+    ]
+    for action, kind, words in cases:
+        with pytest.raises(kind) as caught:
+            action()
+        assert words in str(caught.value) and "\n" not in str(caught.value)

@@ -1,7 +1,8 @@
 """The ``arctic-sql`` command run as a real process: -e, -f, output formats, errors, the stdin shell.
 
-Every CLI process starts its own JVM, so the Spark-backed cases share one warehouse (built once by
-the ``-e`` run) and there are nine Spark-starting invocations in all.
+Every CLI process that needs Spark starts its own JVM, so the Spark-backed cases share one warehouse
+(built once by the ``-e`` run). The cases that must fail before Spark starts run with JAVA_HOME
+pointing nowhere (``NO_JAVA``), so that they would fail differently if Spark were started.
 """
 
 from __future__ import annotations

@@ -55,9 +55,10 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _EPILOG = f"""\
 what runs:
   -f FILE and -e SQL run their statements in order, FILE first, then SQL. Every statement is
-  checked before any runs: a statement that neither arctic-sql's parser nor Spark's accepts runs
-  nothing and is reported as `Error in statement N (line L): ...` (an unclosed string or comment
-  is found before Spark starts); then the first statement that fails stops the run (exit code 1).
+  checked before any runs, by arctic-sql's parser and Spark's: a statement they do not accept runs
+  nothing and is reported as `Error in statement N (line L): ...` (an unclosed string or comment,
+  or a first word no statement starts with, is found before Spark starts); then the first
+  statement that fails stops the run (exit code 1).
   Without -f or -e, statements are read from standard input: on a terminal an interactive shell
   (history in {HISTORY_FILE}, a statement typed over several lines kept as one entry; `quit;`,
   `exit;` or Ctrl-D leave; Ctrl-C clears the statement being typed); otherwise the input up to
@@ -405,7 +406,24 @@ class Shell:
         from arctic_sql.script_check import check_script, spark_parse_error
 
         check_script(text, statements, lambda sql: spark_parse_error(self.session.spark, sql), source,
-                     claimed=self.session.claims_unparsed)
+                     claimed=self.session.claims_unparsed, words=self.statement_words())
+
+    def check_starts(self, statements: Sequence[ScriptStatement], source: str | None = None) -> None:
+        """The check of every statement's first word, which needs no Spark (``SELEC 1``)."""
+        from arctic_sql.script_check import check_statement_starts
+
+        words = self.statement_words()
+        if words is not None:
+            check_statement_starts(statements, source, words)
+
+    def statement_words(self) -> frozenset[str] | None:
+        """The words a statement may start with; ``None`` (any word) when ``--conf
+        spark.sql.extensions=...`` may add statements to Spark's parser."""
+        from arctic_sql.script_check import STATEMENT_WORDS
+
+        if any(key == "spark.sql.extensions" for key, _ in self.args.conf):
+            return None
+        return STATEMENT_WORDS
 
     def run_script(self, statements: Sequence[str], *, keep_going: bool = False) -> int:
         """Run checked statements in order; stop at the first failure unless ``keep_going``."""
@@ -592,6 +610,8 @@ def _main(shell: Shell, args: argparse.Namespace) -> int:
             scripts = read_scripts(args)  # an unclosed string or comment starts no Spark
             if not any(script.statements for script in scripts):
                 return EXIT_OK
+            for script in scripts:  # nor does a statement's unknown first word (SELEC 1)
+                shell.check_starts(script.statements, script.source)
         else:
             sys.stderr.write(f"{PROG}: starting Spark...\n")
         shell.session  # noqa: B018 - connect now: a bad catalog fails before the first prompt

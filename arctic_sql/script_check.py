@@ -3,17 +3,28 @@
 >>> [(s.number, s.line, s.sql) for s in split_script("SELECT 1;\\n\\n-- next\\nSELEC 2")]
 [(1, 1, 'SELECT 1'), (2, 4, 'SELEC 2')]
 
-A statement passes when arctic-sql's parser gives it a structure (arctic's own statements and
-clauses, and the Spark SQL that sqlglot has a grammar for), or else when Spark's own parser accepts
-it. Statements sqlglot has no grammar for parse as an opaque ``exp.Command`` that the session hands
-to Spark as written, so Spark's parser is their judge: ``SELECT 1; SELEC 1`` runs nothing. A
-statement arctic-sql's parser rejects passes if Spark's parser accepts it. One statement failing
-both is a :class:`ScriptError` naming its number and the line it starts on.
+First, without Spark, every statement must start with a word some statement of Spark SQL (or of
+arctic-sql, whose statements start with the same words) starts with: a typo such as ``SELEC 1``
+anywhere in the script is reported at once, and Spark is not started to say so. Then each statement
+is judged by arctic-sql's parser, and by Spark's:
+
+- A statement that uses arctic-sql's own syntax (its statements, time travel, a primary key) passes
+  when arctic-sql's parser gives it a structure; Spark's parser would refuse ``VERSION BETWEEN``.
+- Any other statement must also pass Spark's parser, because sqlglot is lenient (``SELECT * FROM t
+  GROUP BY`` gets a structure) and Spark runs the statement in the end. Statements sqlglot has no
+  grammar for parse as an opaque ``exp.Command``, which Spark alone judges.
+- A statement arctic-sql's parser rejects passes if Spark's parser accepts it, unless it is arctic's
+  (a CALL, or one naming an arctic table).
+
+One statement failing is a :class:`ScriptError` naming its number and the line it starts on; nothing
+of the script has run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import difflib
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +37,19 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arctic_sql.parser import ParsedStatement
+
+STATEMENT_WORDS: frozenset[str] = frozenset({
+    "ADD", "ALTER", "ANALYZE", "BEGIN", "CACHE", "CALL", "CLEAR", "CLOSE", "COMMENT", "COMMIT",
+    "CREATE", "DECLARE", "DELETE", "DESC", "DESCRIBE", "DFS", "DROP", "EXECUTE", "EXPLAIN", "EXPORT",
+    "FETCH", "FROM", "GRANT", "IMPORT", "INSERT", "LIST", "LOAD", "LOCK", "MAP", "MERGE", "MSCK", "OPEN",
+    "REDUCE", "REFRESH", "REPAIR", "REPLACE", "RESET", "REVOKE", "ROLLBACK", "SELECT", "SET", "SHOW",
+    "START", "TABLE", "TRUNCATE", "UNCACHE", "UNLOCK", "UPDATE", "USE", "VALUES", "WITH",
+})
+"""The words a statement of Spark SQL can start with: the first tokens of its grammar's
+``compoundOrSingleStatement`` rule (Spark 4.3; a ``(`` may start one too). arctic-sql's statements
+start with these words as well. tests/e2e/test_script_check.py compares them with the running Spark."""
+
+_FIRST_WORD = re.compile(r"[^\W\d]\w*")
 
 
 @dataclass(frozen=True)
@@ -78,24 +102,51 @@ def split_script(text: str, source: str | None = None) -> list[ScriptStatement]:
     ]
 
 
+def check_statement_starts(
+    statements: Sequence[ScriptStatement],
+    source: str | None = None,
+    words: Collection[str] = STATEMENT_WORDS,
+) -> None:
+    """Raise :class:`ScriptError` for the first statement that starts with a word no statement starts
+    with (``SELEC 1``): neither parser could accept it, so no Spark is needed to say so.
+
+    A statement starting with anything but a plain word (``(``, a quoted name) is left to the parsers.
+    ``words`` are the known first words; a Spark session with parser extensions
+    (``spark.sql.extensions``) may know more, and its caller skips this check.
+    """
+    for statement in statements:
+        match = _FIRST_WORD.match(statement.sql)
+        if match is None or match.group().upper() in words:
+            continue
+        word = match.group()
+        close = difflib.get_close_matches(word.upper(), sorted(words), n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ScriptError(f"Invalid SQL: no statement starts with '{word}'{hint}", statement.number,
+                          statement.line, source)
+
+
 def check_script(
     text: str,
     statements: Sequence[ScriptStatement],
     spark_error: Callable[[str], str | None],
     source: str | None = None,
     claimed: Callable[[ParsedStatement], bool] = lambda statement: False,
+    words: Collection[str] | None = STATEMENT_WORDS,
 ) -> None:
-    """Raise :class:`ScriptError` for the first statement neither parser accepts.
+    """Raise :class:`ScriptError` for the first statement the parsers do not accept (see above).
 
-    ``spark_error(sql)`` is Spark's verdict (see :func:`spark_parse_error`); it is asked only about
-    statements arctic-sql's parser rejects or leaves opaque, so a script of those alone needs no Spark.
-    A statement arctic-sql's parser rejects that is arctic's (``claimed``: a CALL, or one naming an
-    arctic table; see ``Session.claims_unparsed``) fails with arctic's error whatever Spark says:
-    the session would not hand it to Spark either.
+    First :func:`check_statement_starts` with ``words`` (``None`` skips it), for the whole script.
+    ``spark_error(sql)`` is Spark's verdict (see :func:`spark_parse_error`); it is not asked about
+    statements in arctic-sql's own syntax that arctic-sql's parser accepts. A statement arctic-sql's
+    parser rejects that is arctic's (``claimed``: a CALL, or one naming an arctic table; see
+    ``Session.claims_unparsed``) fails with arctic's error whatever Spark says: the session would
+    not hand it to Spark either.
     """
+    if words is not None:
+        check_statement_starts(statements, source, words)
     verdicts = [(statement, _arctic_verdict(text, statement)) for statement in statements]
     for statement, parsed in verdicts:
-        if parsed.error is None and not isinstance(parsed.expression, exp.Command):
+        if parsed.error is None and uses_arctic_syntax(parsed.expression):
             continue
         if parsed.error is not None and claimed(parsed):
             raise ScriptError(str(parsed.error), statement.number, statement.line, source)
@@ -104,6 +155,18 @@ def check_script(
             continue
         reason = str(parsed.error) if parsed.error is not None else spark_says
         raise ScriptError(reason, statement.number, statement.line, source)
+
+
+def uses_arctic_syntax(expression: exp.Expression) -> bool:
+    """Whether a parsed statement is one of arctic-sql's statements or uses its clauses: time travel
+    (``VERSION BETWEEN``, ``VERSION AS OF get_latest_version(...)``) or a primary key (also in
+    ``CREATE TABLE ... PRIMARY KEY (id) AS SELECT``). Spark's parser may refuse such a statement,
+    and the session runs it itself; anything else it hands to Spark in the end."""
+    from arctic_sql.parser import ARCTIC_STATEMENTS
+
+    if isinstance(expression, ARCTIC_STATEMENTS):
+        return True
+    return expression.find(exp.Version, exp.PrimaryKey) is not None
 
 
 def spark_parse_error(spark: SparkSession, sql: str) -> str | None:

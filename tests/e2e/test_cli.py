@@ -1,7 +1,8 @@
 """The ``arctic-sql`` command run as a real process: -e, -f, output formats, errors, the stdin shell.
 
-Every CLI process starts its own JVM, so the Spark-backed cases share one warehouse (built once by
-the ``-e`` run) and there are nine Spark-starting invocations in all.
+Every CLI process that needs Spark starts its own JVM, so the Spark-backed cases share one warehouse
+(built once by the ``-e`` run). The cases that must fail before Spark starts run with JAVA_HOME
+pointing nowhere (``NO_JAVA``), so that they would fail differently if Spark were started.
 """
 
 from __future__ import annotations
@@ -48,16 +49,22 @@ def errors_only(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not TIME_TAKEN.fullmatch(line)]
 
 
-def run_cli(warehouse: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    warehouse: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arctic_sql.cli", "--warehouse", warehouse, *args],
         input=stdin if stdin is not None else "",
         check=False,
         capture_output=True,
         text=True,
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})},
         timeout=TIMEOUT,
     )
+
+
+# Spark cannot start with this: a run that passes with it never needed Spark.
+NO_JAVA = {"JAVA_HOME": "/nonexistent/java"}
 
 
 @pytest.fixture(scope="module")
@@ -228,15 +235,24 @@ def test_format_table_aligns_wide_characters_and_escapes_newlines():
 
 
 def test_a_statement_only_spark_can_judge_is_checked_before_the_first_runs(setup_run):
-    """sqlglot has no grammar for `SELEC 1` and leaves it to Spark, whose parser refuses it: the
-    SELECT before it must not run (it used to, and the error came after its rows)."""
+    """sqlglot gives `... GROUP BY` with nothing after it a structure; Spark's parser refuses it: the
+    SELECT before it must not run (it would, and the error would come after its rows)."""
     warehouse, _ = setup_run
-    result = run_cli(warehouse, "-e", "SELECT 41 AS first; SELEC 1")
+    result = run_cli(warehouse, "-e", "SELECT 41 AS first; SELECT * FROM db.t GROUP BY")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error in statement 2 (line 1): Invalid SQL: [PARSE_SYNTAX_ERROR] Syntax error ")
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_a_typo_in_a_statements_first_word_runs_nothing_and_starts_no_spark(tmp_path):
+    result = run_cli(str(tmp_path / "warehouse"), "-e", "SELECT 41 AS first;\nSELEC 1", env=NO_JAVA)
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        "Error in statement 2 (line 1): Invalid SQL: [PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'.\n"
+        "Error in statement 2 (line 2): Invalid SQL: no statement starts with 'SELEC' (did you mean SELECT?)\n"
     )
+    assert not (tmp_path / "warehouse").exists()
 
 
 def test_an_error_in_a_file_names_the_statement_its_line_and_the_file(setup_run, tmp_path):
@@ -254,11 +270,11 @@ def test_an_error_in_a_file_names_the_statement_its_line_and_the_file(setup_run,
 def test_an_error_on_stdin_runs_nothing_and_names_the_statement_and_line(setup_run):
     warehouse, _ = setup_run
     script = "SELECT 41 AS first;\nSELECT 42\n  AS second;\nSELCT 43 AS third;\nSELECT 44;\n"
-    result = run_cli(warehouse, stdin=script)
+    result = run_cli(warehouse, stdin=script, env=NO_JAVA)
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        "Error in statement 3 (line 4): Invalid SQL: [PARSE_SYNTAX_ERROR] Syntax error at or near 'SELCT'.\n"
+        "Error in statement 3 (line 4): Invalid SQL: no statement starts with 'SELCT' (did you mean SELECT?)\n"
     )
 
 

@@ -149,3 +149,16 @@ def test_bad_input_is_a_one_line_error(arctic, spark, tmp_path):
         with pytest.raises(kind) as caught:
             action()
         assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_enrich_example_meets_each_customer_as_it_stood(arctic, spark, tmp_path):
+    """examples/streaming/enrich.py in this process (its connect() finds the running SparkSession)."""
+    import runpy
+
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "streaming", "enrich.py")
+    runpy.run_path(script)["main"](str(tmp_path / "shop"))
+    rows = spark.read.format("arctic").load("shop.enriched_orders").orderBy("order_id").collect()
+    assert [(r.order_id, r.name, r.tier) for r in rows] == [
+        (100, "Ada", "gold"), (101, "Grace", "silver"), (102, None, None),  # customer 3 does not exist yet
+        (103, None, None), (104, "Grace", "gold"), (105, "Linus", "bronze")]  # 1 deleted, 2 promoted, 3 new
+    assert rows[0].customer_version < rows[3].customer_version

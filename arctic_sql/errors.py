@@ -7,6 +7,8 @@ cross into arctic-sql, with ``raise ... from e``.
 
 from __future__ import annotations
 
+import re
+
 
 class ArcticError(Exception):
     """Root of every arctic-sql error."""
@@ -76,3 +78,55 @@ class CommitStateUnknownError(ArcticError):
 
 class ExecutionError(ArcticError):
     """Spark failed while running a statement (bad cast, division by zero, ...)."""
+
+
+# Describing a failure that is recorded rather than shown at once (optimizing and maintenance runs) -------
+_SUMMARY_LIMIT = 600
+# "Caused by: java.io.FileNotFoundException: ..." or a Python traceback's last line "OSError: ...".
+_CAUSE = re.compile(r"^(?:Caused by: )?(?:[\w$]+\.)*([\w$]*(?:Error|Exception|Fault)\w*): (.+)$")
+_WRAPPERS = ("Py4JJavaError", "SparkException", "PythonException", "ExecutionError")
+
+
+def _chain(e: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    current: BaseException | None = e
+    while current is not None and current not in found:
+        found.append(current)
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return found
+
+
+def full_message(e: BaseException) -> str:
+    """Every message of ``e`` and its causes, outermost first (a Spark failure's JVM trace included)."""
+    parts = []
+    for x in _chain(e):
+        text = str(x).strip()
+        if not any(text and text in p for p in parts):
+            parts.append(f"{type(x).__name__}: {text}" if text else type(x).__name__)
+    return "\n\nCaused by: ".join(parts)
+
+
+def failure_summary(e: BaseException) -> str:
+    """One line that says what failed and why: the outermost message's first line, then the deepest
+    cause named in the whole text (the last ``SomeError: message`` line of a Python traceback or a
+    JVM's ``Caused by:``), wrappers such as ``Py4JJavaError: An error occurred while calling`` skipped.
+
+    >>> try:
+    ...     try:
+    ...         raise FileNotFoundError("no such file: x.parquet")
+    ...     except OSError as inner:
+    ...         raise ExecutionError("Optimizing db.t failed") from inner
+    ... except ExecutionError as outer:
+    ...     failure_summary(outer)
+    'Optimizing db.t failed: FileNotFoundError: no such file: x.parquet'
+    """
+    lines = [line.strip() for line in full_message(e).splitlines() if line.strip()]
+    head = " ".join(str(e).split("\n", 1)[0].split()) or type(e).__name__
+    cause = None
+    for line in lines:
+        match = _CAUSE.match(line)
+        if match and match.group(1) not in _WRAPPERS and not match.group(2).startswith("Traceback"):
+            cause = f"{match.group(1)}: {match.group(2)}"
+    summary = head if cause is None or cause.split(": ", 1)[1] in head else f"{head}: {cause}"
+    summary = " ".join(summary.split())
+    return summary if len(summary) <= _SUMMARY_LIMIT else summary[:_SUMMARY_LIMIT - 1] + "…"

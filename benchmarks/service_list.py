@@ -6,7 +6,8 @@ Creates the tables through the catalog (no Spark): half primary-key, half append
 ``--with-data`` of the append-only ones one commit of a small Parquet file (pyiceberg's append), so
 their facts read manifests. Then serves them with the real app on loopback and times the listing over
 HTTP: cold (every table's facts computed), warm (all cached: one catalog query and a cache look-up
-per table), and warm after one table committed (one recomputed). Prints the times and writes
+per table), and warm after one table committed (one recomputed); and the warehouse's data size over
+time (``GET /api/v1/overview/data-size``, from the cached snapshot summaries). Prints the times and writes
 ``benchmarks/results/service_list.json``.
 """
 
@@ -73,6 +74,13 @@ def timed_list(client: httpx.Client, expected: int) -> float:
     return elapsed
 
 
+def timed_data_size(client: httpx.Client) -> float:
+    started = time.perf_counter()
+    answer = client.get("/api/v1/overview/data-size")
+    answer.raise_for_status()
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=1000)
@@ -87,6 +95,7 @@ def main() -> None:
     with httpx.Client(base_url=url, timeout=600) as client:
         cold = timed_list(client, args.tables)
         warm = [timed_list(client, args.tables) for _ in range(3)]
+        size = [timed_data_size(client) for _ in range(3)]
         catalog.load_table(TableIdentifier("bench", "t0001")).base.append(
             pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]}))
         after_commit = timed_list(client, args.tables)
@@ -94,12 +103,14 @@ def main() -> None:
     thread.join(timeout=30)
     figures = {"tables": args.tables, "tables_with_data": args.with_data, "setup_s": round(setup_s, 2),
                "cold_list_s": round(cold, 3), "warm_list_s": round(min(warm), 3),
-               "list_after_one_commit_s": round(after_commit, 3),
+               "list_after_one_commit_s": round(after_commit, 3), "data_size_warm_s": round(min(size), 3),
+               "data_size_over_warm_list": round(min(size) / min(warm), 2),
                "cold_over_warm": round(cold / min(warm), 1), "machine": platform.machine(),
                "cpus": os.cpu_count()}
     print(f"{args.tables} tables ({args.with_data} with data), created in {setup_s:.1f} s")
     print(f"GET /api/v1/tables?page_size=1000: cold {cold:.3f} s, warm {min(warm):.3f} s "
           f"({cold / min(warm):.0f}x), after one commit {after_commit:.3f} s")
+    print(f"GET /api/v1/overview/data-size: warm {min(size):.3f} s ({min(size) / min(warm):.2f}x the warm listing)")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "service_list.json"), "w") as f:
         json.dump(figures, f, indent=2)

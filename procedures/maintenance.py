@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.procedures import Parameter, procedure
 
-from arctic_sql.table import maintenance
+from arctic_sql.table import maintenance, maintenance_log
+from arctic_sql.table.maintenance_log import Kind
 
 if TYPE_CHECKING:
     from arctic_sql.statements.context import StatementContext
+
+
+TRIGGER = "manual"  # as CALL system.optimize records its processes
 
 
 def _ms(moment: datetime.datetime | None) -> int | None:
@@ -31,7 +35,10 @@ def expire_snapshots(ctx: StatementContext, table: str, older_than: datetime.dat
                      retain_last: int | None) -> list[tuple]:
     """Expire versions older than ``older_than`` (default: now - ``snapshot.keep.duration``) beyond the
     newest ``retain_last`` (default: ``snapshot.keep.min-count``); delete files no kept version needs."""
-    result = maintenance.expire_snapshots(ctx.table(table), _ms(older_than), retain_last)
+    arctic_table = ctx.table(table)
+    result = maintenance_log.recorded(  # shown by the management service as a maintenance run
+        arctic_table, Kind.EXPIRE_SNAPSHOTS, TRIGGER,
+        lambda: maintenance.expire_snapshots(arctic_table, _ms(older_than), retain_last))
     return [result.row()]
 
 
@@ -62,7 +69,13 @@ def remove_orphan_files(ctx: StatementContext, table: str, older_than: datetime.
     """Delete files no retained snapshot references, older than ``older_than`` (default: now -
     ``clean-orphan-file.min-existing-time-minutes``, at least an hour); ``dry_run`` only lists them.
     A more recent ``older_than`` needs ``force => true``; files of writes in progress are never removed."""
-    found = maintenance.remove_orphan_files(ctx.table(table), _ms(older_than), bool(dry_run), bool(force))
+    arctic_table = ctx.table(table)
+
+    def run() -> list[str]:
+        return maintenance.remove_orphan_files(arctic_table, _ms(older_than), bool(dry_run), bool(force))
+
+    # A dry run changes nothing and is not a maintenance run; a real one is recorded with what it removed.
+    found = run() if dry_run else maintenance_log.recorded(arctic_table, Kind.REMOVE_ORPHAN_FILES, TRIGGER, run)
     return [(p,) for p in found]
 
 

@@ -23,10 +23,13 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import ExecutionError
+from arctic_sql.faults import fault_point
+from arctic_sql.optimizer.cancellation import OptimizingCancelledError
 from arctic_sql.optimizer.planner import Task, unique_inputs
 from arctic_sql.table import node_merge, storage, writer
 from arctic_sql.table.format import layout
@@ -79,8 +82,12 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
               for share in balance([t.input_bytes for t in tasks], spark.sparkContext.defaultParallelism)]
 
     def run(share: list[node_merge.NodeTask]) -> list[str]:
-        return [path for job in share for path in node_merge.write_node(
-            node_merge.read_node(job, schema, keys, base, change), job.directory, schema, rows_per_file)]
+        written = []
+        for job in share:
+            written += node_merge.write_node(node_merge.read_node(job, schema, keys, base, change), job.directory,
+                                             schema, rows_per_file)
+            fault_point("optimize-task-wrote")  # a task slow after its first file: the cancel test stalls here
+        return written
 
     return spark.sparkContext.parallelize(shares, len(shares)).flatMap(run).collect()  # only file names come back
 
@@ -126,17 +133,25 @@ _TAG = "_arctic_txn_op"  # transaction * 2 + (1 if a delete): orders by transact
 _RANK = "_arctic_rank"
 
 
-def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str, retries: int
-              ) -> Execution:
-    """Run the tasks of one plan, writing under ``location``; retry a failed attempt from scratch."""
+def job_group(location: str) -> str:
+    """The Spark job group of the tasks writing under ``location`` (what a cancel cancels)."""
+    return location.rstrip("/").rsplit("/", 1)[-1]
+
+
+def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str, retries: int,
+              cancelled: Callable[[], bool] = lambda: False) -> Execution:
+    """Run the tasks of one plan, writing under ``location``; retry a failed attempt from scratch
+    unless ``cancelled()`` says the process was cancelled (then raise OptimizingCancelledError)."""
     started = time.monotonic()
     sc = spark.sparkContext
-    group = location.rstrip("/").rsplit("/", 1)[-1]
+    group = job_group(location)
     in_arrow: list[Task] = []
     in_spark: list[Task] = []
     for task in tasks:
         (in_arrow if in_memory(table, task) else in_spark).append(task)
     for attempt in range(retries + 1):
+        if cancelled():
+            raise OptimizingCancelledError(f"Optimizing {table.identifier} was cancelled")
         try:
             sc.setJobGroup(group, f"optimize {table.identifier}: {len(tasks)} task(s)", interruptOnCancel=True)
             # The files to commit are those the write reports, never a listing of the folder.
@@ -149,7 +164,9 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
                 paths += run_in_memory(spark, table, in_arrow, location)
             return Execution(sorted(paths), int((time.monotonic() - started) * 1000), attempt + 1)
         except Exception as e:
-            storage.delete_tree(location)
+            storage.delete_tree(location)  # nothing under it is referenced: no commit has begun
+            if cancelled():
+                raise OptimizingCancelledError(f"Optimizing {table.identifier} was cancelled") from e
             message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             if attempt == retries:
                 raise ExecutionError(f"Optimizing {table.identifier} failed after {attempt + 1} attempt(s): "

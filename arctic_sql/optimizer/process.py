@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
 
-from arctic_sql.errors import ArcticError, InvalidArgumentError
-from arctic_sql.optimizer import committer, evaluator, executor, planner
+from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary, full_message
+from arctic_sql.optimizer import cancellation, committer, evaluator, executor, planner
 from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
 from arctic_sql.table import commit, storage
 from arctic_sql.table import optimizing_state as state
@@ -179,20 +179,25 @@ def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO,
     record.partitions = [p.partition for p in plan.partitions]
     record.input_files = sum(p.input_files_count for p in plan.partitions)
     record.input_bytes = plan.input_bytes
-    state.save(table, record)
-    return _run(spark, table, plan, record)
+    token = cancellation.register(record.process_id, spark, executor.job_group(record.output_prefix))
+    try:
+        state.save(table, record)
+        return _run(spark, table, plan, record, token)
+    finally:
+        cancellation.unregister(token)
 
 
-def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: state.ProcessRecord
-         ) -> list[PartitionResult]:
+def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: state.ProcessRecord,
+         token: cancellation.Token) -> list[PartitionResult]:
     started = time.monotonic()
     beat = _Heartbeat(table, record)
     tasks = [t for p in plan.partitions for t in p.tasks]
     retries = table.settings.execute_num_retries
     try:
+        token.check()
         state.transition(table, record, state.EXECUTING)
         beat.start()
-        execution = executor.run_tasks(spark, table, tasks, record.output_prefix, retries)
+        execution = executor.run_tasks(spark, table, tasks, record.output_prefix, retries, token.cancelled.is_set)
         # Task time, as quota scheduling counts it: the run's time on the cores its tasks could use.
         record.task_time_ms = execution.duration_ms * min(len(tasks), spark.sparkContext.defaultParallelism)
         record.retries = execution.attempts - 1
@@ -200,7 +205,7 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
         spec, schema = table.spec, table.schema
         for data_file in commit.data_files(table.base, execution.paths):
             outputs[partition_path(spec, schema, data_file.partition)].append(data_file)
-        with beat.paused():
+        with beat.paused(), cancellation.committing(token):  # a cancel from here on is refused
             state.transition(table, record, state.COMMITTING)
         outcome = committer.commit_plan(table, plan.partitions, outputs, record.process_id, record.mode)
     except BaseException as e:
@@ -208,10 +213,18 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
         if record.status in (state.PLANNED, state.EXECUTING):
             # Nothing was committed; once committing, commit_base cleans up itself (and must not
             # when the commit's state is unknown: the files may be referenced).
+            # A task killed by a cancel may still write a file after this: it lies under the
+            # output folder, referenced by nothing, and remove_orphan_files takes it.
             storage.delete_tree(record.output_prefix)
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if token.cancelled.is_set() and record.status in (state.PLANNED, state.EXECUTING):
+            state.transition(table, record, state.CANCELLED, failure="cancelled on request before committing")
+            log.warning("optimize %s: process %s cancelled; nothing committed", table.identifier, record.process_id)
+            raise cancellation.OptimizingCancelledError(
+                f"Optimizing {table.identifier} (process {record.process_id}) was cancelled; nothing was committed"
+            ) from e
+        message = failure_summary(e)
         if record.status in state.ACTIVE:
-            state.transition(table, record, state.FAILED, failure=message)
+            state.transition(table, record, state.FAILED, failure=message, detail=full_message(e))
         log.error("optimize %s failed: %s", table.identifier, message)
         if isinstance(e, ArcticError):
             raise

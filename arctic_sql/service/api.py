@@ -216,10 +216,17 @@ def _add_table_routes(app: FastAPI, ctx: ServiceContext, reads: Any, writes: Any
         job = ctx.jobs.optimize(t, (body or OptimizeRequest()).mode)
         return {"job_id": job.job_id, "table": job.table, "mode": job.mode, "accepted": True}
 
+    @app.get(f"{API}/tables/{{db}}/{{table}}/optimizing/{{process_id}}", dependencies=[reads], tags=["tables"])
+    def optimizing_process(db: str, table: str, process_id: str) -> dict[str, Any]:
+        """One optimizing process: what the list shows, plus the full message of its failure."""
+        t, _ = _table(ctx, db, table)
+        return views.process_detail(t, process_id)
+
     @app.post(f"{API}/tables/{{db}}/{{table}}/optimizing/{{process_id}}/cancel", dependencies=[writes],
-              tags=["actions"])
+              tags=["actions"], status_code=202)
     def cancel(db: str, table: str, process_id: str) -> dict[str, Any]:
-        """Cancel a running optimizing process that this service started."""
+        """Cancel a running optimizing process of this service (API or ``--optimizer``): its Spark jobs stop,
+        nothing is committed, and it ends CANCELLED (poll the process). 409 once it is committing."""
         t, _ = _table(ctx, db, table)
         return ctx.jobs.cancel(t, process_id)
 
@@ -254,6 +261,12 @@ def _add_service_routes(app: FastAPI, ctx: ServiceContext, reads: Any) -> None:
     def overview() -> dict[str, Any]:
         """Totals, the top tables by size, file count and worst health, optimizing activity."""
         return views.overview(ctx.cache)
+
+    @app.get(f"{API}/overview/data-size", dependencies=[reads], tags=["overview"])
+    def data_size(points: int = Query(views.DATA_SIZE_POINTS, ge=2, le=1000, description="at most this many points")
+                  ) -> dict[str, Any]:
+        """Total bytes and files of every table over time, from snapshot summaries (Amoro's /overview/dataSize)."""
+        return views.data_size(ctx.cache, points)
 
     @app.get("/health", tags=["service"])
     def health() -> dict[str, Any]:

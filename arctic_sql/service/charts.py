@@ -21,7 +21,7 @@ def _scale(values: Sequence[float], size: float, low: float = 0.0) -> Callable[[
 
 
 def line_chart(points: Sequence[tuple[float, float]], label: str, fmt: Callable[[float], str],
-               x_label: str = "version") -> str:
+               x_label: str = "version", x_fmt: Callable[[float], str] = lambda x: f"{x:g}") -> str:
     """A line over ``points`` (x, y), with the first and last x and the largest y labelled."""
     if not points:
         return f'<p class="empty">No {escape(label)} to chart yet.</p>'
@@ -31,14 +31,14 @@ def line_chart(points: Sequence[tuple[float, float]], label: str, fmt: Callable[
     sy = _scale(ys, inner_h)
     coords = " ".join(f"{PAD + sx(x):.1f},{HEIGHT - PAD - sy(y):.1f}" for x, y in points)
     dots = "".join(f'<circle cx="{PAD + sx(x):.1f}" cy="{HEIGHT - PAD - sy(y):.1f}" r="2.5">'
-                   f"<title>{escape(x_label)} {x:g}: {escape(fmt(y))}</title></circle>" for x, y in points)
+                   f"<title>{escape(x_label)} {escape(x_fmt(x))}: {escape(fmt(y))}</title></circle>" for x, y in points)
     return (f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
             f'<text x="{PAD}" y="16" class="title">{escape(label)}</text>'
             f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
             f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
             f'<text x="{PAD + 4}" y="{PAD - 4}" class="tick">max {escape(fmt(max(ys)))}</text>'
-            f'<text x="{PAD}" y="{HEIGHT - PAD + 16}" class="tick">{escape(x_label)} {min(xs):g}</text>'
-            f'<text x="{WIDTH - PAD}" y="{HEIGHT - PAD + 16}" class="tick" text-anchor="end">{max(xs):g}</text>'
+            f'<text x="{PAD}" y="{HEIGHT - PAD + 16}" class="tick">{escape(x_label)} {escape(x_fmt(min(xs)))}</text>'
+            f'<text x="{WIDTH - PAD}" y="{HEIGHT - PAD + 16}" class="tick" text-anchor="end">{escape(x_fmt(max(xs)))}</text>'
             f'<polyline points="{coords}" class="line"/>{dots}</svg>')
 
 

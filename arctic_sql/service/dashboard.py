@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from arctic_sql.service import views
 from arctic_sql.service.charts import bar_chart, human_bytes, line_chart
+from arctic_sql.service.facts import STATUSES
 from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
@@ -58,6 +59,17 @@ def _health_bar(score: int) -> str:
             f'<span class="score">{score}</span>')
 
 
+def _day_time(ms: float) -> str:
+    return (views.iso(int(ms)) or "")[:16].replace("T", " ")
+
+
+def _status(row: dict[str, Any]) -> str:
+    """A table's optimizing status; a failure says why on hover."""
+    failure = row.get("last_failure")
+    title = f' title="{escape(failure["reason"] or "")}"' if failure else ""
+    return f'<span class="status {escape(row["optimizing_status"])}"{title}>{escape(row["optimizing_status"])}</span>'
+
+
 def _table_link(name: str) -> str:
     db, table = name.split(".", 1)
     return f'<a href="/tables/{escape(db)}/{escape(table)}">{escape(name)}</a>'
@@ -91,11 +103,15 @@ def overview_page(ctx: ServiceContext) -> HTMLResponse:
     hours = o["optimizing_last_24h"]["per_hour"]
     activity = bar_chart([(f"-{24 - i}h", float(n)) for i, n in enumerate(hours)],
                          "Optimizing processes started, last 24 hours", lambda v: f"{v:.0f}")
+    size = views.data_size(ctx.cache)["points"]
+    data_size = line_chart([(p["at_ms"], p["bytes"]) for p in size], "Data size of all tables over time",
+                           human_bytes, x_label="", x_fmt=_day_time)
     worst = _grid(["table", "health", "optimizing"],
-                  [[_table_link(r["name"]), _health_bar(r["health_score"]), escape(r["optimizing_status"])]
+                  [[_table_link(r["name"]), _health_bar(r["health_score"]), _status(r)]
                    for r in o["worst_health"]], "No tables yet.")
     statuses = ", ".join(f"{escape(k)}: {v}" for k, v in sorted(o["optimizing_status"].items())) or "no tables"
     body = (f"{cards}<p>Optimizing status: {statuses}</p>"
+            f'<div class="charts" id="data-size">{data_size}</div>'
             f'<div class="charts">{top_size}{top_files}{activity}</div><h2>Worst health</h2>{worst}')
     return _page("Overview", "overview", body, protect_reads=ctx.protect_reads)
 
@@ -118,12 +134,12 @@ def tables_page(ctx: ServiceContext, params: dict[str, Any]) -> HTMLResponse:
 
     rows = [[_table_link(r["name"]), _health_bar(r["health_score"]), str(r["records"]), human_bytes(r["bytes"]),
              f'{r["base_files"]} + {r["change_files"]}', human_bytes(r["avg_file_size"]), str(r["change_files"]),
-             escape(r["last_commit_at"] or "–"), escape(r["optimizing_status"])] for r in listing["tables"]]
+             escape(r["last_commit_at"] or "–"), _status(r)] for r in listing["tables"]]
     q = escape(params.get("q") or "")
     form = (f'<form class="filter" method="get" action="/tables"><input name="q" value="{q}" placeholder="name contains">'
             '<select name="status"><option value="">any status</option>' +
             "".join(f'<option{" selected" if params.get("status") == s else ""}>{s}</option>'
-                    for s in ("idle", "pending", "minor", "major", "full", "committing")) +
+                    for s in STATUSES) +
             f'</select><input type="hidden" name="sort" value="{escape(sort)}">'
             f'<input type="hidden" name="order" value="{escape(order)}"><button>filter</button></form>')
     pages = -(-listing["total"] // listing["page_size"]) or 1
@@ -135,13 +151,16 @@ def tables_page(ctx: ServiceContext, params: dict[str, Any]) -> HTMLResponse:
     return _page("Tables", "tables", body, protect_reads=ctx.protect_reads)
 
 
-def table_page(ctx: ServiceContext, db: str, name: str, tab: str) -> HTMLResponse:
+def table_page(ctx: ServiceContext, db: str, name: str, tab: str, process: str | None = None) -> HTMLResponse:
     table, facts = ctx.cache.get(TableIdentifier(db.lower(), name.lower()))
     details = views.table_details(ctx.cache, table, facts)
     tabs = "".join(f'<a href="?tab={t}" class="tab{" active" if t == tab else ""}" data-tab="{t}">{t.title()}</a>'
                    for t in TABS)
-    content = {"details": _details_tab, "files": _files_tab, "history": _history_tab,
-               "optimizing": _optimizing_tab, "maintenance": _maintenance_tab}[tab](table, details)
+    if tab == "optimizing":
+        content = _optimizing_tab(table, details, process)
+    else:
+        content = {"details": _details_tab, "files": _files_tab, "history": _history_tab,
+                   "maintenance": _maintenance_tab}[tab](table, details)
     actions = (f'<div class="actions" data-table="{escape(db)}/{escape(name)}">'
                '<select id="optimize-mode"><option>auto</option><option>minor</option><option>major</option>'
                '<option selected>full</option></select><button type="button" id="optimize">Optimize</button>'
@@ -149,7 +168,12 @@ def table_page(ctx: ServiceContext, db: str, name: str, tab: str) -> HTMLRespons
     head = _cards([("health", _health_bar(details["health_score"])), ("kind", escape(details["kind"])),
                    ("records", str(details["records"])), ("size", human_bytes(details["bytes"])),
                    ("files (base + change)", f'{details["base_files"]} + {details["change_files"]}'),
-                   ("optimizing", escape(details["optimizing_status"]))])
+                   ("optimizing", _status(details))])
+    failure = details["last_failure"]
+    if failure:
+        head += (f'<p class="failure" id="last-failure">The last optimize failed at {escape(failure["failed_at"] or "")}: '
+                 f'{escape(failure["reason"] or "no reason recorded")} '
+                 f'(<a href="?tab=optimizing&amp;process={escape(failure["process_id"])}">full message</a>)</p>')
     requested = "".join(f"<li>{escape(j.mode)} optimize requested through this service at {escape(views.iso(j.started_ms))}"
                         f"{': ' + escape(j.error) if j.error else ' (running)'}</li>"
                         for j in ctx.jobs.recent(facts.name))
@@ -163,7 +187,8 @@ def _details_tab(table: Any, d: dict[str, Any]) -> str:
     h = d["health"]
     breakdown = _grid(["component", "points", "measured", "all points lost at", "why"],
                       [[escape(c["name"]), f'{c["points"]:g} / {c["max_points"]}', f'{c["value"]:g}',
-                        f'{c["threshold"]:g}', escape(c["explanation"])] for c in h["components"]])
+                        f'{c["threshold"]:g}', escape(c["explanation"])] for c in h["components"]] +
+                      [[escape(p["name"]), f'−{p["points"]}', "", "", escape(p["explanation"])] for p in h["penalties"]])
     series = views.version_series(table)
     charts = (line_chart([(r["version"], r["bytes"]) for r in series], "Data read per version", human_bytes) +
               line_chart([(r["version"], r["files"]) for r in series], "Files read per version",
@@ -205,16 +230,32 @@ def _history_tab(table: Any, d: dict[str, Any]) -> str:
                   for r in rows], "No versions yet.", "history")
 
 
-def _optimizing_tab(table: Any, d: dict[str, Any]) -> str:
+def _optimizing_tab(table: Any, d: dict[str, Any], process: str | None = None) -> str:
     rows = views.collection(table, "optimizing", 1, views.MAX_PAGE_SIZE)["items"]
-    return _grid(["process", "mode", "status", "trigger", "started", "duration", "files before → after",
-                  "bytes before → after", "failure"],
-                 [[escape(r["process_id"]), escape(r["mode"]),
-                   f'<span class="status {escape(r["status"])}">{escape(r["status"])}</span>',
-                   escape(r["trigger"]), escape(r["started_at"]),
-                   f'{r["duration_ms"] / 1000:.1f} s', f'{r["input_files"]} → {r["output_files"]}',
-                   f'{human_bytes(r["input_bytes"])} → {human_bytes(r["output_bytes"])}',
-                   escape(r["failure_reason"] or "")] for r in rows], "No optimizing process yet.", "optimizing")
+    shown = ""
+    if process:
+        p = views.process_detail(table, process)
+        shown = (f'<section id="process"><h2>Process {escape(p["process_id"])}: {escape(p["status"])}</h2>'
+                 f'<p>{escape(p["failure_reason"] or "")}</p>'
+                 f'<pre class="failure">{escape(p["failure_detail"] or p["failure_reason"] or "No failure.")}</pre>'
+                 "</section>")
+
+    def failure(r: dict[str, Any]) -> str:
+        if r["status"] in ("PLANNED", "EXECUTING"):
+            return f'<button type="button" class="cancel" data-process="{escape(r["process_id"])}">Cancel</button>'
+        if not r["failure_reason"]:
+            return ""
+        return (f'{escape(r["failure_reason"])} <a href="?tab=optimizing&amp;process={escape(r["process_id"])}">'
+                "full message</a>")
+
+    return shown + _grid(["process", "mode", "status", "trigger", "started", "duration", "files before → after",
+                          "bytes before → after", "failure"],
+                         [[escape(r["process_id"]), escape(r["mode"]),
+                           f'<span class="status {escape(r["status"])}">{escape(r["status"])}</span>',
+                           escape(r["trigger"]), escape(r["started_at"]),
+                           f'{r["duration_ms"] / 1000:.1f} s', f'{r["input_files"]} → {r["output_files"]}',
+                           f'{human_bytes(r["input_bytes"])} → {human_bytes(r["output_bytes"])}',
+                           failure(r)] for r in rows], "No optimizing process yet.", "optimizing")
 
 
 def _maintenance_tab(table: Any, d: dict[str, Any]) -> str:
@@ -222,7 +263,7 @@ def _maintenance_tab(table: Any, d: dict[str, Any]) -> str:
     return _grid(["run", "kind", "status", "trigger", "started", "duration", "result", "failure"],
                  [[escape(r["run_id"]), escape(r["kind"]), escape(r["status"]), escape(r["trigger"]),
                    escape(r["started_at"]), f'{r["duration_ms"] / 1000:.1f} s',
-                   escape(", ".join(f"{k}={v}" for k, v in r["result"].items() if v)),
+                   escape(", ".join(f"{k}={v}" for k, v in r["result"].items() if v and not isinstance(v, list))),
                    escape(r["failure_reason"] or "")] for r in rows],
                  "No expiration or orphan cleaning recorded yet.", "maintenance")
 
@@ -254,9 +295,9 @@ def add_routes(app: FastAPI, ctx: ServiceContext, reads: Any) -> None:
                                  "page": page, "page_size": 50})
 
     @app.get("/tables/{db}/{table}", response_class=HTMLResponse, dependencies=[reads], include_in_schema=False)
-    def table(db: str, table: str, tab: str = Query("details", pattern="^(" + "|".join(TABS) + ")$")
-              ) -> HTMLResponse:
-        return table_page(ctx, db, table, tab)
+    def table(db: str, table: str, tab: str = Query("details", pattern="^(" + "|".join(TABS) + ")$"),
+              process: str | None = None) -> HTMLResponse:
+        return table_page(ctx, db, table, tab, process or None)
 
     @app.get("/groups", response_class=HTMLResponse, dependencies=[reads], include_in_schema=False)
     def groups() -> HTMLResponse:

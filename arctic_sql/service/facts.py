@@ -25,7 +25,14 @@ import pyarrow.fs as pafs
 from arctic_sql.optimizer import evaluator, process
 from arctic_sql.optimizer import service as optimizer_service
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.service.health import HealthScore, HealthSettings, TableMeasure, health_score
+from arctic_sql.service.health import (
+    FAILED_OPTIMIZE_PENALTY,
+    HealthScore,
+    HealthSettings,
+    Penalty,
+    TableMeasure,
+    health_score,
+)
 from arctic_sql.table import optimizing_state as state
 from arctic_sql.table import storage
 from arctic_sql.table.catalog import CHANGE_SUFFIX, STAGED_SUFFIX, ArcticCatalog, ArcticTable, TableIdentifier
@@ -37,7 +44,7 @@ log = logging.getLogger(__name__)
 
 PENDING_REFRESH_MS = 60_000  # as the optimizer re-evaluates an unchanged table (interval triggers)
 KIND_KEYED, KIND_APPEND = "primary-key", "append-only"
-STATUSES = ("idle", "pending", "minor", "major", "full", "committing")
+STATUSES = ("idle", "pending", "failed", "minor", "major", "full", "committing")
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,9 @@ class TableFacts:
     pending_modes: tuple[str, ...]  # what the triggers said at evaluated_ms
     pending_reasons: tuple[str, ...]
     evaluated_ms: int
+    # (committed at, store: 0 base / 1 change, total bytes, total files) per retained snapshot of
+    # each store, from the snapshot summaries: the warehouse's data-size chart, without a scan.
+    size_points: tuple[tuple[int, int, int, int], ...] = ()
 
     @property
     def bytes(self) -> int:
@@ -116,8 +126,22 @@ def measure_table(table: ArcticTable) -> TableFacts:
         last_commit_at_ms=history.commits[-1].committed_at_ms if history.commits else None,
         latest_version=history.latest, partitions=len(metrics), group=table.settings.group,
         quota=table.settings.quota, health=health_score(measure, health_settings(table)),
-        pending_modes=(), pending_reasons=(), evaluated_ms=0)
+        pending_modes=(), pending_reasons=(), evaluated_ms=0,
+        size_points=(*_size_points(table.base, 0), *_size_points(table.change, 1)))
     return with_pending(table, facts, snap)
+
+
+def _size_points(store: Any, kind: int) -> tuple[tuple[int, int, int, int], ...]:
+    """Each retained snapshot's totals as its summary states them (pyiceberg writes them on every commit)."""
+    if store is None:
+        return ()
+    points = []
+    for snap in versions.snapshots_in_order(store):
+        summary = versions.summary_of(snap)
+        if "total-files-size" in summary:
+            files = int(summary.get("total-data-files", 0)) + int(summary.get("total-delete-files", 0))
+            points.append((snap.timestamp_ms, kind, int(summary["total-files-size"]), files))
+    return tuple(points)
 
 
 def with_pending(table: ArcticTable, facts: TableFacts, snap: process.Snapshot | None = None) -> TableFacts:
@@ -222,12 +246,41 @@ class FactsCache:
 
 
 def optimizing_status(facts: TableFacts, records: list[state.ProcessRecord]) -> str:
-    """idle, pending, minor, major, full or committing (Amoro's statuses, planning aside)."""
+    """idle, pending, minor, major, full or committing (Amoro's statuses, planning aside), and failed
+    while the last optimize failed and none has succeeded since (:func:`last_failure`)."""
     running = [r for r in records if r.is_running]
     if running:
         current = running[-1]
         return "committing" if current.status == state.COMMITTING else current.mode
+    if last_failure(records) is not None:
+        return "failed"
     return "pending" if facts.pending_modes else "idle"
+
+
+_DECISIVE = frozenset({state.SUCCESS, state.PARTIAL, state.FAILED, state.ABANDONED})
+
+
+def last_failure(records: list[state.ProcessRecord]) -> state.ProcessRecord | None:
+    """The newest process that failed (or died), unless a later one committed. Processes that were
+    dropped (their inputs moved) or cancelled neither clear nor make a failure."""
+    for r in reversed(records):  # oldest first: process ids sort by start time
+        status = r.effective_status
+        if status in _DECISIVE:
+            return r if status in (state.FAILED, state.ABANDONED) else None
+    return None
+
+
+def current_health(facts: TableFacts, records: list[state.ProcessRecord]) -> HealthScore:
+    """The table's health: its files' score, less the penalty while its last optimize failed."""
+    failure = last_failure(records)
+    if failure is None:
+        return facts.health
+    reason = failure.failure_reason or ("its process stopped heart-beating" if failure.effective_status ==
+                                        state.ABANDONED else "no reason recorded")
+    return facts.health.with_penalty(Penalty(
+        "optimize_failed", FAILED_OPTIMIZE_PENALTY,
+        f"the last optimize (process {failure.process_id}) failed: {reason}; the table keeps its small files and "
+        "change data until an optimize succeeds"))
 
 
 def last_optimized_ms(records: list[state.ProcessRecord]) -> int | None:

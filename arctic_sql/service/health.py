@@ -19,6 +19,10 @@ settings, so "unhealthy" means "the optimizer would act"):
 
 An empty table, or one with nothing to merge, scores 100.
 
+A **penalty** comes on top: while a table's last optimize failed (and none has succeeded since),
+it loses :data:`FAILED_OPTIMIZE_PENALTY` points, whatever its files look like now: nothing will
+merge them until the failure is dealt with, so the table ranks among the unhealthy (< 60).
+
 >>> score = health_score(TableMeasure(files=8, small_files=8, nodes=4, partitions=1, base_rows=100,
 ...                      change_rows=0, delete_rows=0, upsert_rows=0), HealthSettings())
 >>> score.score, [c.points for c in score.components]
@@ -27,7 +31,9 @@ An empty table, or one with nothing to merge, scores 100.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+FAILED_OPTIMIZE_PENALTY = 50
 
 
 @dataclass(frozen=True)
@@ -68,15 +74,34 @@ class Component:
 
 
 @dataclass(frozen=True)
+class Penalty:
+    name: str
+    points: int  # taken off the components' sum
+    explanation: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "points": self.points, "explanation": self.explanation}
+
+
+@dataclass(frozen=True)
 class HealthScore:
     score: int
     components: tuple[Component, ...]
+    penalties: tuple[Penalty, ...] = ()
+
+    def with_penalty(self, penalty: Penalty) -> HealthScore:
+        """This score with ``penalty`` taken off (never below 0)."""
+        return replace(self, score=max(0, self.score - penalty.points), penalties=(*self.penalties, penalty))
 
     def as_dict(self) -> dict[str, object]:
         worst = min(self.components, key=lambda c: c.points - c.max_points)
         lost = worst.max_points - worst.points
+        summary = f"most points lost to {worst.name} ({lost:g})" if lost > 0 else "healthy"
+        if self.penalties:
+            taken = "; ".join(f"{p.name} (-{p.points})" for p in self.penalties)
+            summary = f"{taken}; {summary}" if lost > 0 else taken
         return {"score": self.score, "components": [c.as_dict() for c in self.components],
-                "summary": f"most points lost to {worst.name} ({lost:g})" if lost > 0 else "healthy"}
+                "penalties": [p.as_dict() for p in self.penalties], "summary": summary}
 
 
 def _component(name: str, max_points: int, value: float, threshold: float, explanation: str) -> Component:

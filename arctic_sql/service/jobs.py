@@ -3,10 +3,9 @@ snapshots (metadata and file deletes only, answered at once). Each is recorded w
 front end records it: optimizing in the table's process records, expiration as a maintenance run.
 
 Spark starts only here, for the first optimize asked for (or at once with ``--optimizer``): reads never
-need it. A cancel keeps cancelling the Spark job group of an optimize this process runs (the executor
-names it after the process's output folder) until the optimize ends: every attempt, retries
-included, fails, and the process records why, as any failed optimize does. An optimize already
-committing is not stopped.
+need it. A cancel reaches any optimize running in this process, the ``--optimizer``'s included
+(``optimizer/cancellation.py``): its Spark jobs are cancelled, no retry starts, nothing is committed
+and the process records ``CANCELLED``. An optimize already committing is not stopped.
 """
 
 from __future__ import annotations
@@ -18,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from arctic_sql.errors import ArcticError, InvalidArgumentError
-from arctic_sql.optimizer import process
+from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary
+from arctic_sql.optimizer import cancellation, process
 from arctic_sql.table import maintenance, maintenance_log
 from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.catalog import ArcticTable
@@ -81,7 +80,7 @@ class Jobs:
             if not process.optimize(spark, table, job.mode, trigger="service-api"):
                 job.error = "nothing was due (no partition's trigger fired)"
         except Exception as e:  # noqa: BLE001 - recorded in the process record; logged here
-            job.error = str(e).splitlines()[0] if str(e) else type(e).__name__
+            job.error = failure_summary(e)
             log.error("optimize %s (job %s) failed: %s", job.table, job.job_id, job.error)
         finally:
             job.done = True
@@ -89,7 +88,8 @@ class Jobs:
             self._on_change(job.table)
 
     def cancel(self, table: ArcticTable, process_id: str) -> dict[str, Any]:
-        """Cancel a running optimizing process this service started."""
+        """Cancel a running optimizing process of this service process (started through the API or by
+        its ``--optimizer``); it ends ``CANCELLED`` having committed nothing."""
         name = str(table.identifier)
         record = next((r for r in state.processes(table) if r.process_id == process_id), None)
         if record is None:
@@ -97,21 +97,14 @@ class Jobs:
         if not record.is_running:
             raise ConflictError(f"Optimizing process {process_id} of {name} has already ended "
                                 f"({record.effective_status})")
-        job = self._running.get(name)
-        if job is None or job.done or record.started_at_ms < job.started_ms:
+        answer = cancellation.request(process_id)
+        if answer == cancellation.COMMITTING:
+            raise ConflictError(f"Optimizing process {process_id} of {name} is committing; it can no longer be "
+                                "cancelled")
+        if answer == cancellation.ELSEWHERE:
             raise ConflictError(f"Optimizing process {process_id} of {name} runs in another process "
-                                "(the optimizer or a session); stop it there")
-        group = record.output_prefix.rstrip("/").rsplit("/", 1)[-1]  # executor.run_tasks' job group
-        threading.Thread(target=self._keep_cancelling, args=(job, group), name=f"arctic-cancel-{name}",
-                         daemon=True).start()
+                                "(another service or a session); stop it there")
         return {"process_id": process_id, "table": name, "cancelling": True}
-
-    def _keep_cancelling(self, job: OptimizeJob, group: str) -> None:
-        sc = self._spark().sparkContext
-        while True:
-            sc.cancelJobGroup(group)
-            if job.finished.wait(0.5):
-                return
 
     def running(self) -> list[OptimizeJob]:
         return [j for j in self._running.values() if not j.done]

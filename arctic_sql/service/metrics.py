@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from arctic_sql.service import views
-from arctic_sql.service.facts import STATUSES, last_optimized_ms, optimizing_status
+from arctic_sql.service.facts import STATUSES, current_health, last_optimized_ms, optimizing_status
 from arctic_sql.table import optimizing_state as state
 
 if TYPE_CHECKING:
@@ -40,7 +40,8 @@ class TableCollector(Collector):
         records = GaugeMetricFamily("arctic_table_records", "Rows in live base files plus unmerged change rows",
                                     labels=t)
         health = GaugeMetricFamily("arctic_table_health_score", "Health score, 0-100 (see the README)", labels=t)
-        component = GaugeMetricFamily("arctic_table_health_points", "Points left of each health score component",
+        component = GaugeMetricFamily("arctic_table_health_points",
+                                      "Points left of each health score component (a penalty: negative points)",
                                       labels=["table", "component"])
         unmerged = GaugeMetricFamily("arctic_table_unmerged_change_files", "Change files not yet merged", labels=t)
         oldest = GaugeMetricFamily("arctic_table_oldest_unmerged_change_age_seconds",
@@ -58,9 +59,12 @@ class TableCollector(Collector):
             size.add_metric([name, "base"], facts.base_bytes)
             size.add_metric([name, "change"], facts.change_bytes)
             records.add_metric([name], facts.records)
-            health.add_metric([name], facts.health.score)
-            for c in facts.health.components:
+            score = current_health(facts, recs)
+            health.add_metric([name], score.score)
+            for c in score.components:
                 component.add_metric([name, c.name], c.points)
+            for p in score.penalties:
+                component.add_metric([name, p.name], -p.points)
             unmerged.add_metric([name], facts.unmerged_change_files)
             age = facts.oldest_unmerged_change_ms
             oldest.add_metric([name], max(0.0, (now - age) / 1000) if age is not None else 0.0)

@@ -10,7 +10,15 @@ from typing import Any
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.optimizer.service import occupation, quota_threads
-from arctic_sql.service.facts import STATUSES, FactsCache, TableFacts, last_optimized_ms, optimizing_status
+from arctic_sql.service.facts import (
+    STATUSES,
+    FactsCache,
+    TableFacts,
+    current_health,
+    last_failure,
+    last_optimized_ms,
+    optimizing_status,
+)
 from arctic_sql.table import maintenance_log, metadata_rows
 from arctic_sql.table import optimizing_state as state
 from arctic_sql.table import properties as props
@@ -36,14 +44,23 @@ def _with_times(row: dict[str, Any]) -> dict[str, Any]:
 
 
 # tables -------------------------------------------------------------------------------------------
+def _failure(records: list[state.ProcessRecord]) -> dict[str, Any] | None:
+    failed = last_failure(records)
+    if failed is None:
+        return None
+    return {"process_id": failed.process_id, "status": str(failed.effective_status),
+            "failed_at": iso(failed.ended_at_ms or failed.heartbeat_ms), "reason": failed.failure_reason}
+
+
 def table_summary(facts: TableFacts, records: list[state.ProcessRecord]) -> dict[str, Any]:
-    """One row of ``GET /tables``."""
-    return {"name": facts.name, "kind": facts.kind, "health_score": facts.health.score, "records": facts.records,
+    """One row of ``GET /tables``; ``last_failure`` is set while the last optimize failed."""
+    return {"name": facts.name, "kind": facts.kind, "health_score": current_health(facts, records).score,
+            "records": facts.records,
             "base_files": facts.base_files, "change_files": facts.change_files,
             "unmerged_change_files": facts.unmerged_change_files, "avg_file_size": facts.avg_file_size,
             "bytes": facts.bytes, "last_commit_at": iso(facts.last_commit_at_ms),
-            "optimizing_status": optimizing_status(facts, records), "group": facts.group,
-            "latest_version": facts.latest_version}
+            "optimizing_status": optimizing_status(facts, records), "last_failure": _failure(records),
+            "group": facts.group, "latest_version": facts.latest_version}
 
 
 def page_of(items: Sequence[Any], page: int, page_size: int) -> dict[str, Any]:
@@ -78,10 +95,11 @@ def list_tables(cache: FactsCache, *, q: str | None = None, database: str | None
     for facts in cache.all():
         db = facts.name.split(".", 1)[0]
         if (q and q.lower() not in facts.name) or (database and db != database.lower()) or \
-                (kind and facts.kind != kind) or (max_health is not None and facts.health.score > max_health):
+                (kind and facts.kind != kind):
             continue
         row = table_summary(facts, cache.processes(facts))
-        if status is None or row["optimizing_status"] == status:
+        if (status is None or row["optimizing_status"] == status) and \
+                (max_health is None or row["health_score"] <= max_health):
             rows.append(row)
     rows.sort(key=lambda r: (_sort_value(r, sort), r["name"]), reverse=order == "desc")
     result = page_of(rows, page, page_size)
@@ -137,7 +155,7 @@ def table_details(cache: FactsCache, table: ArcticTable, facts: TableFacts) -> d
         "partitioning": _partitioning(table), "properties": _properties(table),
         "files": _file_counts(table),
         "watermarks": [{"partition": p["partition"], "watermark": p["watermark"]} for p in partitions],
-        "health": facts.health.as_dict(),
+        "health": current_health(facts, records).as_dict(),
         "optimizing": {"status": optimizing_status(facts, records), "pending_modes": list(facts.pending_modes),
                        "reasons": list(facts.pending_reasons), "evaluated_at": iso(facts.evaluated_ms),
                        "last_optimized_at": iso(last_optimized_ms(records)),
@@ -177,6 +195,17 @@ COLLECTIONS: dict[str, tuple[Callable[[ArcticTable], list[dict[str, Any]]], bool
     "consumers": (metadata_rows.consumers, False),
     "versions": (version_series, False),
 }
+
+
+def process_detail(table: ArcticTable, process_id: str) -> dict[str, Any]:
+    """``GET .../optimizing/{id}``: one process as the list shows it, plus the failure's full message."""
+    record = next((r for r in state.processes(table) if r.process_id == process_id), None)
+    if record is None:
+        raise LookupError(f"No optimizing process {process_id} of {table.identifier}")
+    row = next(r for r in metadata_rows.optimizing(table) if r["process_id"] == process_id)
+    return {**_with_times(row), "base_snapshot_id": record.base_snapshot_id,
+            "change_snapshot_id": record.change_snapshot_id, "output_prefix": record.output_prefix,
+            "failure_detail": record.failure_detail}
 
 
 def collection(table: ArcticTable, name: str, page: int, page_size: int) -> dict[str, Any]:
@@ -245,6 +274,46 @@ def overview(cache: FactsCache, top: int = 5) -> dict[str, Any]:
         "worst_health": sorted(rows, key=lambda r: (r["health_score"], r["name"]))[:top],
         "generated_at": iso(int(time.time() * 1000)),
     }
+
+
+DATA_SIZE_POINTS = 100
+
+
+def data_size(cache: FactsCache, points: int = DATA_SIZE_POINTS) -> dict[str, Any]:
+    """``GET /overview/data-size`` (Amoro's ``/overview/dataSize``): the warehouse's total bytes and files
+    over time, summed over every table's stores from their snapshot summaries (no file is read).
+
+    After each commit of any table the total is the sum of every store's latest totals; more commits
+    than ``points`` are sampled at evenly spaced times (the state at each time). A table counts from
+    its oldest retained snapshot: expired history and dropped tables are not shown.
+    """
+    if not 2 <= points <= 1000:
+        raise InvalidArgumentError(f"points must be between 2 and 1000, got {points}")
+    all_facts = cache.all()
+    events = sorted((ts, f.name, store, size, files) for f in all_facts for ts, store, size, files in f.size_points)
+    latest: dict[tuple[str, int], tuple[int, int]] = {}
+    total_bytes = total_files = 0
+    series: list[tuple[int, int, int, int]] = []  # (at, bytes, files, tables)
+    for ts, name, store, size, files in events:
+        old_size, old_files = latest.get((name, store), (0, 0))
+        total_bytes, total_files = total_bytes + size - old_size, total_files + files - old_files
+        latest[(name, store)] = (size, files)
+        point = (ts, total_bytes, total_files, len({n for n, _ in latest}))
+        if series and series[-1][0] == ts:
+            series[-1] = point
+        else:
+            series.append(point)
+    sampled = series
+    if len(series) > points:
+        first, last = series[0][0], series[-1][0]
+        times = [first + (last - first) * i // (points - 1) for i in range(points)]
+        sampled, j = [], 0
+        for t in times:
+            while j + 1 < len(series) and series[j + 1][0] <= t:
+                j += 1
+            sampled.append((t, *series[j][1:]))
+    return {"points": [{"at": iso(t), "at_ms": t, "bytes": b, "files": n, "tables": k} for t, b, n, k in sampled],
+            "commits": len(series), "tables": len(all_facts), "generated_at": iso(int(time.time() * 1000))}
 
 
 def _top(rows: list[dict[str, Any]], key: str, n: int) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow.fs as pafs
 
+from arctic_sql.errors import InvalidArgumentError, failure_summary
 from arctic_sql.table import storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.optimizing_state import now_ms
@@ -49,7 +50,7 @@ class MaintenanceRun:
     run_id: str
     table: str
     kind: str
-    trigger: str  # manual (the service's API), or the optimizer's schedule
+    trigger: str  # manual (CALL), service-api (the service's API) or optimizer (its schedule)
     status: str
     started_at_ms: int
     ended_at_ms: int
@@ -65,30 +66,40 @@ def folder(table: ArcticTable) -> str:
     return f"{layout.table_root(table.base.location())}/maintenance"
 
 
+SAMPLE_PATHS = 20
+
+
 def _result_dict(result: object) -> dict[str, object]:
     if dataclasses.is_dataclass(result) and not isinstance(result, type):
         return asdict(result)
-    if isinstance(result, list):
-        return {"removed_files": len(result)}
+    if isinstance(result, list):  # the files an orphan cleaning removed: how many, and the first few
+        return {"removed_files": len(result), "removed_paths": [str(p) for p in result[:SAMPLE_PATHS]]}
     return {"result": str(result)}
 
 
 def recorded(table: ArcticTable, kind: str, trigger: str, run: Callable[[], T]) -> T:
-    """Run a maintenance job and record it, failed or not; the job's own error is re-raised."""
+    """Run a maintenance job and record it, failed or not; the job's own error is re-raised.
+
+    The record keeps what the job removed: a result dataclass's fields, or for a list of removed
+    files their number and the first :data:`SAMPLE_PATHS`. A request refused as invalid
+    (:class:`InvalidArgumentError`: nothing ran) is not recorded.
+    """
     started = now_ms()
     record = MaintenanceRun(f"{started:013d}-{uuid.uuid4().hex[:8]}", str(table.identifier), str(kind), trigger,
                             RunStatus.SUCCESS, started, started)
     try:
         result = run()
-    except Exception as e:
-        record.status, record.failure_reason = RunStatus.FAILED, (str(e).splitlines() or [type(e).__name__])[0]
+    except InvalidArgumentError:
         raise
-    else:
-        record.result = _result_dict(result)
-        return result
-    finally:
+    except Exception as e:
+        record.status, record.failure_reason = RunStatus.FAILED, failure_summary(e)
         record.ended_at_ms = now_ms()
         save(table, record)
+        raise
+    record.result = _result_dict(result)
+    record.ended_at_ms = now_ms()
+    save(table, record)
+    return result
 
 
 def save(table: ArcticTable, record: MaintenanceRun) -> None:

@@ -8,10 +8,13 @@ status and, while the process runs, on every heartbeat, so maintenance can tell 
 Status is an explicit state machine::
 
     PLANNED ─► EXECUTING ─► COMMITTING ─► SUCCESS      (all partitions committed)
-                  │              ├──────► PARTIAL      (some partitions dropped: inputs moved)
-                  │              ├──────► DROPPED      (every partition dropped: nothing committed)
-                  │              └──────► FAILED       (the commit itself failed)
-                  └──────────────────────► FAILED       (a task failed after its retries)
+       │          │              ├──────► PARTIAL      (some partitions dropped: inputs moved)
+       │          │              ├──────► DROPPED      (every partition dropped: nothing committed)
+       │          │              └──────► FAILED       (the commit itself failed)
+       │          ├──────────────────────► FAILED       (a task failed after its retries)
+       └──────────┴──────────────────────► CANCELLED    (cancelled on request: nothing committed)
+
+A process can be cancelled only before it commits (``optimizer/cancellation.py``).
 
 A record left in an active status whose heartbeat is older than :data:`HEARTBEAT_TIMEOUT_MS`
 belongs to a process that crashed; readers report it as ``ABANDONED``.
@@ -46,22 +49,24 @@ class Status(StrEnum):
     PARTIAL = "PARTIAL"
     DROPPED = "DROPPED"
     FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
     ABANDONED = "ABANDONED"  # never stored: an active record whose heartbeat stopped
 
 
 PLANNED, EXECUTING, COMMITTING = Status.PLANNED, Status.EXECUTING, Status.COMMITTING
-SUCCESS, PARTIAL, DROPPED, FAILED, ABANDONED = (Status.SUCCESS, Status.PARTIAL, Status.DROPPED, Status.FAILED,
-                                                Status.ABANDONED)
+SUCCESS, PARTIAL, DROPPED, FAILED, CANCELLED, ABANDONED = (
+    Status.SUCCESS, Status.PARTIAL, Status.DROPPED, Status.FAILED, Status.CANCELLED, Status.ABANDONED)
 ACTIVE = frozenset({PLANNED, EXECUTING, COMMITTING})
 TRANSITIONS: dict[str, frozenset[str]] = {
-    PLANNED: frozenset({EXECUTING, FAILED}),
-    EXECUTING: frozenset({COMMITTING, FAILED}),
+    PLANNED: frozenset({EXECUTING, FAILED, CANCELLED}),
+    EXECUTING: frozenset({COMMITTING, FAILED, CANCELLED}),
     COMMITTING: frozenset({SUCCESS, PARTIAL, DROPPED, FAILED}),
 }
 # Amoro's optimizer.heart-beat-timeout is 1 min; a running process heartbeats every HEARTBEAT_MS.
 HEARTBEAT_MS = 10_000
 HEARTBEAT_TIMEOUT_MS = 60_000
 _FAILURE_REASON_LIMIT = 4000  # as Amoro's failedReason
+_FAILURE_DETAIL_LIMIT = 64_000  # a JVM stack trace or two
 
 
 def now_ms() -> int:
@@ -90,7 +95,8 @@ class ProcessRecord:
     output_bytes: int = 0
     task_time_ms: int = 0  # summed task execution time (what quota scheduling counts)
     retries: int = 0
-    failure_reason: str | None = None
+    failure_reason: str | None = None  # one line: what the lists and the dashboard show
+    failure_detail: str | None = None  # the whole message, causes included (the process's own page)
 
     @property
     def effective_status(self) -> str:
@@ -134,8 +140,10 @@ def save(table: ArcticTable, record: ProcessRecord) -> None:
     storage.replace_file(f"{_folder(table)}/{record.process_id}.json", json.dumps(asdict(record), sort_keys=True).encode())
 
 
-def transition(table: ArcticTable, record: ProcessRecord, status: str, *, failure: str | None = None) -> None:
-    """Move ``record`` to ``status`` (checked against the state machine) and save it."""
+def transition(table: ArcticTable, record: ProcessRecord, status: str, *, failure: str | None = None,
+               detail: str | None = None) -> None:
+    """Move ``record`` to ``status`` (checked against the state machine) and save it; ``failure`` is the
+    one-line reason, ``detail`` the full message behind it."""
     if status not in TRANSITIONS.get(record.status, frozenset()):
         raise ArcticError(f"Optimizing process {record.process_id} cannot go from {record.status} to {status}")
     record.status = status
@@ -144,6 +152,8 @@ def transition(table: ArcticTable, record: ProcessRecord, status: str, *, failur
         record.ended_at_ms = record.heartbeat_ms
     if failure is not None:
         record.failure_reason = failure[:_FAILURE_REASON_LIMIT]
+    if detail is not None:
+        record.failure_detail = detail[:_FAILURE_DETAIL_LIMIT]
     save(table, record)
 
 

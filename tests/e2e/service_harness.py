@@ -84,9 +84,10 @@ def token_file(folder: str) -> str:
 
 
 @contextmanager
-def service_process(warehouse: str, *args: str) -> Iterator[RunningService]:
-    """``python -m arctic_sql.cli service --warehouse W --port 0 ARGS``; yields once it listens."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+def service_process(warehouse: str, *args: str, env: dict[str, str] | None = None) -> Iterator[RunningService]:
+    """``python -m arctic_sql.cli service --warehouse W --port 0 ARGS``; yields once it listens.
+    ``env``: more environment for it (a fault to inject, say)."""
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     with tempfile.NamedTemporaryFile("w+", prefix="arctic-service-", suffix=".log") as log:
         proc = subprocess.Popen([sys.executable, "-m", "arctic_sql.cli", "service", "--warehouse", warehouse,
                                  "--port", "0", *args], stdout=subprocess.PIPE, stderr=log, text=True, env=env)

@@ -42,7 +42,11 @@ def test_tables_in_every_state_listed_with_health(service):
     assert raw["base_files"] == 0 and raw["unmerged_change_files"] == raw["change_files"] > 0
     assert done["base_files"] > 0 and done["unmerged_change_files"] == 0 and done["health_score"] == 100
     assert raw["health_score"] < 60  # change data only, not merged: the unmerged-changes points are gone
-    assert failed["optimizing_status"] == "idle" and failed["unmerged_change_files"] > 0
+    assert failed["unmerged_change_files"] > 0
+    # Its optimize failed (a change file vanished): it says so, in one line, until an optimize succeeds.
+    assert failed["optimizing_status"] == "failed"
+    assert "\n" not in failed["last_failure"]["reason"] and "FileNotFoundError" in failed["last_failure"]["reason"]
+    assert raw["last_failure"] is None and raw["optimizing_status"] in ("idle", "pending")
     assert all(t["last_commit_at"] for n, t in tables.items() if n != "db.empty")
     assert raw["avg_file_size"] == raw["bytes"] // (raw["base_files"] + raw["change_files"])
 
@@ -69,7 +73,7 @@ def test_details_explain_the_health_score(service):
     assert props["self-optimizing.enabled"]["value"] == "true"
     components = {c["name"]: c for c in d["health"]["components"]}
     assert set(components) == {"small_files", "unmerged_changes", "delete_ratio"}
-    assert round(sum(c["points"] for c in components.values())) == d["health_score"]
+    assert round(sum(c["points"] for c in components.values())) == d["health_score"] and d["health"]["penalties"] == []
     assert components["unmerged_changes"]["points"] == 0 and "unmerged change row" in \
         components["unmerged_changes"]["explanation"]
     assert components["delete_ratio"]["value"] > 0  # one delete row
@@ -88,6 +92,16 @@ def test_history_optimizing_and_failures(service):
     assert [r["status"] for r in failed] == ["FAILED"] and failed[0]["failure_reason"]
     details = service.get("/api/v1/tables/db/failed").json()
     assert details["optimizing"]["failures"] == 1
+    penalty = details["health"]["penalties"]
+    assert [p["name"] for p in penalty] == ["optimize_failed"] and failed[0]["process_id"] in penalty[0]["explanation"]
+    components = round(sum(c["points"] for c in details["health"]["components"]))
+    assert details["health_score"] == max(0, components - penalty[0]["points"]) < 60
+    process = service.get(f"/api/v1/tables/db/failed/optimizing/{failed[0]['process_id']}").json()
+    assert process["failure_reason"] == failed[0]["failure_reason"] == details["last_failure"]["reason"]
+    # The whole message is kept for the process's own page: the Python worker's traceback and more.
+    assert len(process["failure_detail"]) > len(process["failure_reason"])
+    assert "Traceback" in process["failure_detail"] and "FileNotFoundError" in process["failure_detail"]
+    assert service.get("/api/v1/tables/db/failed/optimizing/nope").status_code == 404
     files = service.get("/api/v1/tables/db/done/files").json()["items"]
     assert {f["merged"] for f in files if f["store"] == "change"} == {True}
     for name in ("snapshots", "partitions", "maintenance", "consumers", "versions"):
@@ -124,6 +138,38 @@ def test_expire_through_the_api_is_recorded_as_a_maintenance_run(service):
     assert bad.status_code == 400 and bad.json()["error"].startswith("Invalid retain_last: "), bad.text
 
 
+def test_expire_and_orphan_cleaning_called_in_sql_are_maintenance_runs(spark, service, tmp_path_factory):
+    """CALL system.expire_snapshots / remove_orphan_files show in the table's maintenance runs with what
+    they removed; a dry run and a refused call are not runs (nothing changed)."""
+    import os
+
+    import arctic_sql
+
+    warehouse = warehouse_with_every_state(spark, str(tmp_path_factory.getbasetemp() / "service-warehouse"))
+    s = arctic_sql.connect(warehouse=warehouse, spark=spark)
+    s.sql("INSERT INTO db.logs VALUES (3, 'z')")
+    # A file of a writer that crashed before committing: in a write folder of its own, referenced by nothing.
+    folder = s.table("db.logs").base.location().removeprefix("file://").removeprefix("file:") + "/data/" + "ab" * 16
+    os.makedirs(folder)
+    stray = os.path.join(folder, "part-00000-stray.parquet")
+    with open(stray, "wb") as f:
+        f.write(b"not referenced by any snapshot")
+    two_days_ago = time.time() - 2 * 86_400
+    os.utime(stray, (two_days_ago, two_days_ago))
+    expired = s.sql("CALL system.expire_snapshots(table => 'db.logs', older_than => TIMESTAMP '2100-01-01 00:00:00', "
+                    "retain_last => 1)").collect()
+    s.sql("CALL system.remove_orphan_files(table => 'db.logs', dry_run => true)").collect()
+    with pytest.raises(Exception, match="safety window"):  # refused: nothing ran
+        s.sql("CALL system.remove_orphan_files(table => 'db.logs', older_than => TIMESTAMP '2100-01-01 00:00:00')")
+    removed = [r[0] for r in s.sql("CALL system.remove_orphan_files(table => 'db.logs')").collect()]
+    assert not os.path.exists(stray) and [os.path.basename(p) for p in removed] == [os.path.basename(stray)]
+    runs = service.get("/api/v1/tables/db/logs/maintenance").json()["items"]  # newest first
+    assert [(r["kind"], r["trigger"], r["status"]) for r in runs] == [
+        ("remove-orphan-files", "manual", "SUCCESS"), ("expire-snapshots", "manual", "SUCCESS")]
+    assert runs[1]["result"]["expired_snapshots"] == expired[0]["expired_snapshots_count"] == 1
+    assert runs[0]["result"]["removed_files"] == 1 and runs[0]["result"]["removed_paths"] == removed
+
+
 def test_errors_are_one_line_json(service):
     for path, status in (("/api/v1/tables/db/nope", 404), ("/api/v1/tables/nodb/t", 404),
                          ("/api/v1/tables?sort=size", 400), ("/api/v1/tables?page=0", 400),
@@ -146,7 +192,16 @@ def test_overview_groups_openapi_and_health(service):
     assert groups[0]["task_time_ms_last_hour"] > 0  # db.done's optimize
     spec = service.get("/openapi.json").json()
     assert {"/api/v1/tables", "/api/v1/tables/{db}/{table}", "/api/v1/tables/{db}/{table}/optimize",
-            "/api/v1/groups", "/api/v1/overview", "/metrics", "/health"} <= set(spec["paths"])
+            "/api/v1/tables/{db}/{table}/optimizing/{process_id}", "/api/v1/tables/{db}/{table}/optimizing/"
+            "{process_id}/cancel", "/api/v1/groups", "/api/v1/overview", "/api/v1/overview/data-size", "/metrics",
+            "/health"} <= set(spec["paths"])
+    size = service.get("/api/v1/overview/data-size").json()
+    points = size["points"]
+    assert size["tables"] == len(TABLES) and points and points[-1]["tables"] == len(TABLES) - 1  # db.empty: none
+    assert [p["at_ms"] for p in points] == sorted(p["at_ms"] for p in points)
+    # From snapshot summaries alone, and the newest point agrees with the live files' sizes.
+    assert points[-1]["bytes"] == sum(t["bytes"] for t in _tables(service).values())
+    assert service.get("/api/v1/overview/data-size", params={"points": 1}).status_code == 400
     assert service.get("/health").json()["spark_started"] is False  # every read above was metadata only
 
 

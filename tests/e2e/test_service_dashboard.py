@@ -64,6 +64,7 @@ def test_overview_tables_and_groups_pages(site, page):
     assert page.title() == "Overview · arctic-sql"
     assert page.locator(".card .label", has_text="tables").first.is_visible()
     assert page.locator("svg.chart").count() >= 2
+    assert page.locator('#data-size svg.chart[aria-label="Data size of all tables over time"] circle').count() >= 2
     page.wait_for_load_state("networkidle")  # the favicon and the script came (or failed) by now
     _shot(page, "overview")
 
@@ -75,6 +76,8 @@ def test_overview_tables_and_groups_pages(site, page):
     assert page.locator("table.tables .health").count() == len(TABLES)
     raw = page.locator("table.tables tbody tr", has_text="db.raw")
     assert int(raw.locator(".score").inner_text()) < 60 and raw.locator(".health.poor").count() == 1
+    failed = page.locator("table.tables tbody tr", has_text="db.failed").locator(".status.failed")
+    assert failed.inner_text() == "failed" and "FileNotFoundError" in failed.get_attribute("title")
     _shot(page, "tables")
 
     page.click("a.sort[data-sort=health_score]")  # worst health first
@@ -104,7 +107,12 @@ def test_table_tabs_show_details_history_optimizing_and_maintenance(site, page):
     page.goto(f"{site}/tables/db/failed?tab=optimizing")
     failed = page.locator("table.optimizing tbody tr")
     assert failed.count() == 1 and failed.locator(".status.FAILED").is_visible()
+    assert "FileNotFoundError" in page.locator("#last-failure").inner_text()
+    failed.locator("a", has_text="full message").click()
+    expect(page.locator("#process pre.failure")).to_contain_text("Traceback")
     _shot(page, "table-optimizing-failed")
+    page.click("a.tab[data-tab=details]")
+    expect(page.locator("#tab-details td", has_text="optimize_failed")).to_be_visible()
     page.click("a.tab[data-tab=maintenance]")
     expect(page.locator("#tab-maintenance")).to_be_visible()
     assert page.problems == []

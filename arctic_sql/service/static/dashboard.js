@@ -1,5 +1,5 @@
 // arctic-sql dashboard: the token for actions (and for reads when they are protected), and the
-// buttons that optimize or expire a table. No library; the pages are rendered on the server.
+// buttons that optimize, cancel an optimize or expire a table. No library; the pages are rendered on the server.
 "use strict";
 (function () {
   const KEY = "arctic-token";
@@ -43,6 +43,16 @@
       say("Optimize (" + mode + ") started; it shows in the Optimizing tab.");
       setTimeout(function () { location.href = "?tab=optimizing"; }, 800);
     } catch (e) { say("Optimize refused: " + e.message); }
+  });
+
+  document.querySelectorAll("button.cancel").forEach(function (button) {
+    button.addEventListener("click", async function () {
+      try {
+        await post(api + "/optimizing/" + button.dataset.process + "/cancel", {});
+        say("Cancelling process " + button.dataset.process + "; it ends CANCELLED, committing nothing.");
+        setTimeout(function () { location.reload(); }, 1500);
+      } catch (e) { say("Cancel refused: " + e.message); }
+    });
   });
 
   document.getElementById("expire").addEventListener("click", async function () {

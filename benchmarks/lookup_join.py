@@ -1,0 +1,158 @@
+"""A fact stream joined with a changing dimension: per-batch latency of three ways, side by side.
+
+    python -m benchmarks.lookup_join [--rows 1000000,5000000] [--batches 5] [--facts 10000] [--changes 0.01]
+
+For each dimension size, an arctic table of ``rows`` customers; per step, ``changes`` of them are
+updated (one commit) and a file of ``facts`` facts lands (a tenth of them on keys just updated).
+Three long-running queries, each with its own checkpoint and its own copy of the facts folder;
+within each step the fact file lands in one folder after the other, and each query is timed until
+it has processed it (interleaved, so machine load falls on all three alike):
+
+- ``lookup_join``: arctic_sql.streaming.lookup_join (incremental, version-pinned);
+- ``reread``: ``foreachBatch`` reading the whole dimension again and broadcasting it;
+- ``static``: Spark's stream-static join with the dimension read once (it goes stale: its file
+  list is fixed when the query starts).
+
+Latency is the wall time from the fact file landing to ``processAllAvailable`` returning (for
+lookup_join this includes applying the step's dimension change, if its stream had not yet), median
+over the steps; "fresh" is the share of facts on updated keys that met the
+updated row. Prints the ratio reread / lookup_join (target at least 3 at 1M rows) and how
+lookup_join's latency moves from the first size to the last (target: flat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import tempfile
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def _step_names(step: int) -> str:
+    return f"s{step}_"
+
+
+def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changes: float) -> dict:  # noqa: ANN001
+    from pyspark.sql import functions as F
+
+    from arctic_sql.streaming import lookup_join
+
+    name = f"db.dim{rows}"
+    session.sql(f"CREATE TABLE {name} (id BIGINT, name STRING, tier INT, PRIMARY KEY (id)) USING arctic")
+    started = time.perf_counter()
+    (spark.range(rows).selectExpr("id", "concat('init_', id) AS name", "CAST(id % 5 AS INT) AS tier")
+     .write.format("arctic").mode("append").save(name))
+    print(f"  loaded {rows:,} rows in {time.perf_counter() - started:.1f} s", flush=True)
+    folders = {system: os.path.join(root, f"facts-{system}-{rows}") for system in ("lookup_join", "reread", "static")}
+
+    def stream(system: str):  # noqa: ANN202
+        os.makedirs(folders[system])
+        return spark.readStream.schema("fid BIGINT, id BIGINT").option("maxFilesPerTrigger", 1).parquet(folders[system])
+    seen: dict[str, list] = {"lookup_join": [], "reread": [], "static": []}
+
+    def fresh_share(df, step_marker: str) -> tuple[int, int]:  # noqa: ANN001
+        on_updated = df.where(F.col("fid") % 10 == 0)  # the facts aimed at updated keys
+        return on_updated.where(F.col("name").startswith(step_marker)).count(), on_updated.count()
+
+    def collector(system: str):  # noqa: ANN202
+        def sink(df, batch_id: int) -> None:  # noqa: ANN001
+            seen[system].append(fresh_share(df, current["marker"]))
+        return sink
+
+    def reread(df, batch_id: int) -> None:  # noqa: ANN001
+        dimension = spark.read.format("arctic").load(name)
+        joined = df.join(F.broadcast(dimension), "id", "left")
+        seen["reread"].append(fresh_share(joined, current["marker"]))
+
+    current = {"marker": "none"}
+    static_dim = spark.read.format("arctic").load(name)
+    queries = {
+        "lookup_join": lookup_join(stream("lookup_join"), name, on="id", how="left", options={"lookup.buckets": "8"})
+        .writeStream.foreachBatch(collector("lookup_join")),
+        "reread": stream("reread").writeStream.foreachBatch(reread),
+        "static": stream("static").join(F.broadcast(static_dim), "id", "left").writeStream.foreachBatch(collector("static")),
+    }
+    running = {}
+    for system, writer in queries.items():
+        started = time.perf_counter()
+        running[system] = writer.option("checkpointLocation", os.path.join(root, f"ck-{system}-{rows}")).start()
+        running[system].processAllAvailable()
+        print(f"  {system}: started in {time.perf_counter() - started:.1f} s", flush=True)
+    for shares in seen.values():
+        shares.clear()  # only the steps count
+    rng = random.Random(rows)
+    latency: dict[str, list[float]] = {s: [] for s in queries}
+    for step in range(batches):
+        marker = _step_names(step)
+        updated = rng.sample(range(rows), int(rows * changes))
+        (spark.createDataFrame([(k, f"{marker}{k}", step) for k in updated], "id BIGINT, name STRING, tier INT")
+         .write.format("arctic").mode("append").save(name))
+        keys = [updated[i % len(updated)] if i % 10 == 0 else rng.randrange(rows) for i in range(facts)]
+        table = pa.table({"fid": pa.array(range(step * facts, (step + 1) * facts), pa.int64()),
+                          "id": pa.array(keys, pa.int64())})
+        current["marker"] = marker
+        order = list(queries) if step % 2 == 0 else list(reversed(queries))  # who goes first alternates
+        for system in order:  # each query's facts land on its turn, so each runs alone
+            path = os.path.join(folders[system], f"f{step:05d}.parquet")
+            pq.write_table(table, path + ".tmp")
+            started = time.perf_counter()
+            os.rename(path + ".tmp", path)
+            running[system].processAllAvailable()
+            latency[system].append(time.perf_counter() - started)
+    for query in running.values():
+        query.stop()
+    result = {}
+    for system in queries:
+        fresh = sum(a for a, _ in seen[system])
+        total = sum(b for _, b in seen[system])
+        result[system] = (statistics.median(latency[system]), fresh / total if total else float("nan"))
+        print(f"  {system:12s} median {result[system][0]:.2f} s per step "
+              f"({', '.join(f'{x:.2f}' for x in latency[system])}); fresh {result[system][1]:.0%}", flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="1000000,5000000")
+    parser.add_argument("--batches", type=int, default=5)
+    parser.add_argument("--facts", type=int, default=10_000)
+    parser.add_argument("--changes", type=float, default=0.01)
+    args = parser.parse_args()
+
+    import arctic_sql
+    from arctic_sql.spark import local_session
+
+    root = tempfile.mkdtemp(prefix="arctic-lookup-bench-")
+    try:
+        spark = local_session(os.path.join(root, "warehouse"), {"spark.master": "local[2]",
+                                                                "spark.sql.shuffle.partitions": "4"})
+        session = arctic_sql.connect(warehouse=os.path.join(root, "warehouse"), spark=spark)
+        session.sql("CREATE DATABASE db")
+        results = {}
+        for rows in [int(r) for r in args.rows.split(",")]:
+            print(f"dimension of {rows:,} rows, {args.changes:.0%} changed and {args.facts:,} facts per step:",
+                  flush=True)
+            results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, args.changes)
+        for rows, result in results.items():
+            ours, reread = result["lookup_join"][0], result["reread"][0]
+            print(f"{rows:>10,} rows: reread / lookup_join = {reread / ours:.2f} ({reread:.2f} s vs {ours:.2f} s); "
+                  f"static join fresh {result['static'][1]:.0%} (stale), lookup_join fresh "
+                  f"{result['lookup_join'][1]:.0%}")
+        sizes = list(results)
+        if len(sizes) > 1:
+            first, last = results[sizes[0]]["lookup_join"][0], results[sizes[-1]]["lookup_join"][0]
+            print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows = {last / first:.2f} "
+                  f"({last:.2f} s vs {first:.2f} s)")
+        spark.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

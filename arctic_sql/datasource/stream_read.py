@@ -197,9 +197,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         table, history = self._table()
         buckets = self.options.lookup_buckets
-        markers = [] if buckets is None else [
-            VersionMarkers(finish, next((c.committed_at_ms for c in history.commits if c.version == finish), 0),
-                           buckets)]
+        markers = [] if buckets is None else [VersionMarkers(finish, _committed_at(history, finish), buckets)]
         if begin == SNAPSHOT:
             return markers or snapshot_partitions(table, history, finish)
         _check_retained(table, history, begin)
@@ -222,10 +220,14 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def snapshot_partitions(table: ArcticTable, history: versions.History, version: int) -> list[InputPartition]:
     """A stream's first batch: the rows of ``version``, each an upsert (insert) of that version."""
     plan = plan_read(table, version)
-    committed = next((c.committed_at_ms for c in history.commits if c.version == version), 0)
+    committed = _committed_at(history, version)
     kind = partitions.UPSERT if table.is_keyed else partitions.INSERT
     return partitions.merge_partitions(table, plan.base_files, plan.change_files,
                                        tagged=partitions.ChangeColumns(kind, version, committed))
+
+
+def _committed_at(history: versions.History, version: int) -> int:
+    return next((c.committed_at_ms for c in history.commits if c.version == version), 0)
 
 
 def _check_retained(table: ArcticTable, history: versions.History, start: int) -> None:

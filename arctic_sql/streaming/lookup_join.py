@@ -35,6 +35,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
 from arctic_sql.datasource.read_options import CHANGE_TYPE, CHANGE_VERSION, LOOKUP_BUCKET
 from arctic_sql.datasource.source import installed_spec
 from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
@@ -152,8 +155,6 @@ def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: st
     if set(on) == set(primary_key):
         on = primary_key  # hashed in the key's declared order, as the tree does
     dim_columns = tuple(dict.fromkeys([*primary_key, *on, *kept]))
-    from pyspark.sql.types import StructType
-
     return proc.LookupPlan(
         spec=spec, table=name, table_uuid=str(table.base.metadata.table_uuid), primary_key=primary_key, on=on,
         kept=kept, dim_columns=dim_columns, dim_type=StructType([dim_schema[c] for c in dim_columns]),
@@ -184,9 +185,6 @@ def _use_rocksdb(spark) -> None:  # noqa: ANN001
 
 
 def _joined(facts: DataFrame, plan: proc.LookupPlan, interval_ms: int) -> DataFrame:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
-
     spark = facts.sparkSession
     mask = F.lit(plan.buckets - 1)
     dim_type = plan.dim_type

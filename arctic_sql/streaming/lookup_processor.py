@@ -12,6 +12,7 @@ in the state store and are joined when it arrives.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -59,8 +60,9 @@ class LookupPlan:
     def on_primary_key(self) -> bool:
         return set(self.on) == set(self.primary_key)
 
+    @functools.cached_property
     def signature(self) -> str:
-        """What makes two joins' caches interchangeable."""
+        """What makes two joins' caches interchangeable (computed once per worker)."""
         text = repr((self.table_uuid, self.primary_key, self.on, self.kept, self.dim_type.json(), self.buckets))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -72,9 +74,9 @@ class LookupPlan:
 
 
 def open_cache(plan: LookupPlan, bucket: int) -> BucketCache:
-    path = os.path.join(plan.cache_dir, plan.signature(), f"bucket-{bucket:05d}.sqlite")
+    path = os.path.join(plan.cache_dir, plan.signature, f"bucket-{bucket:05d}.sqlite")
     return BucketCache(path, key_width=len(plan.primary_key), join_width=0 if plan.on_primary_key else len(plan.on),
-                       signature=plan.signature(), memory_kib=plan.memory_kib)
+                       signature=plan.signature, memory_kib=plan.memory_kib)
 
 
 def load_bucket(plan: LookupPlan, bucket: int, version: int) -> Iterator[Entry]:

@@ -77,7 +77,8 @@ def main() -> None:
     session.sql("CREATE TABLE IF NOT EXISTS db.orders (order_id BIGINT, status STRING, amount DOUBLE, "
                 "PRIMARY KEY (order_id)) TBLPROPERTIES ('self-optimizing.minor.trigger.file-count' = '4')")
 
-    service = Service(session)  # the optimizer, as `arctic-sql optimizer` runs it, in a thread here
+    # The optimizer, as `arctic-sql optimizer` runs it, in a thread here.
+    service = Service(session.spark, session.catalog)
     optimizer = threading.Thread(target=service.run, args=(2.0,), name="optimizer", daemon=True)
     optimizer.start()
 

@@ -215,11 +215,10 @@ def _finish(process, timeout=240):
 
 
 def _table(warehouse):
-    import arctic_sql.session as session_module
-
-    catalog = session_module._load_catalog(warehouse, "arctic", None, None)
+    from arctic_sql.options import load_catalog
     from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
 
+    catalog = load_catalog(warehouse, "arctic", None, None)
     return ArcticCatalog(catalog).load_table(TableIdentifier("db", "t"))
 
 

@@ -5,9 +5,13 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 targets=(tests)
+# Two pytest workers, each with its own local SparkSession, a file at a time: much of an end-to-end
+# test is waiting (JVMs starting, subprocess drivers, servers), which the other worker fills.
+parallel=(-n 2 --dist loadfile)
 if [ "${1:-}" = "--fast" ]; then
   shift
   targets=(tests/unit tests/parser)
+  parallel=()
 fi
 bash "$here/scripts/setup.sh" test
 cd "$here"
@@ -15,4 +19,4 @@ export SPARK_LOCAL_IP=127.0.0.1
 # Import arctic_sql as installed, never from the source folder in the working directory: the
 # source tree keeps parser/ and procedures/ beside arctic_sql/, installed inside it (package-dir).
 export PYTHONSAFEPATH=1
-exec "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=20 "${targets[@]}" "$@"
+exec "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=20 "${parallel[@]}" "${targets[@]}" "$@"

@@ -10,6 +10,7 @@ asks for the reader (query planning, still before any job: ``schema()`` also see
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,8 +30,8 @@ LOOKUP_BUCKET = "_lookup_bucket"
 LATEST = "latest"
 
 _BATCH_ONLY = ("versionAsOf", "timestampAsOf", "endingVersion", "endingTimestamp")
-_STREAM_ONLY = ("maxVersionsPerTrigger", "maxFilesPerTrigger", "maxRowsPerTrigger", "skipOverwrites", "consumerId",
-                "lookupBuckets", "refreshIntervalMs")
+_STREAM_ONLY = ("maxVersionsPerTrigger", "maxFilesPerTrigger", "maxRowsPerTrigger", "maxBytesPerTrigger",
+                "skipOverwrites", "consumerId", "lookupBuckets", "refreshIntervalMs")
 _SHARED = ("path", "table", "readChangeFeed", "startingVersion", "startingTimestamp")
 KNOWN = {name.lower(): name for name in (*_SHARED, *_BATCH_ONLY, *_STREAM_ONLY)}
 
@@ -51,6 +52,7 @@ class ReadOptions:
     max_versions: int | None = None
     max_files: int | None = None
     max_rows: int | None = None
+    max_bytes: int | None = None
     skip_overwrites: bool = False
     consumer_id: str | None = None
     # What streaming.lookup_join asks of a dimension's stream: the first batch is only version
@@ -65,7 +67,7 @@ class ReadOptions:
 
     @property
     def has_rate_limit(self) -> bool:
-        return any(v is not None for v in (self.max_versions, self.max_files, self.max_rows))
+        return any(v is not None for v in (self.max_versions, self.max_files, self.max_rows, self.max_bytes))
 
     def check_batch(self) -> None:
         """A batch read: no stream-only option; a change feed names where it starts."""
@@ -98,7 +100,8 @@ def _refuse(options: ReadOptions, names: tuple[str, ...], what: str) -> None:
 _FIELDS = {
     "versionasof": "version_as_of", "timestampasof": "timestamp_as_of", "endingversion": "ending_version",
     "endingtimestamp": "ending_timestamp", "maxversionspertrigger": "max_versions",
-    "maxfilespertrigger": "max_files", "maxrowspertrigger": "max_rows", "skipoverwrites": "skip_overwrites",
+    "maxfilespertrigger": "max_files", "maxrowspertrigger": "max_rows", "maxbytespertrigger": "max_bytes",
+    "skipoverwrites": "skip_overwrites",
     "consumerid": "consumer_id", "lookupbuckets": "lookup_buckets", "refreshintervalms": "refresh_interval_ms",
 }
 
@@ -127,6 +130,7 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
         max_versions=_whole(given, "maxversionspertrigger", minimum=1),
         max_files=_whole(given, "maxfilespertrigger", minimum=1),
         max_rows=_whole(given, "maxrowspertrigger", minimum=1),
+        max_bytes=_size(given, "maxbytespertrigger"),
         skip_overwrites=_flag(given, "skipoverwrites"),
         consumer_id=_consumer(given.get("consumerid")),
         lookup_buckets=_whole(given, "lookupbuckets", minimum=1),
@@ -159,6 +163,22 @@ def _whole(given: Mapping[str, str], name: str, minimum: int) -> int | None:
     if value is None or value < minimum:
         raise InvalidArgumentError(f"Option {KNOWN[name]} must be a whole number of at least {minimum}, got {raw!r}")
     return value
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30,
+               "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def _size(given: Mapping[str, str], name: str) -> int | None:
+    """Bytes, as Spark and Delta write them: ``1048576``, ``512k``, ``64m``, ``1g``."""
+    raw = given.get(name)
+    if raw is None:
+        return None
+    found = re.fullmatch(r"(\d+)\s*([a-z]*)", raw.strip().lower())
+    if not found or found.group(2) not in _BYTE_UNITS or int(found.group(1)) == 0:
+        raise InvalidArgumentError(f"Option {KNOWN[name]} must be a size of at least 1 byte such as 1048576, "
+                                   f"512k, 64m or 1g, got {raw!r}")
+    return int(found.group(1)) * _BYTE_UNITS[found.group(2)]
 
 
 def _flag(given: Mapping[str, str], name: str) -> bool:

@@ -12,7 +12,8 @@ versions, so they produce nothing (they only move data).
 checkpoint: a restarted query goes on from its checkpointed offset.
 
 Rate limits take whole versions, at least one per micro-batch: ``maxVersionsPerTrigger``,
-``maxFilesPerTrigger``, ``maxRowsPerTrigger`` (files and rows the versions added). Spark passes the
+``maxFilesPerTrigger``, ``maxRowsPerTrigger``, ``maxBytesPerTrigger`` (files, rows and file bytes the
+versions added; a soft limit, as in Delta). Spark passes the
 reader's default read limit to ``latestOffset`` (also under ``Trigger.AvailableNow``, which freezes the
 newest version in ``prepareForTriggerAvailableNow``); when it passes ``ReadAllAvailable`` instead,
 everything available is read, as Spark asks.
@@ -168,8 +169,9 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         limits; never past a version that replaced rows (its own batch fails, or skips it)."""
         options = self.options
         admitted: list[versions.Commit] = []
-        files = rows = 0
+        files = rows = size = 0
         limited = not isinstance(limit, ReadAllAvailable)
+        counted = options.max_files is not None or options.max_rows is not None or options.max_bytes is not None
         for commit in pending:
             if not carries_changes(table, commit):
                 if not options.skip_overwrites:
@@ -178,14 +180,16 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     raise _overwrite_error(table, commit)
                 admitted.append(commit)
                 continue
-            if limited and (options.max_files is not None or options.max_rows is not None):
+            if limited and counted:
                 added = commit_files(table, commit)
                 files += len(added)
                 rows += sum(f.record_count for f in added)
+                size += sum(f.file_size for f in added)
             over = limited and (
                 (options.max_versions is not None and len(admitted) + 1 > options.max_versions)
                 or (options.max_files is not None and files > options.max_files)
-                or (options.max_rows is not None and rows > options.max_rows))
+                or (options.max_rows is not None and rows > options.max_rows)
+                or (options.max_bytes is not None and size > options.max_bytes))
             if over and admitted:
                 break
             admitted.append(commit)

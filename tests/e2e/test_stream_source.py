@@ -104,6 +104,10 @@ def test_rate_limits_take_whole_versions(five_versions, spark, tmp_path):
     assert sizes(maxVersionsPerTrigger=2) == [[1, 2], [3, 4], [5]]
     assert sizes(maxRowsPerTrigger=5) == [[1, 2], [3, 4], [5]]  # 2 rows a version: 4 fit, 6 do not
     assert sizes(maxFilesPerTrigger=1) == [[1], [2], [3], [4], [5]]  # at least one version, if over
+    change_bytes = five_versions.sql("SELECT sum(size_bytes) FROM db.t.files WHERE store = 'change'").collect()[0][0]
+    two_and_a_half = str(change_bytes * 5 // 10)  # the five versions' files are alike in size
+    assert sizes(maxBytesPerTrigger=two_and_a_half) == [[1, 2], [3, 4], [5]]
+    assert sizes(maxBytesPerTrigger="1") == [[1], [2], [3], [4], [5]]
 
 
 def test_starting_version_latest_and_timestamp(five_versions, spark, tmp_path):

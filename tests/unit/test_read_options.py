@@ -23,6 +23,13 @@ def test_options_are_typed_whatever_their_case():
     assert parse({"startingVersion": "Latest"}).starting_latest
 
 
+@pytest.mark.parametrize(("text", "size"), [("1048576", 1 << 20), (" 512k ", 512 << 10), ("64m", 64 << 20),
+                                             ("1g", 1 << 30), ("2 GB", 2 << 30), ("10b", 10)])
+def test_max_bytes_per_trigger_takes_sizes_as_spark_writes_them(text, size):
+    options = parse({"maxBytesPerTrigger": text})
+    assert options.max_bytes == size and options.has_rate_limit
+
+
 def test_timestamps_without_an_offset_are_utc():
     micros = parse({"timestampAsOf": "2026-01-31 10:00:00"}).timestamp_as_of
     assert micros == int(datetime.datetime(2026, 1, 31, 10, tzinfo=datetime.UTC).timestamp()) * 1_000_000
@@ -35,6 +42,9 @@ def test_timestamps_without_an_offset_are_utc():
     ({"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger must be a whole number of at least 1"),
     ({"maxRowsPerTrigger": "-5"}, "maxRowsPerTrigger must be a whole number of at least 1"),
     ({"versionAsOf": "1.5"}, "versionAsOf must be a whole number"),
+    ({"maxBytesPerTrigger": "0"}, "maxBytesPerTrigger must be a size of at least 1 byte"),
+    ({"maxBytesPerTrigger": "1.5g"}, "maxBytesPerTrigger must be a size"),
+    ({"maxBytesPerTrigger": "10 parsecs"}, "maxBytesPerTrigger must be a size"),
     ({"skipOverwrites": "maybe"}, "skipOverwrites must be true or false"),
     ({"startingVersion": "1", "startingTimestamp": "2026-01-01"}, "exclude each other"),
     ({"consumerId": "../x"}, "consumerId must be letters"),

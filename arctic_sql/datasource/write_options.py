@@ -55,8 +55,6 @@ def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, se
     if sequence is not None and find_column(incoming, sequence) is None:
         raise InvalidArgumentError(f"The sequence column '{sequence}' is not among the rows written")
     has_changes = find_column(incoming, CHANGE_TYPE) is not None
-    if has_changes and not table.is_keyed:
-        raise InvalidArgumentError(f"{table.identifier} has no primary key: {CHANGE_TYPE} needs one")
     if overwrite and (has_changes or sequence):
         what = CHANGE_TYPE if has_changes else SEQUENCE_COLUMN
         raise InvalidArgumentError(f"mode(\"overwrite\") replaces rows: {what} is for appends")

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from arctic_sql.table import storage
 from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile, conform, sidecar_path, write_table
-from arctic_sql.table.change_rows import check_null_keys, newest_per_key, to_changes
+from arctic_sql.table.change_rows import check_appends, check_null_keys, newest_per_key, to_changes
 from arctic_sql.table.format import layout
 
 SEQUENCE_SIDECAR = "__arctic_sequence"
@@ -51,6 +51,8 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task: int) ->
     batch = pa.Table.from_batches(collected)
     target = plan.target
     if plan.mode != CHANGES:
+        if plan.mode == APPEND:
+            check_appends(batch, plan.table)
         rows = conform(batch, target)
         if target.keys:
             newest_per_key(rows.select(list(target.keys)), None, plan.what, plan.scope)

@@ -68,6 +68,21 @@ def to_changes(batch: pa.Table, target: WriteTarget, sequence_column: str | None
     return Changes(rows, ops, sequence)
 
 
+def check_appends(batch: pa.Table, table: str) -> None:
+    """Rows for a table without a primary key may carry ``_change_type``, as its own change feed
+    gives them (so a stream of it replicates it), but only ``insert``: nothing else has a key to act on."""
+    change_name = find_column(batch.column_names, CHANGE_TYPE)
+    if change_name is None:
+        return
+    kinds = pc.utf8_lower(batch.column(change_name).combine_chunks().cast(pa.string()))
+    other = pc.not_equal(kinds, "insert").fill_null(True)
+    if pc.any(other).as_py():
+        value = kinds.filter(other)[0].as_py()
+        shown = "NULL" if value is None else repr(value)
+        raise InvalidArgumentError(f"{table} has no primary key: {CHANGE_TYPE} {shown} needs one (only 'insert' "
+                                   "rows append)")
+
+
 def _check_kinds(kinds: pa.Array) -> None:
     bad = pc.invert(pc.is_in(kinds, pa.array(sorted(CHANGE_TYPES)))).fill_null(True)
     if pc.any(bad).as_py():

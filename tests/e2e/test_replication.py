@@ -53,3 +53,21 @@ def test_a_change_stream_into_the_sink_replicates_the_table_across_restarts(arct
         assert 0 < batches <= 4  # one version per micro-batch that carried changes
     _replicate(spark, checkpoint)  # nothing new: no batch, no version
     assert _rows(arctic, "db.copy") == _rows(arctic, "db.src")
+
+
+def test_a_table_without_a_key_replicates_through_its_insert_changes(arctic, spark, tmp_path):
+    for name in ("src", "copy"):
+        arctic.sql(f"CREATE TABLE db.{name} (id BIGINT, v STRING, n INT)")
+    checkpoint = str(tmp_path / "checkpoint")
+    arctic.sql("INSERT INTO db.src VALUES (1, 'a', 1), (1, 'a', 1), (2, 'b', 2)")  # duplicates are rows too
+    _replicate(spark, checkpoint)
+    arctic.sql("INSERT INTO db.src VALUES (3, 'c', 3), (1, 'a', 1)")
+    _replicate(spark, checkpoint)
+
+    def rows(table: str) -> list[tuple]:
+        return sorted(tuple(r) for r in arctic.sql(f"SELECT id, v, n FROM {table}").collect())
+    assert rows("db.copy") == rows("db.src") == [(1, "a", 1)] * 3 + [(2, "b", 2), (3, "c", 3)]
+    deletes = spark.createDataFrame([(9, "z", 9, "delete")], "id BIGINT, v STRING, n INT, _change_type STRING")
+    with pytest.raises(Exception, match="db.copy has no primary key: _change_type 'delete' needs one"):
+        deletes.write.format("arctic").mode("append").save("db.copy")
+    assert rows("db.copy") == rows("db.src")

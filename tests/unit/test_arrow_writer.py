@@ -16,7 +16,7 @@ from pyiceberg.transforms import IdentityTransform
 from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
 from arctic_sql.table.arrow_writer import WriteTarget, escape_path_name, write_table
 from arctic_sql.table.arrow_writes import CHANGES, WritePlan, resolve_across_files, write_task
-from arctic_sql.table.change_rows import newest_per_key
+from arctic_sql.table.change_rows import check_appends, newest_per_key
 from arctic_sql.table.format.keyhash import spark_xxhash64
 from arctic_sql.table.format.keyhash_arrow import node_ids
 from arctic_sql.table.format.keyhash_arrow import spark_xxhash64 as vector_hash
@@ -114,3 +114,11 @@ def test_key_hashes_in_the_messages_rule_out_shared_keys_without_reading_files(t
     assert may_share_keys(one + again)
     with pytest.raises(PrimaryKeyViolationError, match=r"primary key \(id=2, day='d'\) 2 times x"):
         resolve_across_files(plan, one + other + again)
+
+
+def test_rows_for_a_table_without_a_key_may_only_be_inserts():
+    check_appends(pa.table({"id": [1, 2], "_CHANGE_TYPE": ["insert", "INSERT"]}), "db.t")
+    check_appends(pa.table({"id": [1]}), "db.t")
+    for kind, shown in (("upsert", "'upsert'"), ("delete", "'delete'"), (None, "NULL")):
+        with pytest.raises(InvalidArgumentError, match=f"db.t has no primary key: _change_type {shown} needs one"):
+            check_appends(pa.table({"id": [1, 2], "_change_type": pa.array(["insert", kind], pa.string())}), "db.t")

@@ -37,6 +37,7 @@ import arctic_sql
 from arctic_sql.optimizer.service import Service
 from arctic_sql.spark import local_session
 from arctic_sql.table import metadata_rows
+from benchmarks.stream_sink import delta_merge
 
 MARKER_BASE = 1 << 40  # one marker row per file: id MARKER_BASE + file number
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("amount", pa.float64()), ("op", pa.string())])
@@ -80,11 +81,7 @@ class DeltaLoop(threading.Thread):
                 finishing = self.done.is_set()
                 new = sorted(n for n in os.listdir(self.folder) if not n.startswith(".") and n not in self.committed)
                 for name in new:
-                    batch = pq.read_table(os.path.join(self.folder, name))
-                    (DeltaTable(self.path).merge(source=batch, predicate="t.id = s.id", source_alias="s",
-                                                 target_alias="t")
-                     .when_matched_delete(predicate="s.op = 'D'").when_matched_update_all(except_cols=["op"])
-                     .when_not_matched_insert_all(predicate="s.op <> 'D'", except_cols=["op"]).execute())
+                    delta_merge(self.path, pq.read_table(os.path.join(self.folder, name)))
                     self.committed[name] = time.time()
                     if len(self.committed) % 10 == 0:
                         DeltaTable(self.path).optimize.compact()

@@ -48,7 +48,7 @@ def _batch(rng: np.random.Generator, next_key: int, existing: int, rows: int) ->
     return table, next_key + inserts
 
 
-def _delta_merge(path: str, batch: pa.Table) -> None:
+def delta_merge(path: str, batch: pa.Table) -> None:
     from deltalake import DeltaTable
 
     (DeltaTable(path).merge(source=batch, predicate="t.id = s.id", source_alias="s", target_alias="t")
@@ -152,7 +152,7 @@ def _run_one(spark, session, delta: str, batch: pa.Table) -> dict[str, float]:  
     frame.count()
     out = {"arctic df.write": _timed(lambda: frame.write.format("arctic").mode("append").save("db.sink")),
            "arctic arrow": _timed(lambda: _arrow_commit(session, batch)),
-           "delta-rs merge": _timed(lambda: _delta_merge(delta, batch)),
+           "delta-rs merge": _timed(lambda: delta_merge(delta, batch)),
            "no-op sink": _timed(lambda: frame.write.format("noop_arrow").mode("append").save("x"))}
     frame.unpersist()
     return out

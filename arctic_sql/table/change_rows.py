@@ -55,8 +55,9 @@ def to_changes(batch: pa.Table, target: WriteTarget, sequence_column: str | None
     if change_name is None:
         ops = pa.array(np.full(batch.num_rows, layout.UPSERT, dtype=object), pa.string())
     else:
-        kinds = pc.utf8_lower(batch.column(change_name).combine_chunks().cast(pa.string()))
-        _check_kinds(kinds)
+        kinds = _kinds(batch, change_name)
+        if (shown := _first_other(kinds, CHANGE_TYPES)) is not None:
+            raise InvalidArgumentError(f"{CHANGE_TYPE} {shown} is not one of {', '.join(sorted(CHANGE_TYPES))}")
         keep = pc.invert(pc.is_in(kinds, pa.array(sorted(IGNORED_TYPES))))
         if not pc.all(keep).as_py():
             batch, kinds = batch.filter(keep), kinds.filter(keep)
@@ -74,21 +75,22 @@ def check_appends(batch: pa.Table, table: str) -> None:
     change_name = find_column(batch.column_names, CHANGE_TYPE)
     if change_name is None:
         return
-    kinds = pc.utf8_lower(batch.column(change_name).combine_chunks().cast(pa.string()))
-    other = pc.not_equal(kinds, "insert").fill_null(True)
-    if pc.any(other).as_py():
-        value = kinds.filter(other)[0].as_py()
-        shown = "NULL" if value is None else repr(value)
+    if (shown := _first_other(_kinds(batch, change_name), {"insert"})) is not None:
         raise InvalidArgumentError(f"{table} has no primary key: {CHANGE_TYPE} {shown} needs one (only 'insert' "
                                    "rows append)")
 
 
-def _check_kinds(kinds: pa.Array) -> None:
-    bad = pc.invert(pc.is_in(kinds, pa.array(sorted(CHANGE_TYPES)))).fill_null(True)
-    if pc.any(bad).as_py():
-        value = kinds.filter(bad)[0].as_py()
-        shown = "NULL" if value is None else repr(value)
-        raise InvalidArgumentError(f"{CHANGE_TYPE} {shown} is not one of {', '.join(sorted(CHANGE_TYPES))}")
+def _kinds(batch: pa.Table, change_name: str) -> pa.Array:
+    return pc.utf8_lower(batch.column(change_name).combine_chunks().cast(pa.string()))
+
+
+def _first_other(kinds: pa.Array, allowed: set[str] | frozenset[str]) -> str | None:
+    """The first kind not in ``allowed``, as an error shows it (NULL or quoted); None if all are."""
+    other = pc.invert(pc.is_in(kinds, pa.array(sorted(allowed)))).fill_null(True)
+    if not pc.any(other).as_py():
+        return None
+    value = kinds.filter(other)[0].as_py()
+    return "NULL" if value is None else repr(value)
 
 
 def _shown(keys: pa.Table, row: int) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -79,6 +80,7 @@ class StandaloneCluster:
     def start(self, timeout_s: float = 120) -> None:
         self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(self.port), "--webui-port", str(self.webui_port))
+        self._read_bound_ports(timeout_s)
         self._wait(lambda state: state.get("status") == "ALIVE", "the master to be ALIVE", timeout_s)
         for i, work_dir in enumerate(self.worker_dirs):
             work_dir.mkdir(parents=True, exist_ok=True)
@@ -88,6 +90,27 @@ class StandaloneCluster:
                         self.master_url)
         self._wait(lambda state: state.get("aliveworkers") == self.workers,
                    f"{self.workers} workers to register", timeout_s)
+
+    def _read_bound_ports(self, timeout_s: float) -> None:
+        """The ports the master really bound, from its log. A port ``free_port`` picked can be taken by
+        another process (another test worker's Spark) before the master binds it; Spark then moves on to
+        the next port, and polling the port picked would read someone else's web page."""
+        wanted = {"sparkMaster": "port", "MasterUI": "webui_port"}
+        deadline = time.monotonic() + timeout_s
+        while wanted and time.monotonic() < deadline:
+            name, process = self._processes[0]
+            if process.poll() is not None:
+                raise RuntimeError(f"{name} exited with {process.returncode} while starting:\n" + self.log_tail(name))
+            log = (self.root / "master.log").read_text(encoding="utf-8", errors="replace")
+            for service, attribute in list(wanted.items()):
+                bound = re.search(rf"Successfully started service '{service}' on port (\d+)", log)
+                if bound:
+                    setattr(self, attribute, int(bound.group(1)))
+                    del wanted[service]
+            time.sleep(0.25)
+        if wanted:
+            raise TimeoutError(f"the master did not bind {sorted(wanted)} within {timeout_s:.0f} s:\n"
+                               + self.log_tail("master"))
 
     def state(self) -> dict[str, Any]:
         """The master's JSON status: workers, apps, ``aliveworkers``."""

@@ -17,6 +17,11 @@ turn. Timed per commit:
 
 Prints the median per batch size with the ratios against delta-rs and writes
 ``benchmarks/results/stream_sink.json``.
+
+``--long N`` then makes N more commits of ``--long-rows`` rows, ``df.write`` and delta-rs merge in
+turn, and prints the medians per window of 100 commits: what a stream that has run for hours pays
+per commit once its tables hold hundreds of versions (Iceberg metadata grows with every snapshot
+kept; Delta's log is checkpointed).
 """
 
 from __future__ import annotations
@@ -112,6 +117,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--batches", default="1000,10000,100000")
     parser.add_argument("--commits", type=int, default=5)
+    parser.add_argument("--long", type=int, default=0, help="commits of the long run (0: none)")
+    parser.add_argument("--long-rows", type=int, default=1000)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stream_sink.json"))
     args = parser.parse_args()
     from deltalake import write_deltalake
@@ -141,9 +148,10 @@ def main() -> None:
         results[size] = {name: statistics.median(values) for name, values in times.items()}
         results[size]["all"] = times
         _print(size, results[size])
+    long_run = _long_run(spark, session, delta, rng, next_key, args) if args.long else None
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({"rows": args.rows, "commits": args.commits, "results": results}, f, indent=2)
+        json.dump({"rows": args.rows, "commits": args.commits, "results": results, "long": long_run}, f, indent=2)
     spark.stop()
 
 
@@ -156,6 +164,27 @@ def _run_one(spark, session, delta: str, batch: pa.Table) -> dict[str, float]:  
            "no-op sink": _timed(lambda: frame.write.format("noop_arrow").mode("append").save("x"))}
     frame.unpersist()
     return out
+
+
+def _long_run(spark, session, delta: str, rng: np.random.Generator, next_key: int, args) -> list[dict]:  # noqa: ANN001
+    """``args.long`` commits of ``args.long_rows`` rows, both systems in turn; medians per 100."""
+    windows, times = [], {"arctic df.write": [], "delta-rs merge": []}
+    for n in range(1, args.long + 1):
+        batch, next_key = _batch(rng, next_key, args.rows, args.long_rows)
+        frame = spark.createDataFrame(_with_change_type(batch).to_pandas()).cache()
+        frame.count()
+        times["arctic df.write"].append(_timed(lambda: frame.write.format("arctic").mode("append").save("db.sink")))
+        times["delta-rs merge"].append(_timed(lambda: delta_merge(delta, batch)))
+        frame.unpersist()
+        if n % 100 == 0 or n == args.long:
+            arctic, deltars = (statistics.median(times[k][-100:]) for k in ("arctic df.write", "delta-rs merge"))
+            versions = len(session.table("db.sink").change.snapshots())
+            windows.append({"commits": n, "arctic": arctic, "delta": deltars, "arctic_snapshots": versions,
+                            "load": os.getloadavg()[0]})
+            print(f"commits {n - 99:>4}-{n:<4} ({versions} snapshots kept): arctic df.write {arctic * 1000:.0f} ms, "
+                  f"delta-rs merge {deltars * 1000:.0f} ms ({arctic / deltars:.2f}x); load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+    return windows
 
 
 def _print(size: int, medians: dict) -> None:

@@ -140,6 +140,30 @@ def commit_change(
     return commit_loop(table, store, apply, paths).sequence_number
 
 
+class _Transaction(Transaction):
+    """pyiceberg's Transaction with ``table_metadata`` computed once per staged change.
+
+    pyiceberg rebuilds the metadata, and deep-copies all of it, on every read of
+    ``table_metadata``, and a snapshot producer reads it about fifteen times per commit: a commit's
+    cost grew with the store's snapshot count (an append of 100 rows took 90 ms at 50 snapshots
+    and 760 ms at 550, which a stream committing every minute reaches in nine hours). The metadata
+    models are frozen, so the readers can share one copy until the next staged update or refresh.
+    pyiceberg 0.12 has no public hook for this; the subclass reads its ``_table``/``_updates``.
+    """
+
+    _memo: tuple[object, object, object] | None = None
+
+    @property
+    def table_metadata(self):  # noqa: ANN201 - pyiceberg's TableMetadata
+        base, updates = self._table.metadata, self._updates
+        if not updates:
+            return base  # nothing staged: the table's own (immutable) metadata, no copy
+        memo = self._memo
+        if memo is None or memo[0] is not base or memo[1] is not updates:
+            memo = self._memo = (base, updates, super().table_metadata)
+        return memo[2]
+
+
 def commit_loop(
     table: ArcticTable,
     store: Table,
@@ -160,7 +184,7 @@ def commit_loop(
         try:
             store.refresh()
             fault_point("before-commit")
-            tx = store.transaction()
+            tx = _Transaction(store)
             apply(tx, commit_id)
         except BaseException:
             storage.delete_files(written)  # nothing was sent

@@ -41,6 +41,27 @@ def test_a_change_commit_is_one_version_with_its_files_rows_and_summary(table):
     assert files[0].record_count == 2 and files[0].file_path == upserts
 
 
+def test_a_commit_rebuilds_the_table_metadata_a_fixed_number_of_times(table, monkeypatch):
+    """pyiceberg rebuilds and deep-copies the whole metadata on every read of a transaction's
+    ``table_metadata``; a commit must not pay that per read, or its cost grows with the snapshots."""
+    import pyiceberg.table as pyiceberg_table
+
+    rebuilt = []
+    real = pyiceberg_table.update_table_metadata
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        rebuilt.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pyiceberg_table, "update_table_metadata", counting)
+    for key in range(1, 4):
+        rebuilt.clear()
+        assert commit.commit_change(table, [write(table, [(key, None, "a")])], "insert") == key
+        assert len(rebuilt) == 1  # once the producer staged its updates (pyiceberg alone: about 15)
+    table.change.refresh()
+    assert [c.version for c in versions.data_commits(table.base, table.change)] == [1, 2, 3]
+
+
 def test_a_refused_commit_deletes_its_files_and_lands_nothing(table):
     path = write(table, [(1, None, "a")])
 

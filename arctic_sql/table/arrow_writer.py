@@ -149,7 +149,8 @@ def _partition_value(column: pa.Array, source_type: it.IcebergType, transform) -
     raise UnsupportedOperationError(f"Partition transform {transform} cannot be written from DataFrames yet")
 
 
-def _directory_text(value: object) -> str:
+def directory_text(value: object) -> str:
+    """A directory value as Spark's partitioned writes name it."""
     if value is None:
         return SPARK_NULL_PARTITION
     if isinstance(value, bool):
@@ -188,7 +189,7 @@ def folders(table: pa.Table, target: WriteTarget, ops: pa.Array | None) -> dict[
     rows = grouped.column("__row_list").combine_chunks()
     result = {}
     for number, group in enumerate(grouped.select(names).to_pylist()):
-        folder = "/".join(f"{d}={_directory_text(group[n])}" for d, n in zip(values, names, strict=True))
+        folder = "/".join(f"{d}={directory_text(group[n])}" for d, n in zip(values, names, strict=True))
         result[folder] = rows[number].values
     return result
 
@@ -209,12 +210,17 @@ def write_table(rows: pa.Table, target: WriteTarget, location: str, *, ops: pa.A
         group = rows.take(indices)
         if target.keys:
             group = group.take(pc.sort_indices(group, [(k, "ascending") for k in target.keys]))
-        written.extend(_write_group(group, target, f"{location}/{folder}".rstrip("/"), job, task, sidecar))
+        written.extend(write_folder(group, target, f"{location}/{folder}".rstrip("/"), job, task, sidecar=sidecar))
     return written
 
 
-def _write_group(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UUID, task: int,
-                 sidecar: str | None) -> list[WrittenFile]:
+def write_folder(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UUID, task: int, *,
+                 sidecar: str | None = None, key_hashes: bool = True) -> list[WrittenFile]:
+    """Write one folder's rows, already sorted by key, as files of at most ``target.max_rows`` rows.
+
+    ``key_hashes``: record each file's key hashes for the committer (arrow_writes.py); a write that
+    has checked its keys itself (bulk_writer.py) skips them.
+    """
     fs, path = storage.filesystem(folder)
     fs.create_dir(path, recursive=True)
     scheme = storage.prefix(folder, path)
@@ -228,7 +234,8 @@ def _write_group(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UU
             part = part.drop_columns([sidecar])
         with fs.open_output_stream(f"{path}/{name}") as out:
             pq.write_table(part, out, compression="snappy", store_schema=False)
-        written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows, _key_hashes(part, target)))
+        hashes = _key_hashes(part, target) if key_hashes else None
+        written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows, hashes))
     return written
 
 

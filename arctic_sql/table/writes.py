@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table
 
 from arctic_sql.errors import CommitConflictError, PrimaryKeyViolationError
-from arctic_sql.table import commit, leases, writer
+from arctic_sql.table import bulk_writer, commit, leases, writer
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store
@@ -121,12 +121,11 @@ def write_changes(
 
 
 def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
-    """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``."""
+    """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``: one
+    Spark job checks the keys and writes sorted, node-aligned base files (bulk_writer.py)."""
     with leases.writing(table, operation):
-        data = writer.align(rows, table.schema)
-        if table.primary_key:
-            check_keys(data, table.primary_key, f"{operation.upper()} into {table.identifier}")
-        commit_overwrite(table, writer.write_files(data, table, store=Store.BASE), operation)
+        paths = bulk_writer.write_base(rows, table, f"{operation.upper()} into {table.identifier}")
+        commit_overwrite(table, paths, operation)
 
 
 def commit_overwrite(table: ArcticTable, paths: list[str], operation: str) -> None:

@@ -1,24 +1,21 @@
-"""A fact stream joined with a changing dimension: per-batch latency of four ways, side by side.
+"""A fact stream joined with a changing dimension: per-batch latency of three ways, side by side.
 
     python -m benchmarks.lookup_join [--rows 1000000,5000000] [--batches 5] [--facts 10000] [--changes 0.01]
 
 For each dimension size, an arctic table of ``rows`` customers; per step, ``changes`` of them are
 updated (one commit) and a file of ``facts`` facts lands (a tenth of them on keys just updated).
-Four long-running queries, each with its own checkpoint and its own copy of the facts folder;
+Three long-running queries, each with its own checkpoint and its own copy of the facts folder;
 within each step the fact file lands in one folder after the other, and each query is timed until
-it has processed it (interleaved, so machine load falls on all four alike):
+it has processed it (interleaved, so machine load falls on all three alike):
 
 - ``lookup_join``: arctic_sql.streaming.lookup_join (incremental, version-pinned);
-- ``lookup_rows``: the same on the Row-based ``transformWithState`` operator it used before the
-  pandas one (what it still uses for column types pandas cannot carry exactly);
 - ``reread``: ``foreachBatch`` reading the whole dimension again and broadcasting it;
 - ``static``: Spark's stream-static join with the dimension read once (it goes stale: its file
   list is fixed when the query starts).
 
-Latency is the wall time from the fact file landing to ``processAllAvailable`` returning, median
-over the steps; each step's dimension change is taken by every query before any fact lands, and
-that wait is printed apart (a lookup query picks a change up on its own in the background, so
-without it the query timed first paid for it and the others did not); "fresh" is the share of facts on updated keys that met the
+Latency is the wall time from the fact file landing to ``processAllAvailable`` returning (for
+lookup_join this includes applying the step's dimension change, if its stream had not yet), median
+over the steps; "fresh" is the share of facts on updated keys that met the
 updated row. Prints the ratio reread / lookup_join (target at least 3 at 1M rows) and how
 lookup_join's latency moves from the first size to the last (target: flat).
 """
@@ -41,24 +38,7 @@ def _step_names(step: int) -> str:
     return f"s{step}_"
 
 
-SYSTEMS = ("lookup_join", "lookup_rows", "reread", "static")
-
-
-def _row_operator(build):  # noqa: ANN001, ANN202
-    """lookup_join on the Row-based transformWithState it used before the pandas operator (the
-    baseline of that change, measured in the same run)."""
-    from arctic_sql.streaming import lookup_pandas
-
-    carried = lookup_pandas.carried
-    lookup_pandas.carried = lambda data_type: False
-    try:
-        return build()
-    finally:
-        lookup_pandas.carried = carried
-
-
-def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changes: float,  # noqa: ANN001
-             systems: tuple[str, ...] = SYSTEMS) -> dict:
+def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changes: float) -> dict:  # noqa: ANN001
     from pyspark.sql import functions as F
 
     from arctic_sql.streaming import lookup_join
@@ -69,12 +49,12 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
     (spark.range(rows).selectExpr("id", "concat('init_', id) AS name", "CAST(id % 5 AS INT) AS tier")
      .write.format("arctic").mode("append").save(name))
     print(f"  loaded {rows:,} rows in {time.perf_counter() - started:.1f} s", flush=True)
-    folders = {system: os.path.join(root, f"facts-{system}-{rows}") for system in SYSTEMS}
+    folders = {system: os.path.join(root, f"facts-{system}-{rows}") for system in ("lookup_join", "reread", "static")}
 
     def stream(system: str):  # noqa: ANN202
         os.makedirs(folders[system])
         return spark.readStream.schema("fid BIGINT, id BIGINT").option("maxFilesPerTrigger", 1).parquet(folders[system])
-    seen: dict[str, list] = {system: [] for system in SYSTEMS}
+    seen: dict[str, list] = {"lookup_join": [], "reread": [], "static": []}
 
     def fresh_share(df, step_marker: str) -> tuple[int, int]:  # noqa: ANN001
         on_updated = df.where(F.col("fid") % 10 == 0)  # the facts aimed at updated keys
@@ -95,13 +75,9 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
     queries = {
         "lookup_join": lookup_join(stream("lookup_join"), name, on="id", how="left", options={"lookup.buckets": "8"})
         .writeStream.foreachBatch(collector("lookup_join")),
-        "lookup_rows": _row_operator(lambda: lookup_join(stream("lookup_rows"), name, on="id", how="left",
-                                                         options={"lookup.buckets": "8"}))
-        .writeStream.foreachBatch(collector("lookup_rows")),
         "reread": stream("reread").writeStream.foreachBatch(reread),
         "static": stream("static").join(F.broadcast(static_dim), "id", "left").writeStream.foreachBatch(collector("static")),
     }
-    queries = {system: writer for system, writer in queries.items() if system in systems}
     running = {}
     for system, writer in queries.items():
         started = time.perf_counter()
@@ -112,7 +88,6 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         shares.clear()  # only the steps count
     rng = random.Random(rows)
     latency: dict[str, list[float]] = {s: [] for s in queries}
-    catch_up: dict[str, list[float]] = {s: [] for s in queries}
     for step in range(batches):
         marker = _step_names(step)
         updated = rng.sample(range(rows), int(rows * changes))
@@ -122,10 +97,6 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         table = pa.table({"fid": pa.array(range(step * facts, (step + 1) * facts), pa.int64()),
                           "id": pa.array(keys, pa.int64())})
         current["marker"] = marker
-        for system, query in running.items():  # every lookup query takes the dimension change now, else
-            started = time.perf_counter()  # the one timed first pays for it and the others do not
-            query.processAllAvailable()
-            catch_up[system].append(time.perf_counter() - started)
         order = list(queries) if step % 2 == 0 else list(reversed(queries))  # who goes first alternates
         for system in order:  # each query's facts land on its turn, so each runs alone
             path = os.path.join(folders[system], f"f{step:05d}.parquet")
@@ -142,8 +113,7 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         total = sum(b for _, b in seen[system])
         result[system] = (statistics.median(latency[system]), fresh / total if total else float("nan"))
         print(f"  {system:12s} median {result[system][0]:.2f} s per step "
-              f"({', '.join(f'{x:.2f}' for x in latency[system])}); fresh {result[system][1]:.0%}; untimed before each step, "
-              f"taking the dimension change {', '.join(f'{x:.2f}' for x in catch_up[system])} s", flush=True)
+              f"({', '.join(f'{x:.2f}' for x in latency[system])}); fresh {result[system][1]:.0%}", flush=True)
     return result
 
 
@@ -153,7 +123,6 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--facts", type=int, default=10_000)
     parser.add_argument("--changes", type=float, default=0.01)
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help="which of them to run")
     args = parser.parse_args()
 
     import arctic_sql
@@ -169,15 +138,12 @@ def main() -> None:
         for rows in [int(r) for r in args.rows.split(",")]:
             print(f"dimension of {rows:,} rows, {args.changes:.0%} changed and {args.facts:,} facts per step:",
                   flush=True)
-            results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, args.changes,
-                                     tuple(args.systems.split(",")))
+            results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, args.changes)
         for rows, result in results.items():
-            ours = result["lookup_join"][0]
-            ratios = [f"{other} / lookup_join = {result[other][0] / ours:.2f} ({result[other][0]:.2f} s vs {ours:.2f} s)"
-                      for other in ("reread", "lookup_rows") if other in result]
-            fresh = [f"{system} fresh {result[system][1]:.0%}" for system in result]
-            print(f"{rows:>10,} rows: " + "; ".join(ratios + fresh))
-        print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
+            ours, reread = result["lookup_join"][0], result["reread"][0]
+            print(f"{rows:>10,} rows: reread / lookup_join = {reread / ours:.2f} ({reread:.2f} s vs {ours:.2f} s); "
+                  f"static join fresh {result['static'][1]:.0%} (stale), lookup_join fresh "
+                  f"{result['lookup_join'][1]:.0%}")
         sizes = list(results)
         if len(sizes) > 1:
             first, last = results[sizes[0]]["lookup_join"][0], results[sizes[-1]]["lookup_join"][0]

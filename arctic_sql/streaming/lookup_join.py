@@ -7,11 +7,8 @@ file list it found when the query started.
 How it runs: the dimension's change stream (``readStream.format("arctic")``, in lookup mode) is
 unioned with the facts, and both are grouped by bucket, a node of the dimension's hash-bucket tree
 (Spark ``xxhash64`` of the primary key), so a bucket sees its facts together with the changes of
-its keys. Per bucket, the stateful operator (lookup_processor.py) keeps the dimension version in
-Spark's state store and the rows in a local SQLite cache (lookup_cache.py). The operator is
-``transformWithStateInPandas`` with flat columns (lookup_pandas.py) when every fact and dimension
-column has a type pandas carries exactly, else the Row-based ``transformWithState`` with structs
-(several times slower per row: Spark converts each cell to Python on its own). So:
+its keys. Per bucket, ``transformWithState`` (lookup_processor.py) keeps the dimension version in
+Spark's state store and the rows in a local SQLite cache (lookup_cache.py). So:
 
 - Freshness: the change stream's offsets are taken when a micro-batch is planned; every version
   committed before then is applied before the batch's facts are joined.
@@ -44,7 +41,6 @@ from pyspark.sql.types import LongType, StructField, StructType
 from arctic_sql.datasource.read_options import CHANGE_TYPE, CHANGE_VERSION, LOOKUP_BUCKET
 from arctic_sql.datasource.source import installed_spec
 from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
-from arctic_sql.streaming import lookup_pandas
 from arctic_sql.streaming import lookup_processor as proc
 from arctic_sql.table.catalog import TableIdentifier
 
@@ -162,7 +158,7 @@ def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: st
     return proc.LookupPlan(
         spec=spec, table=name, table_uuid=str(table.base.metadata.table_uuid), primary_key=primary_key, on=on,
         kept=kept, dim_columns=dim_columns, dim_type=StructType([dim_schema[c] for c in dim_columns]),
-        fact_names=tuple(fact_names), fact_type=facts.schema, output_names=(*fact_names, *kept, *([version_column] if version_column else [])),
+        fact_names=tuple(fact_names), output_names=(*fact_names, *kept, *([version_column] if version_column else [])),
         with_version=version_column is not None, left=how == "left",
         buckets=settings[BUCKETS], cache_dir=settings[CACHE_DIR], memory_kib=settings[MEMORY] // 1024)
 
@@ -189,25 +185,12 @@ def _use_rocksdb(spark) -> None:  # noqa: ANN001
 
 
 def _joined(facts: DataFrame, plan: proc.LookupPlan, interval_ms: int) -> DataFrame:
-    """Facts and dimension rows in one stream grouped by bucket, into the stateful operator: the
-    pandas one with flat columns when every column's type can travel through pandas, else the
-    Row-based one with structs."""
     spark = facts.sparkSession
     mask = F.lit(plan.buckets - 1)
     dim_type = plan.dim_type
-    flat = all(lookup_pandas.carried(f.dataType) for f in [*facts.schema, *dim_type])
 
     def bucket_of(columns: list[Column]) -> Column:
         return F.xxhash64(*columns).bitwiseAND(mask).cast("int")
-
-    def side(prefix: str, fields: list[StructField], values: list[Column] | None) -> list[Column]:
-        """One side's columns, flat (``values`` None: that side's nulls) or as one struct."""
-        if flat:
-            return [(F.lit(None) if values is None else v).cast(lookup_pandas.transport(f.dataType))
-                    .alias(f"{prefix}{i}") for i, (f, v) in enumerate(zip(fields, values or fields, strict=True))]
-        struct = StructType([StructField(f.name, f.dataType) for f in fields])
-        name = proc.FACT_COLUMN if prefix == lookup_pandas.FACT_PREFIX else proc.DIM_COLUMN
-        return [(F.lit(None).cast(struct) if values is None else F.struct(*values)).alias(name)]
 
     dim = (spark.readStream.format("arctic").option("readChangeFeed", "true")
            .option("lookupBuckets", str(plan.buckets)).option("refreshIntervalMs", str(interval_ms))
@@ -215,14 +198,13 @@ def _joined(facts: DataFrame, plan: proc.LookupPlan, interval_ms: int) -> DataFr
     kind = (F.when(F.col(CHANGE_TYPE) == "version", F.lit(proc.MARKER))
             .when(F.col(CHANGE_TYPE) == "delete", F.lit(proc.DELETE)).otherwise(F.lit(proc.UPSERT)))
     keys = [dim_type[c].dataType for c in plan.on]
-    key_transport = [lookup_pandas.transport(t) if flat else t for t in keys]
     dim_rows = dim.select(
         F.coalesce(F.col(LOOKUP_BUCKET), bucket_of([F.col(c) for c in plan.primary_key])).alias(proc.BUCKET),
         kind.cast("int").alias(proc.KIND),
         F.col(CHANGE_VERSION).alias(proc.VERSION),
-        *[F.lit(None).cast(t).alias(f"{proc.KEY_PREFIX}{i}") for i, t in enumerate(key_transport)],
-        *side(lookup_pandas.FACT_PREFIX, list(facts.schema), None),
-        *side(lookup_pandas.DIM_PREFIX, list(dim_type), [F.col(c) for c in plan.dim_columns]),
+        *[F.lit(None).cast(t).alias(f"{proc.KEY_PREFIX}{i}") for i, t in enumerate(keys)],
+        F.lit(None).cast(StructType([StructField(f.name, f.dataType) for f in facts.schema])).alias(proc.FACT_COLUMN),
+        F.struct(*[F.col(c) for c in plan.dim_columns]).alias(proc.DIM_COLUMN),
     )
     fact_keys = [F.col(c).cast(t) for c, t in zip(plan.on, keys, strict=True)]
     every_bucket = F.explode(F.sequence(F.lit(0), mask))
@@ -230,15 +212,12 @@ def _joined(facts: DataFrame, plan: proc.LookupPlan, interval_ms: int) -> DataFr
         (bucket_of(fact_keys) if plan.on_primary_key else every_bucket).alias(proc.BUCKET),
         F.lit(proc.FACT).alias(proc.KIND),
         F.lit(None).cast("long").alias(proc.VERSION),
-        *[k.cast(t).alias(f"{proc.KEY_PREFIX}{i}") for i, (k, t) in enumerate(zip(fact_keys, key_transport,
-                                                                                 strict=True))],
-        *side(lookup_pandas.FACT_PREFIX, list(facts.schema), [F.col(f"`{c}`") for c in facts.columns]),
-        *side(lookup_pandas.DIM_PREFIX, list(dim_type), None),
+        *[k.alias(f"{proc.KEY_PREFIX}{i}") for i, k in enumerate(fact_keys)],
+        F.struct(*[F.col(f"`{c}`") for c in facts.columns]).alias(proc.FACT_COLUMN),
+        F.lit(None).cast(StructType([StructField(f.name, f.dataType) for f in dim_type])).alias(proc.DIM_COLUMN),
     )
     version = [StructField(plan.output_names[-1], LongType(), True)] if plan.with_version else []
     output = StructType([*[StructField(f.name, f.dataType, True) for f in facts.schema],
                          *[StructField(c, dim_type[c].dataType, True) for c in plan.kept], *version])
-    grouped = fact_rows.unionByName(dim_rows).groupBy(proc.BUCKET)
-    if flat:
-        return grouped.transformWithStateInPandas(lookup_pandas.PandasLookupProcessor(plan), output, "Append", "None")
-    return grouped.transformWithState(proc.LookupProcessor(plan), output, "Append", "None")
+    return (fact_rows.unionByName(dim_rows).groupBy(proc.BUCKET)
+            .transformWithState(proc.LookupProcessor(plan), output, "Append", "None"))

@@ -49,7 +49,6 @@ class LookupPlan:
     dim_columns: tuple[str, ...]  # what a dimension row carries: primary key, join columns, kept
     dim_type: StructType  # of dim_columns
     fact_names: tuple[str, ...]
-    fact_type: StructType  # of fact_names
     output_names: tuple[str, ...]
     with_version: bool  # the last output column is the dimension version a fact met
     left: bool
@@ -105,19 +104,19 @@ def load_bucket(plan: LookupPlan, bucket: int, version: int) -> Iterator[Entry]:
 
 
 class LookupProcessor(StatefulProcessor):
-    """Per bucket: bring the cache to the batch's dimension version, then join the facts (Spark's
-    Row-based ``transformWithState``: facts and dimension rows arrive as structs, one Row each)."""
+    """Per bucket: bring the cache to the batch's dimension version, then join the facts."""
 
     def __init__(self, plan: LookupPlan) -> None:
         self.plan = plan
-        self.output = Row(*plan.output_names)
+        names = plan.output_names
+        self.output = Row(*names)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.version = handle.getValueState("version", StructType([StructField("version", LongType())]))
         self.waiting = handle.getListState("waiting", StructType([StructField("fact", BinaryType())]))
 
     def handleInputRows(self, key: tuple, rows: Iterator[Row], timerValues) -> Iterator[Row]:  # noqa: ANN001, N802, N803
-        plan = self.plan
+        plan, bucket = self.plan, int(key[0])
         facts: list[tuple[Key, tuple]] = []
         upserts: list[Entry] = []
         deletes: list[Key] = []
@@ -136,14 +135,6 @@ class LookupProcessor(StatefulProcessor):
                 deletes.append(tuple(values[c] for c in plan.primary_key))
             else:
                 marker = int(row[VERSION])
-        make = self.output
-        for values in self._process(int(key[0]), facts, upserts, deletes, marker):
-            yield make(*values)
-
-    def _process(self, bucket: int, facts: list[tuple[Key, tuple]], upserts: list[Entry], deletes: list[Key],
-                 marker: int | None) -> Iterator[tuple]:
-        """The bucket's part of a micro-batch: its output rows, as tuples of the output columns."""
-        plan = self.plan
         pinned = self.version.get()
         previous = None if pinned is None else int(pinned[0])
         if marker is None and previous is None:
@@ -178,17 +169,18 @@ class LookupProcessor(StatefulProcessor):
         log.info("lookup join of %s: loading bucket %d at version %d from the table", self.plan.table, bucket, version)
         cache.reload(load_bucket(self.plan, bucket, version), version)
 
-    def _join(self, cache: BucketCache, facts: list[tuple[Key, tuple]], version: int) -> Iterator[tuple]:
+    def _join(self, cache: BucketCache, facts: list[tuple[Key, tuple]], version: int) -> Iterator[Row]:
         found = cache.lookup([k for k, _ in facts])
         missing = (None,) * len(self.plan.kept)
         tail = (version,) if self.plan.with_version else ()
+        make = self.output
         for key, values in facts:
             matches = found.get(key)
             if matches:
                 for row in matches:
-                    yield (*values, *pickle.loads(row), *tail)
+                    yield make(*values, *pickle.loads(row), *tail)
             elif self.plan.left:
-                yield (*values, *missing, *tail)
+                yield make(*values, *missing, *tail)
 
     def close(self) -> None:
         pass

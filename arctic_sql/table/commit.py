@@ -149,6 +149,8 @@ class _Transaction(Transaction):
     and 760 ms at 550, which a stream committing every minute reaches in nine hours). The metadata
     models are frozen, so the readers can share one copy until the next staged update or refresh.
     pyiceberg 0.12 has no public hook for this; the subclass reads its ``_table``/``_updates``.
+    pyiceberg's maintainers have the same cache (keyed the same way) under review: drop this class
+    once a release has it.
     """
 
     _memo: tuple[object, object, object] | None = None

@@ -182,7 +182,8 @@ def _finish(rows: pa.Table, arrow_type: pa.Schema) -> pa.Table:
 def _merged(partition: MergePartition, task: node_merge.NodeTask) -> pa.Table:
     stores = partition.stores
     if stores.change is None:
-        rows = stores.base.read(task.base_files, stores.schema, partition.base_filter) if task.base_files \
+        rows = stores.base.read(task.base_files, stores.schema, partition.base_filter, deletes=task.delete_map) \
+            if task.base_files \
             else schema_to_pyarrow(stores.schema, include_field_ids=False).empty_table()
     else:
         rows = node_merge.read_node(task, stores.schema, stores.keys, stores.base, stores.change, sort=False,

@@ -19,7 +19,7 @@ from pyiceberg.table import Table
 
 from arctic_sql.errors import CommitConflictError
 from arctic_sql.optimizer.planner import PartitionPlan
-from arctic_sql.table import commit, storage
+from arctic_sql.table import commit, position_deletes, storage
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
@@ -39,6 +39,10 @@ class CommitOutcome:
     snapshot_id: int | None = None
 
 
+def _paths(files: tuple[DataFile, ...]) -> set[str]:
+    return {f.file_path for f in files}
+
+
 class _NothingLeft(CommitConflictError):
     """Every partition of the plan was dropped: there is nothing to commit."""
 
@@ -51,7 +55,7 @@ def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: di
     def build(store: Table) -> commit.BaseChange:
         current = store.current_snapshot()
         marks = versions.watermarks_of(current)
-        live = {f.path for f in live_files(store, current, Store.BASE)}
+        live = {f.path: f for f in live_files(store, current, Store.BASE)}
         delete: list[DataFile] = []
         add: list[DataFile] = []
         outcome.committed, outcome.dropped = [], {}
@@ -60,14 +64,25 @@ def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: di
             if marks.get(p.partition, 0) != p.from_watermark:
                 why = (f"watermark moved from {p.from_watermark} to {marks.get(p.partition, 0)} "
                        "(an overwrite or another optimize committed first)")
-            elif any(f.path not in live for f in p.rewritten_base):
+            elif any(f.path not in live for f in [*p.rewritten_base, *p.kept_base]):
                 why = "base files it rewrote were replaced by another commit"
+            elif any(_paths(live[f.path].deletes) != _paths(f.deletes) for f in [*p.rewritten_base, *p.kept_base]):
+                why = "position deletes of its base files changed since planning"
             if why is not None:
                 outcome.dropped[p.partition] = why
                 continue
             outcome.committed.append(p.partition)
-            delete.extend(f.data_file for f in p.rewritten_base)  # type: ignore[misc]
-            add.extend(outputs.get(p.partition, []))
+            new_files = outputs.get(p.partition, [])
+            # A kept file's new delete file holds its old positions too: the old one goes.
+            superseded = {position_deletes.referenced_path(f) for f in new_files
+                          if position_deletes.is_position_deletes(f)}
+            for f in p.rewritten_base:
+                delete.append(f.data_file)  # type: ignore[arg-type]
+                delete.extend(live[f.path].deletes)
+            for f in p.kept_base:
+                if f.path in superseded:
+                    delete.extend(live[f.path].deletes)
+            add.extend(new_files)
             if p.to_watermark > p.from_watermark:
                 marks[p.partition] = p.to_watermark
         if not outcome.committed:

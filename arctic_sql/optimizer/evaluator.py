@@ -95,7 +95,7 @@ def measure(partition: str, base: Iterable[PlanFile], change: Iterable[PlanFile]
             m.undersized.append(f.file_size)
         else:
             m.segments += 1
-            if _duplicate_ratio(f, base, change) > settings.major_duplicate_ratio:
+            if duplicate_ratio(f, base, change) > settings.major_duplicate_ratio:
                 m.rewrite_segments += 1
     for f in change:
         m.change_files += 1
@@ -109,9 +109,10 @@ def measure(partition: str, base: Iterable[PlanFile], change: Iterable[PlanFile]
     return m
 
 
-def _duplicate_ratio(segment: PlanFile, base: list[PlanFile], change: list[PlanFile]) -> float:
-    """Change rows that may hit ``segment`` / its rows. A change file's rows spread evenly over the
-    nodes below it, and over the base rows of related nodes in proportion to their sizes."""
+def duplicate_ratio(segment: PlanFile, base: list[PlanFile], change: list[PlanFile]) -> float:
+    """Rows of ``segment`` that are garbage or about to be / its rows: those its position deletes
+    remove, plus the change rows that may hit it. A change file's rows spread evenly over the nodes
+    below it, and over the base rows of related nodes in proportion to their sizes."""
     node = segment.node
     related_base = sum(b.record_count for b in base if b.node.is_related(node)) or 1
     hits = 0.0
@@ -120,7 +121,7 @@ def _duplicate_ratio(segment: PlanFile, base: list[PlanFile], change: list[PlanF
             continue
         share = 1.0 / (1 << max(0, node.level - c.node.level))  # c above the segment's node
         hits += c.record_count * share * segment.record_count / related_base
-    return hits / max(1, segment.record_count)
+    return (segment.deleted_rows + hits) / max(1, segment.record_count)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from arctic_sql.errors import ExecutionError
 from arctic_sql.faults import fault_point
 from arctic_sql.optimizer.cancellation import OptimizingCancelledError
 from arctic_sql.optimizer.planner import Task, unique_inputs
-from arctic_sql.table import node_merge, storage, writer
+from arctic_sql.table import node_merge, position_deletes, storage, writer
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
@@ -66,7 +66,7 @@ def node_task(task: Task, location: str) -> node_merge.NodeTask:
     first = task.input_files[0].path
     partition_dirs = [s for s in first.split("/") if s.startswith(HELPER_PREFIX) and "=" in s]
     directory = "/".join([location.rstrip("/"), *partition_dirs, f"{layout.NODE_COLUMN}={task.target_node}"])
-    return node_merge.NodeTask.of(task.input_files, directory)
+    return node_merge.NodeTask.of(task.base_files + task.change_files, directory, kept=task.kept_files)
 
 
 def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str) -> list[str]:
@@ -84,8 +84,12 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     def run(share: list[node_merge.NodeTask]) -> list[str]:
         written = []
         for job in share:
-            written += node_merge.write_node(node_merge.read_node(job, schema, keys, base, change), job.directory,
-                                             schema, rows_per_file)
+            if job.kept_files:
+                rows, gone = node_merge.minor_node(job, schema, keys, base, change)
+                written += [position_deletes.write(job.directory, path, positions) for path, positions in gone.items()]
+            else:
+                rows = node_merge.read_node(job, schema, keys, base, change)
+            written += node_merge.write_node(rows, job.directory, schema, rows_per_file)
             fault_point("optimize-task-wrote")  # a task slow after its first file: the cancel test stalls here
         return written
 
@@ -149,6 +153,9 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     in_spark: list[Task] = []
     for task in tasks:
         (in_arrow if in_memory(table, task) else in_spark).append(task)
+    if any(task.kept_files for task in in_spark):  # the Spark query rewrites whole files: it would keep both rows
+        raise ExecutionError(f"Optimizing {table.identifier}: a task that keeps base files is too large to merge "
+                             "in memory (planner and executor disagree on execute.in-memory-max-bytes)")
     for attempt in range(retries + 1):
         if cancelled():
             raise OptimizingCancelledError(f"Optimizing {table.identifier} was cancelled")

@@ -33,6 +33,12 @@ class PlanFile:
     is_delete: bool = False
     key_bounds: KeyBounds | None = None  # (min, max) per key column; None: unknown, overlaps everything
     data_file: DataFile | None = field(default=None, compare=False, repr=False)
+    deletes: tuple[DataFile, ...] = field(default=(), compare=False, repr=False)  # its position-delete files
+
+    @property
+    def deleted_rows(self) -> int:
+        """Rows of this base file that position deletes remove."""
+        return sum(d.record_count for d in self.deletes)
 
     @property
     def node(self) -> DataTreeNode:
@@ -74,7 +80,7 @@ def plan_files(table: ArcticTable, entries: list[FileEntry]) -> list[PlanFile]:
                     for f in key_fields
                 )
         result.append(PlanFile(e.path, e.store, e.node_id, e.partition, e.record_count, e.file_size,
-                               e.sequence_number, e.is_delete, bounds, e.data_file))
+                               e.sequence_number, e.is_delete, bounds, e.data_file, e.deletes))
     return result
 
 
@@ -98,6 +104,9 @@ class Settings:
     major_interval_ms: int = -1
     full_interval_ms: int = -1
     max_file_count: int = 10_000
+    # A task at most this large merges in memory, where minor and major leave segments in place and
+    # write position deletes for them; a larger one is rewritten whole by a Spark query.
+    in_memory_max_bytes: int = 256 * 1024 * 1024
 
     @property
     def fragment_size(self) -> int:
@@ -132,4 +141,5 @@ class Settings:
             major_interval_ms=s.major_trigger_interval,
             full_interval_ms=s.full_trigger_interval,
             max_file_count=s.max_file_count,
+            in_memory_max_bytes=s.execute_in_memory_max_bytes,
         )

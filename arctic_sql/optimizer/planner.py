@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from arctic_sql.optimizer.evaluator import FULL, MAJOR, MINOR, classify
+from arctic_sql.optimizer.evaluator import FULL, MAJOR, MINOR, classify, duplicate_ratio
 from arctic_sql.optimizer.inputs import PlanFile, Settings, overlaps
 from arctic_sql.table.format.tree import DataTreeNode
 
@@ -38,10 +38,12 @@ class Task:
     base_files: tuple[PlanFile, ...]
     change_files: tuple[PlanFile, ...]
     has_upper_files: bool = False  # some inputs lie above the target node: keep only its rows
+    # Base files left in place: the rows the changes supersede get position deletes (minor, major).
+    kept_files: tuple[PlanFile, ...] = ()
 
     @property
     def input_files(self) -> tuple[PlanFile, ...]:
-        return self.base_files + self.change_files
+        return self.base_files + self.change_files + self.kept_files
 
     @property
     def input_bytes(self) -> int:
@@ -73,12 +75,17 @@ class PartitionPlan:
         return unique_inputs(self.tasks, "change_files")
 
     @property
+    def kept_base(self) -> list[PlanFile]:
+        """Base files the commit keeps, with new position deletes for the rows the changes hit."""
+        return unique_inputs(self.tasks, "kept_files")
+
+    @property
     def input_files_count(self) -> int:
-        return len(self.rewritten_base) + len(self.change_inputs)
+        return len(self.rewritten_base) + len(self.change_inputs) + len(self.kept_base)
 
     @property
     def input_bytes(self) -> int:
-        return sum(f.file_size for f in self.rewritten_base) + sum(f.file_size for f in self.change_inputs)
+        return sum(f.file_size for f in [*self.rewritten_base, *self.change_inputs, *self.kept_base])
 
 
 def take_change_prefix(change: list[PlanFile], max_files: int) -> tuple[list[PlanFile], int | None]:
@@ -163,7 +170,11 @@ def _chosen_groups(groups: list[list[PlanFile]], upper: set[str], mode: str, set
     """
     must = [g for g in groups if any(f.is_change or f.path in upper for f in g)]
     if mode == FULL:
-        return [g for g in groups if g in must or len(g) >= 2 or classify(g[0], settings) != "segment"]
+        return [g for g in groups
+                if g in must or len(g) >= 2 or classify(g[0], settings) != "segment" or g[0].deletes]
+    if mode == MAJOR:  # segments whose position deletes passed the duplicate ratio
+        must += [g for g in groups if g not in must
+                 and any(f.deleted_rows > settings.major_duplicate_ratio * max(1, f.record_count) for f in g)]
     small = [g for g in groups if any(classify(f, settings) in _SMALL[mode] for f in g if not f.is_change)]
     small_files = sum(1 for g in small for f in g if not f.is_change and classify(f, settings) in _SMALL[mode])
     if small_files < 2:
@@ -198,14 +209,45 @@ def plan_partition(partition: str, base: list[PlanFile], change: list[PlanFile],
         chosen = [f for g in _chosen_groups(_groups(by_target[target]), upper, mode, settings) for f in g]
         if not chosen:
             continue
+        has_upper = any(f.path in upper for f in chosen)
+        base_files = [f for f in chosen if not f.is_change]
+        change_files = [f for f in chosen if f.is_change]
+        kept = _kept(base_files, base, change, mode, settings) if not has_upper else []
+        if not change_files:  # nothing supersedes their rows: they are no input at all
+            base_files = [f for f in base_files if f not in kept]
+            kept = []
+            if not base_files:
+                continue
+        elif sum(f.file_size for f in chosen) > settings.in_memory_max_bytes:
+            kept = []  # a task merged by a Spark query rewrites its files whole
+        base_files = [f for f in base_files if f not in kept]
         tasks.append(Task(
             partition=partition,
             target_node=target.id,
-            base_files=tuple(f for f in chosen if not f.is_change),
-            change_files=tuple(f for f in chosen if f.is_change),
-            has_upper_files=any(f.path in upper for f in chosen),
+            base_files=tuple(base_files),
+            change_files=tuple(change_files),
+            has_upper_files=has_upper,
+            kept_files=tuple(kept),
         ))
     return tasks
+
+
+def _kept(chosen: list[PlanFile], base: list[PlanFile], change: list[PlanFile], mode: str, settings: Settings
+          ) -> list[PlanFile]:
+    """The chosen base files that minor or major leaves in place with position deletes for the rows
+    the changes supersede, as Amoro does: write cost follows the changes, not the files they touch.
+    Minor keeps every file past fragment size; major only segments whose garbage (deleted and
+    superseded rows) stays within ``major.trigger.duplicate-ratio``. Full keeps nothing."""
+    if mode == FULL:
+        return []
+    kept = []
+    for f in chosen:
+        kind = classify(f, settings)
+        if mode == MINOR and kind != "fragment":
+            kept.append(f)
+        elif mode == MAJOR and kind == "segment" and duplicate_ratio(f, base, change) <= settings.major_duplicate_ratio:
+            kept.append(f)
+    return kept
 
 
 def _plan_unkeyed(partition: str, base: list[PlanFile], mode: str, settings: Settings) -> list[Task]:

@@ -18,7 +18,7 @@ from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.table import commit, leases
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.scan import live_files
+from arctic_sql.table.scan import live_entries, live_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -60,7 +60,7 @@ def truncate_table(table: ArcticTable, wanted: dict[str, str]) -> None:
 
         def build(store: Table) -> commit.BaseChange:
             current = store.current_snapshot()
-            base = [f for f in live_files(store, current, Store.BASE) if matches(f.partition, wanted)]
+            base = [f for f in live_entries(store, current, Store.BASE) if matches(f.partition, wanted)]
             marks = versions.watermarks_of(current)
             summary = {versions.OPERATION: OPERATION}
             if txn is not None:

@@ -40,7 +40,7 @@ from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.optimizing_state import running_processes
 from arctic_sql.table.reader import merged_dataframe
-from arctic_sql.table.scan import live_files, plan_read
+from arctic_sql.table.scan import live_entries, live_files, plan_read
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,7 +81,7 @@ class FileSet:
     manifest_lists: set[str] = field(default_factory=set)
 
     def add(self, store: Table, snapshot: Snapshot, store_name: str) -> None:
-        self.data.update(f.path for f in live_files(store, snapshot, store_name))
+        self.data.update(f.path for f in live_entries(store, snapshot, store_name))  # delete files too
         self.manifests.update(m.manifest_path for m in snapshot.manifests(store.io))
         self.manifest_lists.add(snapshot.manifest_list)
 
@@ -478,12 +478,13 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
             new_files = commit.data_files(table.base, written)
         else:
             new_files = [f.data_file for f in plan.base_files]
+            new_files += list({d.file_path: d for f in plan.base_files for d in f.deletes}.values())
         spec, schema = table.spec, table.schema
         txn = commit.reserve_transaction(table, ROLLBACK) if table.change is not None else None
 
         def build(store: Table) -> commit.BaseChange:
             current = store.current_snapshot()
-            live = live_files(store, current, Store.BASE)
+            live = live_entries(store, current, Store.BASE)  # delete files too
             live_paths = {f.path for f in live}
             keep = {f.file_path for f in new_files}
             summary = {versions.OPERATION: ROLLBACK, ROLLBACK_TO: str(version)}

@@ -85,7 +85,8 @@ def files(table: ArcticTable) -> list[Row]:
     """The live files of the latest version: store, node, kind, sequence, size, rows, key range.
 
     Change files already merged (at or below the watermark) are live but not read: they show with
-    ``merged`` true.
+    ``merged`` true. A base file's position-delete files follow it, of kind ``position-delete``:
+    their rows are the base rows they delete, their key range that of the file they name.
     """
     plan = plan_read(table)
     change_files = live_files(table.change, table.change.current_snapshot(), Store.CHANGE) if table.change else []
@@ -97,7 +98,13 @@ def files(table: ArcticTable) -> list[Row]:
                      "sequence_number": f.sequence_number, "path": f.path, "size_bytes": f.file_size,
                      "rows": f.record_count, "key_min": low, "key_max": high,
                      "merged": f.store == Store.CHANGE and f.path not in read})
+        for d in f.deletes:
+            rows.append({**rows[-1], "kind": POSITION_DELETE, "path": d.file_path, "size_bytes": d.file_size_in_bytes,
+                         "rows": d.record_count, "sequence_number": None, "merged": False})
     return rows
+
+
+POSITION_DELETE = "position-delete"
 
 
 def partitions(table: ArcticTable) -> list[Row]:
@@ -107,7 +114,7 @@ def partitions(table: ArcticTable) -> list[Row]:
     for f in plan.base_files:
         s = stats.setdefault(f.partition, [0, 0, 0, 0])
         s[0] += 1
-        s[1] += f.record_count
+        s[1] += f.record_count - f.deleted_rows
     for f in plan.change_files:
         s = stats.setdefault(f.partition, [0, 0, 0, 0])
         s[2] += 1

@@ -17,7 +17,7 @@ carry the field ids of ``schema_to_pyarrow``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import NestedField
 
 from arctic_sql.errors import VersionNotFoundError
-from arctic_sql.table import storage
+from arctic_sql.table import position_deletes, storage
 from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
@@ -87,22 +87,28 @@ def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: 
     upserts = newest.filter(pc.equal(pc.bit_wise_and(newest.column(TAG), 1), 0)).drop_columns([TAG])
     if base is None:
         return upserts
-    # In the base's key types: pyiceberg reads strings as string but makes an empty table of large_string.
-    changed = newest.select(list(keys)).cast(base.select(list(keys)).schema)
-    if len(keys) == 1:
-        kept = base.filter(unchanged(base.column(keys[0]), changed.column(0)))
-    else:
-        # The join sees the keys and a row number only: payload columns (dictionary-encoded ones
-        # among them) stay out of the hash join, and the kept rows keep their order.
-        numbered = base.select(list(keys)).append_column(ROW, pa.array(np.arange(base.num_rows, dtype=np.int64)))
-        rows = numbered.join(changed, keys=list(keys), join_type="left anti").column(ROW).to_numpy()
-        kept = base.take(pa.array(np.sort(rows)))
+    kept = base.filter(pa.array(~changed_rows(base, newest, keys)))
     for f in base.schema:  # with only delete tables, the change rows carry only the key
         if f.name not in upserts.column_names:
             upserts = upserts.append_column(f.name, pa.nulls(upserts.num_rows, f.type))
     # A join drops the not-null flags of the base's required columns: both sides back to its schema.
     merged = pa.concat_tables([kept.cast(base.schema), upserts.select(base.column_names).cast(base.schema)])
     return merged.sort_by([(k, "ascending") for k in keys]) if sort else merged
+
+
+def changed_rows(rows: pa.Table, newest: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """Which of ``rows`` have a key among ``newest``'s (a boolean per row)."""
+    # In the rows' key types: pyiceberg reads strings as string but makes an empty table of large_string.
+    changed = newest.select(list(keys)).cast(rows.select(list(keys)).schema)
+    if len(keys) == 1:
+        return ~unchanged(rows.column(keys[0]), changed.column(0)).to_numpy(zero_copy_only=False)
+    # The join sees the keys and a row number only: payload columns (dictionary-encoded ones among
+    # them) stay out of the hash join.
+    numbered = rows.select(list(keys)).append_column(ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    hit = numbered.join(changed, keys=list(keys), join_type="left semi").column(ROW).to_numpy()
+    mask = np.zeros(rows.num_rows, dtype=bool)
+    mask[hit] = True
+    return mask
 
 
 def unchanged(keys: pa.ChunkedArray, changed: pa.ChunkedArray) -> pa.Array:
@@ -128,14 +134,22 @@ class Store:
     io: FileIO
 
     def read(self, files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE,
-             dictionary: frozenset[str] = frozenset()) -> pa.Table:
+             dictionary: frozenset[str] = frozenset(), deletes: Mapping[str, Sequence[DataFile]] | None = None
+             ) -> pa.Table:
         """The rows of ``files`` in ``schema``; ``row_groups``: a filter whose row groups may be
         skipped by their statistics (rows that fail it may still come back); ``dictionary``: string
-        columns to read dictionary-encoded where the files allow (cheaper to read and group by)."""
+        columns to read dictionary-encoded where the files allow (cheaper to read and group by);
+        ``deletes``: per file location, the position-delete files whose rows are left out."""
+        deletes = {f.file_path: deletes[f.file_path] for f in files if deletes and deletes.get(f.file_path)}
         dataset = by_name(files, schema, row_groups, dictionary)
-        if dataset is not None:
+        if dataset is None:
+            return self._scan(files, schema, deletes)
+        if not deletes:
             return _as_required(dataset.to_table(columns=schema.column_names), schema)
-        return self._scan(files, schema)
+        rows = dataset.to_table(columns=[*schema.column_names, "__fragment_index"])
+        keep = _not_deleted(rows.column("__fragment_index").to_numpy(), list(dataset.get_fragments()), files,
+                            position_deletes.positions(self.io, {d for ds_ in deletes.values() for d in ds_}))
+        return _as_required(rows.drop_columns(["__fragment_index"]).filter(pa.array(keep)), schema)
 
     def read_tagged(self, files: Sequence[tuple[DataFile, int]], schema: Schema,
                     row_groups: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
@@ -150,14 +164,40 @@ class Store:
         tables = [self._scan([f], schema) for f, _ in files]
         return pa.concat_tables(tables), np.repeat(tags, [len(t) for t in tables])
 
-    def _scan(self, files: Sequence[DataFile], schema: Schema) -> pa.Table:
-        return ArrowScan(self.metadata, self.io, schema, ALWAYS_TRUE).to_table([FileScanTask(f) for f in files])
+    def _scan(self, files: Sequence[DataFile], schema: Schema,
+              deletes: Mapping[str, Sequence[DataFile]] | None = None) -> pa.Table:
+        deletes = deletes or {}  # ArrowScan applies position deletes itself
+        tasks = [FileScanTask(f, delete_files=set(deletes.get(f.file_path, ()))) for f in files]
+        return ArrowScan(self.metadata, self.io, schema, ALWAYS_TRUE).to_table(tasks)
 
     @classmethod
     def both(cls, table: ArcticTable) -> tuple[Store, Store]:
         """The base and change stores of a primary-key table."""
         assert table.change is not None
         return cls(table.base.metadata, table.base.io), cls(table.change.metadata, table.change.io)
+
+
+def _not_deleted(fragment_index: np.ndarray, fragments: list, files: Sequence[DataFile],
+                 deleted: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Which rows of a dataset read are not deleted. A fragment's rows come back together and in
+    file order; the row groups a fragment kept (``Fragment.subset``) give their positions."""
+    keep = np.ones(len(fragment_index), dtype=bool)
+    if len(fragment_index) and np.any(np.diff(fragment_index) < 0):
+        raise RuntimeError("a dataset read returned rows out of file order; position deletes cannot apply")
+    bounds = np.searchsorted(fragment_index, np.arange(len(fragments) + 1))
+    for i, (fragment, data_file) in enumerate(zip(fragments, files, strict=True)):
+        gone = deleted.get(data_file.file_path)
+        if gone is None:
+            continue
+        metadata = fragment.metadata
+        starts = np.cumsum([0, *(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))])
+        read = [starts[g.id] + np.arange(g.num_rows, dtype=np.int64) for g in fragment.row_groups]
+        positions = np.concatenate(read) if read else np.zeros(0, np.int64)
+        lo, hi = bounds[i], bounds[i + 1]
+        if hi - lo != len(positions):
+            raise RuntimeError(f"read {hi - lo} rows of {data_file.file_path}, its row groups hold {len(positions)}")
+        keep[lo:hi] = ~np.isin(positions, gone)
+    return keep
 
 
 @dataclass(frozen=True)
@@ -167,15 +207,26 @@ class NodeTask:
     base_files: tuple[DataFile, ...]
     change_files: tuple[tuple[DataFile, int], ...]
     directory: str = ""  # the node's output directory (partition and node directories included)
+    # Position-delete files per base file location (base and kept files), as pairs: a task is hashable.
+    deletes: tuple[tuple[str, tuple[DataFile, ...]], ...] = ()
+    # Minor optimizing: base files left in place, whose rows the changes supersede get position deletes.
+    kept_files: tuple[DataFile, ...] = ()
 
     @classmethod
-    def of(cls, files: Iterable[Any], directory: str = "") -> NodeTask:
+    def of(cls, files: Iterable[Any], directory: str = "", kept: Iterable[Any] = ()) -> NodeTask:
         """From planned files (scan.FileEntry or optimizer PlanFile: ``store``, ``data_file``,
-        ``sequence_number``, ``is_delete``)."""
-        files = list(files)
-        return cls(tuple(f.data_file for f in files if f.store == layout.Store.BASE),
+        ``sequence_number``, ``is_delete``, ``deletes``); ``kept``: base files to delete rows of."""
+        files, kept = list(files), list(kept)
+        base = [f for f in files if f.store == layout.Store.BASE]
+        return cls(tuple(f.data_file for f in base),
                    tuple((f.data_file, tag(f.sequence_number, f.is_delete)) for f in files if f.store == layout.Store.CHANGE),
-                   directory)
+                   directory,
+                   tuple((f.path, tuple(f.deletes)) for f in [*base, *kept] if f.deletes),
+                   tuple(f.data_file for f in kept))
+
+    @property
+    def delete_map(self) -> dict[str, tuple[DataFile, ...]]:
+        return dict(self.deletes)
 
 
 def missing_file(task: NodeTask, table: str, version: int, error: FileNotFoundError) -> VersionNotFoundError:
@@ -206,17 +257,54 @@ def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, 
     back dictionary-encoded (see :meth:`Store.read`).
     """
     dictionary = dictionary - set(keys)  # keys are compared and joined on: plain values
-    base_rows = base.read(task.base_files, schema, base_filter, dictionary) if task.base_files else None
+    base_rows = (base.read(task.base_files, schema, base_filter, dictionary, task.delete_map)
+                 if task.base_files else None)
     # Delete rows may carry only the key: every column is optional on the change side.
     optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
                       schema_id=schema.schema_id)
-    upserts = [(f, value) for f, value in task.change_files if not value % 2]
-    deletes = [(f, value) for f, value in task.change_files if value % 2]
-    changes = [change.read_tagged(files, part, change_filter, dictionary)
-               for files, part in ((upserts, optional), (deletes, optional.select(*keys))) if files]
+    changes = _read_changes(task, optional, keys, change, change_filter, dictionary)
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort)
+
+
+def _read_changes(task: NodeTask, optional: Schema, keys: Sequence[str], change: Store,
+                  change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
+                  ) -> list[tuple[pa.Table, np.ndarray]]:
+    upserts = [(f, value) for f, value in task.change_files if not value % 2]
+    deletes = [(f, value) for f, value in task.change_files if value % 2]
+    return [change.read_tagged(files, part, change_filter, dictionary)
+            for files, part in ((upserts, optional), (deletes, optional.select(*keys))) if files]
+
+
+def minor_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store
+               ) -> tuple[pa.Table, dict[str, np.ndarray]]:
+    """Minor optimizing of one node that leaves its ``kept_files`` in place: the rows to write
+    (the rewritten base files merged with the changes, which brings every changed key's newest
+    upsert) and, per kept file whose rows the changes supersede, all its deleted positions (those
+    of its current delete files and the new ones: one delete file per data file)."""
+    optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
+                      schema_id=schema.schema_id)
+    changes = _read_changes(task, optional, keys, change)
+    rewritten = (base.read(task.base_files, schema, deletes=task.delete_map) if task.base_files
+                 else schema_to_pyarrow(schema, include_field_ids=False).empty_table())
+    rows = merge(rewritten, changes, keys)
+    if not changes:
+        return rows, {}
+    newest = newest_changes(changes, keys)
+    deletes = task.delete_map
+    gone: dict[str, np.ndarray] = {}
+    key_schema = schema.select(*keys)
+    for kept in task.kept_files:
+        # All of the file's keys, in file order (no delete applied, no row group skipped): row i is position i.
+        file_keys = base.read([kept], key_schema)
+        hit = np.flatnonzero(changed_rows(file_keys, newest, keys))
+        old = position_deletes.positions(base.io, deletes.get(kept.file_path, ())).get(kept.file_path)
+        if old is not None:
+            hit = np.setdiff1d(hit, old, assume_unique=True)
+        if len(hit):
+            gone[kept.file_path] = np.union1d(hit, old) if old is not None else hit
+    return rows, gone
 
 
 def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE,

@@ -50,13 +50,33 @@ TXN = "_arctic_txn"
 IS_DELETE = "_arctic_is_delete"
 FILE = "_arctic_file"
 RANK = "_arctic_rank"
+POS = "_arctic_pos"
 
 
 def read_files(spark: SparkSession, plan_schema, files: tuple[FileEntry, ...], *, all_nullable: bool = False):
+    """The rows of ``files`` (``FileEntry`` or optimizer ``PlanFile``), without those their
+    position-delete files delete."""
     schema = spark_schema(plan_schema, all_nullable=all_nullable)
     if not files:
         return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(*[f.path for f in files])
+    rows = spark.read.schema(schema).parquet(*[f.path for f in files])
+    deletes = {d.file_path for f in files for d in f.deletes}
+    return without_deleted(spark, rows, files, sorted(deletes)) if deletes else rows
+
+
+def without_deleted(spark: SparkSession, rows: DataFrame, files, deletes: list[str]) -> DataFrame:  # noqa: ANN001
+    """``rows`` (a Parquet read of ``files``) without the positions the delete files list: an
+    anti-join on (file, row index), the way Spark's own readers apply deletion vectors. Delete
+    files name data files by their Iceberg location; Spark reports its own form of the path."""
+    from pyspark.sql import functions as F
+
+    located = spark.createDataFrame([(f.path, storage.spark_path(f.path)) for f in files],
+                                    f"file_path string, {FILE} string")
+    gone = (spark.read.parquet(*deletes).join(F.broadcast(located), on="file_path")
+            .select(FILE, F.col("pos").alias(POS)))
+    columns = [F.col(f"`{c}`") for c in rows.columns]
+    return (rows.withColumn(FILE, F.col("_metadata.file_path")).withColumn(POS, F.col("_metadata.row_index"))
+            .join(gone, on=[FILE, POS], how="left_anti").select(*columns))
 
 
 def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io import FileIO
@@ -12,6 +12,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.table import position_deletes
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store, parse_file_path
@@ -32,6 +33,17 @@ class FileEntry:
     record_count: int
     file_size: int
     data_file: DataFile = field(compare=False, repr=False)
+    # The position-delete files that apply to this data file (base store, after a minor optimize).
+    deletes: tuple[DataFile, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def is_position_deletes(self) -> bool:
+        return position_deletes.is_position_deletes(self.data_file)
+
+    @property
+    def deleted_rows(self) -> int:
+        """Rows of this data file its delete files delete."""
+        return sum(d.record_count for d in self.deletes)
 
 
 ALWAYS_TRUE = AlwaysTrue()
@@ -71,6 +83,19 @@ def _manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry
 
 
 def live_files(table: Table, snapshot: Snapshot | None, store: str) -> list[FileEntry]:
+    """The live data files of ``snapshot``, each with the position-delete files that apply to it."""
+    entries = live_entries(table, snapshot, store)
+    deletes = [f for f in entries if f.is_position_deletes]
+    if not deletes:
+        return entries
+    data = [f for f in entries if not f.is_position_deletes]
+    applying = position_deletes.attach([(f.path, f.partition, f.sequence_number) for f in data],
+                                       [(f.data_file, f.partition, f.sequence_number) for f in deletes])
+    return [replace(f, deletes=applying[f.path]) if f.path in applying else f for f in data]
+
+
+def live_entries(table: Table, snapshot: Snapshot | None, store: str) -> list[FileEntry]:
+    """Every live file of ``snapshot``: data files and position-delete files alike."""
     if snapshot is None:
         return []
     spec, schema, io = table.spec(), table.schema(), table.io

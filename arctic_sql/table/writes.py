@@ -21,7 +21,7 @@ from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
-from arctic_sql.table.scan import latest_version, live_files
+from arctic_sql.table.scan import latest_version, live_entries
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -142,7 +142,7 @@ def commit_overwrite(table: ArcticTable, paths: list[str], operation: str) -> No
 
     def build(store: Table) -> commit.BaseChange:
         current = store.current_snapshot()
-        old = [f.data_file for f in live_files(store, current, Store.BASE) if f.partition in affected]
+        old = [f.data_file for f in live_entries(store, current, Store.BASE) if f.partition in affected]
         marks = versions.watermarks_of(current)
         summary = {versions.OPERATION: operation}
         if txn is not None:
@@ -189,7 +189,7 @@ def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # no
             current = store.current_snapshot()
             if (current.snapshot_id if current else None) != read_id:
                 raise StaleRead()
-            old = [f.data_file for f in live_files(store, current, Store.BASE)]
+            old = [f.data_file for f in live_entries(store, current, Store.BASE)]
             return commit.BaseChange(delete=old, add=new_files, summary={versions.OPERATION: operation})
 
         commit.commit_base(table, build, paths)

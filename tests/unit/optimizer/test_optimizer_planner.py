@@ -54,6 +54,11 @@ def paths(files) -> set[str]:
     return {f.path for f in files}
 
 
+def covered(task: Task) -> set[str]:
+    """The base files a task handles: rewritten, or kept with position deletes."""
+    return paths(task.base_files) | paths(task.kept_files)
+
+
 def check_invariants(tasks: list[Task], base_files: list[PlanFile], change_files: list[PlanFile],
                      settings: Settings) -> None:
     level = settings.write_level
@@ -64,6 +69,11 @@ def check_invariants(tasks: list[Task], base_files: list[PlanFile], change_files
         assert t.input_files, "a task without inputs"
         assert len(paths(t.input_files)) == len(t.input_files), "a file twice in one task"
         assert all(not f.is_change for f in t.base_files) and all(f.is_change for f in t.change_files)
+        assert not paths(t.base_files) & paths(t.kept_files), "a file both rewritten and kept"
+        if t.kept_files:  # kept files get position deletes from the task's changes, in memory
+            assert t.change_files and not t.has_upper_files
+            assert sum(f.file_size for f in t.input_files) <= settings.in_memory_max_bytes
+            assert all(f.file_size > settings.fragment_size for f in t.kept_files), "a fragment kept"
         for f in t.input_files:
             assert t.target_node in targets_of(f, level), f"{f.path} holds no row of node {t.target_node}"
         upper = any(f.node.level < level for f in t.input_files)
@@ -82,7 +92,7 @@ def check_invariants(tasks: list[Task], base_files: list[PlanFile], change_files
         for c in t.change_files:
             for b in base_files:
                 if t.target_node in targets_of(b, level) and overlaps(b, c):
-                    assert b in t.base_files, f"{b.path} may hold a key of {c.path} but is not rewritten"
+                    assert b.path in covered(t), f"{b.path} may hold a key of {c.path} but is neither rewritten nor kept"
 
 
 # --- subtree roots ---------------------------------------------------------------------------
@@ -137,18 +147,20 @@ def test_segments_clear_of_the_change_data_are_not_rewritten(mode):
     c = change("c", 4, keys=(150, 160))
     tasks = plan_partition("p", [low, high], [c], mode, SETTINGS)
     assert [t.target_node for t in tasks] == [4]
-    assert paths(tasks[0].base_files) == {"high"} and paths(tasks[0].change_files) == {"c"}
+    # The segment the change data overlaps stays, with position deletes for the rows it supersedes.
+    assert paths(tasks[0].kept_files) == {"high"} and paths(tasks[0].change_files) == {"c"}
+    assert not tasks[0].base_files
     check_invariants(tasks, [low, high], [c], SETTINGS)
 
 
 def test_unknown_bounds_overlap_everything():
     low, high = base("low", 4, keys=(0, 99)), base("high", 4, keys=(100, 199))
     tasks = plan_partition("p", [low, high], [change("c", 4, keys=None)], MINOR, SETTINGS)
-    assert paths(tasks[0].base_files) == {"low", "high"}
+    assert covered(tasks[0]) == {"low", "high"}
     unknown = base("unknown", 4, keys=None)
     tasks = plan_partition("p", [high, unknown], [change("c", 4, keys=(10, 20))], MINOR, SETTINGS)
     # The unknown file may hold a key of c; it also overlaps `high`, which joins their group.
-    assert paths(tasks[0].base_files) == {"unknown", "high"}
+    assert covered(tasks[0]) == {"unknown", "high"}
     other_node = base("other", 5, keys=None)  # unknown bounds, but no key of node 4
     tasks = plan_partition("p", [low, other_node], [change("c", 4, keys=(150, 160))], MINOR, SETTINGS)
     assert [(t.target_node, paths(t.base_files)) for t in tasks] == [(4, set())]
@@ -160,7 +172,7 @@ def test_key_range_groups_are_transitive():
              base("far", 4, keys=(500, 600))]
     c = change("c", 4, keys=(150, 160))
     tasks = plan_partition("p", files, [c], MINOR, SETTINGS)
-    assert paths(tasks[0].base_files) == {"low", "frag"}
+    assert paths(tasks[0].base_files) == {"frag"} and paths(tasks[0].kept_files) == {"low"}
     check_invariants(tasks, files, [c], SETTINGS)
 
 
@@ -178,8 +190,10 @@ MODE_FILES = [
 
 
 @pytest.mark.parametrize(("mode", "rewritten"), [
-    (MINOR, {"f1", "f2", "f3", "s1", "f4"}),  # every group holding a fragment (the node has >= 2)
-    (MAJOR, {"f1", "f2", "u1", "u2", "f3", "s1", "u3", "f4"}),  # ... or an undersized segment
+    # Every group holding a fragment (the node has >= 2); without change data a segment in such a
+    # group is no input at all (nothing supersedes its rows).
+    (MINOR, {"f1", "f2", "f3", "f4"}),
+    (MAJOR, {"f1", "f2", "u1", "u2", "f3", "u3", "f4"}),  # ... or an undersized segment
     (FULL, {"f1", "f2", "u1", "u2", "f3", "s1", "u3", "f4"}),  # everything but the lone clean segment
 ])
 def test_what_each_mode_rewrites(mode, rewritten):
@@ -197,8 +211,54 @@ def test_a_lone_clean_segment_is_left_alone(mode):
 def test_change_data_is_merged_in_every_mode():
     for mode in (MINOR, MAJOR, FULL):
         tasks = plan_partition("p", [base("s", 5, keys=(0, 9))], [change("c", 5, keys=(3, 3))], mode, SETTINGS)
-        assert [(t.target_node, paths(t.base_files), paths(t.change_files)) for t in tasks] == \
-            [(5, {"s"}, {"c"})]
+        assert [(t.target_node, covered(t), paths(t.change_files)) for t in tasks] == [(5, {"s"}, {"c"})]
+        # Full rewrites the segment; minor and major leave it with position deletes.
+        assert paths(tasks[0].kept_files) == (set() if mode == FULL else {"s"})
+
+
+def deleted(path: str, node: int, size: int, rows: int, deleted_rows: int, keys: tuple) -> PlanFile:
+    """A base file of ``rows`` rows, ``deleted_rows`` of them removed by a position-delete file."""
+    from pyiceberg.manifest import DataFile, DataFileContent
+
+    delete_file = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=f"{path}-deletes",
+                                     record_count=deleted_rows)
+    return PlanFile(path, "base", node, "p", rows, size, key_bounds=(keys,), deletes=(delete_file,))
+
+
+def test_minor_keeps_every_file_past_fragment_size_and_rewrites_fragments():
+    files = [base("f", 4, FRAGMENT, (0, 50)), base("u", 4, UNDERSIZED, (40, 90)), base("s", 4, SEGMENT, (80, 200))]
+    c = change("c", 4, keys=(0, 200))
+    [task] = plan_partition("p", files, [c], MINOR, SETTINGS)
+    assert paths(task.base_files) == {"f"} and paths(task.kept_files) == {"u", "s"}
+    check_invariants([task], files, [c], SETTINGS)
+
+
+def test_major_rewrites_the_segments_whose_garbage_passes_the_duplicate_ratio():
+    clean = deleted("clean", 4, SEGMENT, 1000, 50, (0, 100))  # 5% deleted
+    dirty = deleted("dirty", 4, SEGMENT, 1000, 150, (100, 200))  # 15% deleted
+    undersized = base("u", 4, UNDERSIZED, (150, 250))
+    c = change("c", 4, keys=(0, 250))
+    settings = Settings(in_memory_max_bytes=1024 * MB)
+    [task] = plan_partition("p", [clean, dirty, undersized], [c], MAJOR, settings)
+    assert paths(task.base_files) == {"dirty", "u"} and paths(task.kept_files) == {"clean"}
+    # Without change data, major still rewrites a segment past the ratio, and only it.
+    [task] = plan_partition("p", [clean, dirty], [], MAJOR, SETTINGS)
+    assert paths(task.base_files) == {"dirty"} and not task.kept_files
+    # Minor leaves both in place; full rewrites both, removing every position delete.
+    assert plan_partition("p", [clean, dirty], [], MINOR, SETTINGS) == []
+    [task] = plan_partition("p", [clean, dirty], [], FULL, SETTINGS)
+    assert paths(task.base_files) == {"clean", "dirty"}
+
+
+def test_a_lone_segment_with_position_deletes_is_not_clean_for_full():
+    [task] = plan_partition("p", [deleted("s", 5, SEGMENT, 1000, 1, (0, 9))], [], FULL, SETTINGS)
+    assert paths(task.base_files) == {"s"}
+
+
+def test_a_task_too_large_to_merge_in_memory_rewrites_its_files_whole():
+    settings = Settings(in_memory_max_bytes=SEGMENT)
+    [task] = plan_partition("p", [base("s", 4, SEGMENT, (0, 9))], [change("c", 4, keys=(3, 3))], MINOR, settings)
+    assert paths(task.base_files) == {"s"} and not task.kept_files
 
 
 @pytest.mark.parametrize("mode", [MINOR, MAJOR])
@@ -261,7 +321,7 @@ def test_mixed_tree_levels():
     files = [base("n2", 2, FRAGMENT), base("n4", 4, FRAGMENT), base("n12", 12, FRAGMENT), base("n7", 7)]
     changes = [change("c15", 15)]  # under 7
     tasks = by_target(plan_partition("p", files, changes, MINOR, settings))
-    assert {n: (paths(t.base_files), paths(t.change_files), t.has_upper_files) for n, t in tasks.items()} == {
+    assert {n: (covered(t), paths(t.change_files), t.has_upper_files) for n, t in tasks.items()} == {
         4: ({"n2", "n4", "n12"}, set(), True),
         6: ({"n2"}, set(), True),
         7: ({"n7"}, {"c15"}, False),

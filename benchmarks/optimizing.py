@@ -58,6 +58,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="part 2: N0 of the long stream, as a scale (default 0.1: 200,000 rows)")
     parser.add_argument("--stream-commits", type=int, default=200, help="part 2: commits of the stream (default 200)")
     parser.add_argument("--every", type=int, default=4, help="part 2: time the query after every k-th commit")
+    parser.add_argument("--stream-properties", default="",
+                        help="part 2: table properties k=v,... set after the load (e.g. "
+                             "self-optimizing.target-size=4194304, so that base files are past fragment size)")
     parser.add_argument("--interval", type=float, default=2.0, help="part 2: the service's polling interval, s")
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of optimize,stream")
     parser.add_argument("--seed", type=int, default=42)
@@ -156,7 +159,9 @@ def part_stream(args: argparse.Namespace) -> dict:
     runs, checks, figures = {}, {}, {}
     for label, extra in (("without", []), ("with", ["--service-interval", f"{args.interval:g}"])):
         run_dir = os.path.join(data, "runs", f"stream-{label}")
-        result = run_system("arctic_stream", data, run_dir, args.timeout, extra=["--every", str(args.every), *extra])
+        properties = ["--table-properties", args.stream_properties] if args.stream_properties else []
+        result = run_system("arctic_stream", data, run_dir, args.timeout,
+                            extra=["--every", str(args.every), *properties, *extra])
         runs[label] = result
         checks[f"stream {label} optimizer"] = check(result, reference)
         first, last = window_medians(result.get("stream_r1") or [])
@@ -180,6 +185,7 @@ def part_stream(args: argparse.Namespace) -> dict:
         shutil.rmtree(os.path.join(data, "runs"), ignore_errors=True)
     return {
         "parameters": {"scale": args.stream_scale, "commits": args.stream_commits, "every": args.every,
+                       "table_properties": args.stream_properties,
                        "service_interval_s": args.interval, "initial_rows": manifest["initial_rows"],
                        "batch_rows": manifest["batch_rows"], "window": WINDOW},
         "figures": figures,

@@ -117,6 +117,8 @@ def write_amplification(s) -> dict:
         "change_files": len(change),
         "final_base_files": len(base),
         "final_base_bytes": sum(f.file_size for f in base),
+        "final_position_delete_files": sum(len(f.deletes) for f in base),
+        "final_position_deleted_rows": sum(f.deleted_rows for f in base),
     }
 
 
@@ -131,6 +133,10 @@ def main() -> None:
         step = "load"
         load(s, result, TABLE, args.data)
         result["base_bytes_after_load"] = base_bytes(s)
+        if args.table_properties:
+            pairs = [p.split("=", 1) for p in args.table_properties.split(",")]
+            s.sql(f"ALTER TABLE {TABLE} SET TBLPROPERTIES ({', '.join(f'{k!r} = {v!r}' for k, v in pairs)})")
+            result["table_properties"] = dict(pairs)
         if with_service:
             step = "service"
             log_path = os.path.join(args.work, "optimizer-service.log")

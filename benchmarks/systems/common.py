@@ -47,6 +47,8 @@ def parse_args(description: str, *, pairs: bool = False, optimize: bool = False,
         parser.add_argument("--every", type=int, default=1, help="time the R1 query after every k-th commit")
         parser.add_argument("--service-interval", type=float, default=None,
                             help="run the self-optimizing service beside the stream, polling every S seconds")
+        parser.add_argument("--table-properties", default="",
+                            help="k=v,... set on the table after the load, before the stream (and the service)")
     return parser.parse_args()
 
 

@@ -38,9 +38,6 @@ if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable
 
 RESULT_SCHEMA = "path string, rows long, problem string"
-# Rows per Arrow batch handed to the Python workers (Spark's default is 10,000): a task gathers its
-# rows anyway, so larger batches only save per-batch overhead (within this machine's noise in B1).
-ARROW_BATCH_ROWS = 200_000
 WRITE_THREADS = 4  # folders a task writes at once
 
 
@@ -63,15 +60,9 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     target = WriteTarget.of(table, Store.BASE)
     out, directories = writer.laid_out(writer.align(rows, table.schema), table, Store.BASE)
     plan = BulkPlan(target, target.new_location(), tuple(directories), what)
-    if directories and out._jdf.rdd().getNumPartitions() > 1:
+    if directories and out.rdd.getNumPartitions() > 1:  # planning only: no job runs
         out = out.repartition(*directories)
-    spark = out.sparkSession
-    previous = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
-    try:
-        results = out.mapInArrow(lambda batches: write_task(plan, batches), RESULT_SCHEMA).collect()
-    finally:
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
+    results = out.mapInArrow(lambda batches: write_task(plan, batches), RESULT_SCHEMA).collect()
     problems = sorted(r["problem"] for r in results if r["problem"])
     paths = [r["path"] for r in results if r["path"]]
     if problems:

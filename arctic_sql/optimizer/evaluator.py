@@ -86,7 +86,7 @@ def measure(partition: str, base: Iterable[PlanFile], change: Iterable[PlanFile]
     base, change = list(base), list(change)
     m = PartitionMetrics(partition)
     for f in base:
-        m.base_rows += f.record_count
+        m.base_rows += f.record_count - f.deleted_rows  # rows its position deletes remove are gone
         kind = classify(f, settings)
         if kind == "fragment":
             m.fragments += 1

@@ -52,6 +52,7 @@ from arctic_sql.faults import fault_point
 from arctic_sql.table import position_deletes, storage
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.partitioning import record_from_path
+from arctic_sql.table.manifests import manifest_entries
 
 if TYPE_CHECKING:
     from pyiceberg.table.update.schema import UpdateSchema
@@ -216,7 +217,7 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         parent = (self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
                   if self._parent_snapshot_id is not None else None)
         for manifest in parent.manifests(self._io) if parent is not None else []:
-            entries = manifest.fetch_manifest_entry(self._io, discard_deleted=True)
+            entries = manifest_entries(self._io, manifest)
             if not any(e.data_file.file_path in removed for e in entries):
                 kept.append(manifest)
                 continue

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
+from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
@@ -18,6 +17,7 @@ from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store, parse_file_path
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.format.tree import DataTreeNode
+from arctic_sql.table.manifests import manifest_entries
 
 
 @dataclass(frozen=True)
@@ -67,21 +67,6 @@ class ReadPlan:
         return sum(f.record_count for f in self.change_files)
 
 
-_MANIFEST_CACHE: dict[str, tuple[ManifestEntry, ...]] = {}
-_MANIFEST_CACHE_LIMIT = 4096
-
-
-def _manifest_entries(io: FileIO, manifest: ManifestFile) -> tuple[ManifestEntry, ...]:
-    # Manifests are immutable once written, so their live entries can be cached by path.
-    cached = _MANIFEST_CACHE.get(manifest.manifest_path)
-    if cached is None:
-        if len(_MANIFEST_CACHE) >= _MANIFEST_CACHE_LIMIT:
-            _MANIFEST_CACHE.clear()
-        cached = tuple(manifest.fetch_manifest_entry(io, discard_deleted=True))
-        _MANIFEST_CACHE[manifest.manifest_path] = cached
-    return cached
-
-
 def live_files(table: Table, snapshot: Snapshot | None, store: str) -> list[FileEntry]:
     """The live data files of ``snapshot``, each with the position-delete files that apply to it."""
     entries = live_entries(table, snapshot, store)
@@ -101,7 +86,7 @@ def live_entries(table: Table, snapshot: Snapshot | None, store: str) -> list[Fi
     spec, schema, io = table.spec(), table.schema(), table.io
     entries: list[FileEntry] = []
     for manifest in snapshot.manifests(io):
-        for entry in _manifest_entries(io, manifest):
+        for entry in manifest_entries(io, manifest):
             data_file = entry.data_file
             node_id, is_delete = parse_file_path(data_file.file_path)
             entries.append(

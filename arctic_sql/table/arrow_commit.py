@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow.parquet as pq
 from pyiceberg.table import Table
 
 from arctic_sql.table import commit, storage, writes
@@ -56,13 +57,14 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
     if not files:
         return None
     paths = [f.path for f in files]
+    footers = {f.path: (f.size, f.footer) for f in files if f.size is not None and f.footer is not None}
     validate = None
     if stream is not None:
-        def validate(fresh: Table) -> None:
-            if stream.committed_in(fresh):
+        def validate(current: Table) -> None:
+            if stream.committed_in(current):
                 raise BatchAlreadyCommitted()
     try:
-        return _commit(table, plan, paths, stream, validate)
+        return _commit(table, plan, paths, stream, validate, footers)
     except BatchAlreadyCommitted:
         return None  # commit_loop deleted the files: nothing was sent
     finally:
@@ -70,10 +72,11 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
 
 
 def _commit(table: ArcticTable, plan: WritePlan, paths: list[str], stream: StreamBatch | None,
-            validate) -> int | None:  # noqa: ANN001
+            validate, footers: dict[str, tuple[int, pq.FileMetaData]]) -> int | None:  # noqa: ANN001
     summary = stream.summary() if stream is not None else None
     if plan.mode == CHANGES:
-        return commit.commit_change(table, paths, plan.operation, validate=validate, summary=summary)
+        return commit.commit_change(table, paths, plan.operation, validate=validate, summary=summary,
+                                    footers=footers)
     if plan.mode == OVERWRITE:
         writes.commit_overwrite(table, paths, plan.operation)
     elif plan.mode == APPEND:

@@ -51,23 +51,31 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 20
 
 
-def data_files(store: Table, paths: Iterable[str]) -> list[DataFile]:
-    """Iceberg data files for Parquet files written by a writer: stats from footers, partition from paths."""
+def data_files(store: Table, paths: Iterable[str],
+               footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None) -> list[DataFile]:
+    """Iceberg data files for Parquet files written by a writer: stats from footers, partition from paths.
+
+    ``footers`` holds the size and footer of files whose writer kept them (arrow_writer.WrittenFile):
+    those are not read back.
+    """
     schema, spec, io = store.schema(), store.spec(), store.io
     stats_plan = compute_statistics_plan(schema, store.properties)
     mapping = parquet_path_to_id_mapping(schema)
+    footers = footers or {}
 
-    def one(path: str) -> DataFile:
+    def read(path: str) -> tuple[int, pq.FileMetaData]:
         input_file = io.new_input(path)
         with input_file.open() as stream:
-            metadata = pq.read_metadata(stream)
+            return len(input_file), pq.read_metadata(stream)
+
+    def one(path: str, size: int, metadata: pq.FileMetaData) -> DataFile:
         stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, mapping)
         return DataFile.from_args(
             content=DataFileContent.DATA,
             file_path=path,
             file_format=FileFormat.PARQUET,
             partition=record_from_path(path, spec, schema),
-            file_size_in_bytes=len(input_file),
+            file_size_in_bytes=size,
             sort_order_id=None,
             spec_id=spec.spec_id,
             equality_ids=None,
@@ -76,8 +84,13 @@ def data_files(store: Table, paths: Iterable[str]) -> list[DataFile]:
         )
 
     paths = list(paths)
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(paths)))) as pool:
-        return list(pool.map(one, paths))
+    unread = [p for p in paths if p not in footers]
+    if len(unread) > 1:
+        with ThreadPoolExecutor(max_workers=min(8, len(unread))) as pool:
+            footers = {**footers, **dict(zip(unread, pool.map(read, unread), strict=True))}
+    elif unread:
+        footers = {**footers, unread[0]: read(unread[0])}
+    return [one(path, *footers[path]) for path in paths]
 
 
 def _landed(store: Table, commit_id: str) -> Snapshot:
@@ -111,15 +124,16 @@ def commit_change(
     operation: str,
     validate: Callable[[Table], None] | None = None,
     summary: dict[str, str] | None = None,
+    footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None,
 ) -> int:
     """Append change files as one transaction; return its number (the change store's sequence number).
 
     ``validate`` runs against the freshly loaded change store before every attempt; whatever it
     raises aborts the commit and deletes the written files. ``summary`` adds snapshot-summary
-    entries (a streaming sink's query and batch ids).
+    entries (a streaming sink's query and batch ids); ``footers`` as for :func:`data_files`.
     """
     assert table.change is not None
-    files = data_files(table.change, paths)
+    files = data_files(table.change, paths, footers)
     upserted = sum(f.record_count for f in files if "arctic_op=upsert" in f.file_path)
     summary = {
         **(summary or {}),

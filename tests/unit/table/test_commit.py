@@ -159,3 +159,22 @@ def test_expiring_snapshot_ids_removes_only_those(table):
     commit.expire_snapshots(table.change, ids[:1])
     table.change.refresh()
     assert [s.snapshot_id for s in table.change.snapshots()] == ids[1:]
+
+
+def test_footers_kept_by_the_writer_give_the_data_files_a_read_back_gives(table):
+    import pyarrow as pa
+
+    from arctic_sql.table.arrow_writer import WriteTarget, write_table
+
+    target = WriteTarget.of(table, layout.Store.CHANGE)
+    rows = pa.table({"id": [5, 1, 3], "p": ["x", None, "y"], "v": ["a", "b", None]}, schema=target.arrow_schema())
+    written = write_table(rows, target, target.new_location(), ops=pa.array(["upsert", "delete", "upsert"]))
+    assert written and all(f.footer is not None and f.size is not None for f in written)
+    paths = [f.path for f in written]
+    kept = commit.data_files(table.change, paths, {f.path: (f.size, f.footer) for f in written})
+    read = commit.data_files(table.change, paths)
+    fields = ("file_path", "file_size_in_bytes", "record_count", "column_sizes", "value_counts", "null_value_counts",
+              "lower_bounds", "upper_bounds", "split_offsets", "partition")
+    assert [[getattr(f, n) for n in fields] for f in kept] == [[getattr(f, n) for n in fields] for f in read]
+    assert sorted(f.file_size_in_bytes for f in read) == sorted(os.path.getsize(p.removeprefix("file://"))
+                                                              for p in paths)

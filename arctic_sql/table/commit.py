@@ -125,12 +125,14 @@ def commit_change(
     validate: Callable[[Table], None] | None = None,
     summary: dict[str, str] | None = None,
     footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None,
+    fresh: bool = False,
 ) -> int:
     """Append change files as one transaction; return its number (the change store's sequence number).
 
     ``validate`` runs against the freshly loaded change store before every attempt; whatever it
     raises aborts the commit and deletes the written files. ``summary`` adds snapshot-summary
-    entries (a streaming sink's query and batch ids); ``footers`` as for :func:`data_files`.
+    entries (a streaming sink's query and batch ids); ``footers`` as for :func:`data_files`;
+    ``fresh`` as for :func:`commit_loop`.
     """
     assert table.change is not None
     files = data_files(table.change, paths, footers)
@@ -151,7 +153,7 @@ def commit_change(
             for data_file in files:
                 fast_append.append_data_file(data_file)
 
-    return commit_loop(table, store, apply, paths).sequence_number
+    return commit_loop(table, store, apply, paths, fresh=fresh).sequence_number
 
 
 class _Transaction(Transaction):
@@ -185,8 +187,14 @@ def commit_loop(
     store: Table,
     apply: Callable[[Transaction, str], None],
     written: list[str],
+    *,
+    fresh: bool = False,
 ) -> Snapshot:
     """Commit ``apply``'s changes to ``store``, re-running ``apply`` on fresh metadata after a lost race.
+
+    ``store`` is reloaded before every attempt, except the first when ``fresh`` (the caller loaded
+    it just now, as the DataFrame writer's commit does): the catalog refuses a commit made on stale
+    metadata (pyiceberg asserts the branch's snapshot id), and the retry then reloads.
 
     pyiceberg's own retries are off on both stores (catalog.py): a replayed commit would skip the
     checks ``apply`` makes. ``written`` (the files the commit adds) are deleted only when the commit
@@ -198,7 +206,8 @@ def commit_loop(
     commit_id = uuid.uuid4().hex
     for attempt in range(MAX_ATTEMPTS):
         try:
-            store.refresh()
+            if attempt or not fresh:
+                store.refresh()
             fault_point("before-commit")
             tx = _Transaction(store)
             apply(tx, commit_id)

@@ -161,6 +161,32 @@ def test_expiring_snapshot_ids_removes_only_those(table):
     assert [s.snapshot_id for s in table.change.snapshots()] == ids[1:]
 
 
+def test_a_first_attempt_on_metadata_another_writer_moved_past_retries_and_keeps_both_commits(tmp_path):
+    """``fresh`` skips the reload before the first attempt; the catalog must then refuse the stale
+    commit, and the retry (which reloads) must land after the other writer's commit, not over it."""
+    catalog = catalog_at(tmp_path)
+    stale = create(catalog)
+    other = catalog.load_table(stale.identifier)
+    assert commit.commit_change(other, [write(other, [(1, None, "a")])], "insert") == 1
+    attempts = []
+    real = commit._Transaction.commit_transaction
+
+    def counted(tx):  # noqa: ANN001, ANN202
+        staged = tx.table_metadata
+        attempts.append(staged.snapshot_by_id(staged.current_snapshot_id).parent_snapshot_id)
+        return real(tx)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(commit._Transaction, "commit_transaction", counted):
+        assert commit.commit_change(stale, [write(stale, [(2, None, "b")])], "insert", fresh=True) == 2
+    # the first attempt was made on the stale metadata (no parent), the retry after the other commit
+    assert len(attempts) == 2 and attempts[0] is None and attempts[1] is not None
+    stale.change.refresh()
+    assert [c.version for c in versions.data_commits(stale.base, stale.change)] == [1, 2]
+    assert len(stale.change.scan().plan_files()) == 2
+
+
 def test_footers_kept_by_the_writer_give_the_data_files_a_read_back_gives(table):
     import pyarrow as pa
 

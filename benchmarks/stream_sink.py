@@ -73,7 +73,7 @@ def _arrow_commit(session, batch: pa.Table) -> None:
     plan = WritePlan("db.arrow", table_root(table.base.location()), target, target.new_location(), CHANGES, None,
                      "write", "in one write")
     files = write_task(plan, _with_change_type(batch).to_batches(), 0)
-    commit_write(table, plan, files)
+    commit_write(table, plan, files, fresh=True)  # as the sink: the table was loaded just now
 
 
 def _with_change_type(batch: pa.Table) -> pa.Table:

@@ -94,7 +94,7 @@ def commit_tasks(plan: WritePlan, load_table, tasks: list[TaskFiles], stream=Non
     table = load_table()
     _mark_committing(plan, tasks)
     try:
-        commit_write(table, plan, files, stream)
+        commit_write(table, plan, files, stream, fresh=True)
         fault_point("sink-after-commit")
     except CommitStateUnknownError:
         raise  # the leases run out on their own

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow.parquet as pq
 from pyiceberg.table import Table
 
 from arctic_sql.table import commit, storage, writes
@@ -40,9 +41,12 @@ class BatchAlreadyCommitted(Exception):
 
 
 def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
-                 stream: StreamBatch | None = None) -> int | None:
+                 stream: StreamBatch | None = None, *, fresh: bool = False) -> int | None:
     """Commit the files of one write as one version; return its number, or None when nothing was
-    committed (no rows, or a micro-batch the table already holds: its files are deleted)."""
+    committed (no rows, or a micro-batch the table already holds: its files are deleted).
+
+    ``fresh``: ``table`` was loaded just now, so a change-store commit's first attempt need not
+    reload it (commit.commit_loop)."""
     store = table.change if plan.mode == CHANGES else table.base
     assert store is not None
     if stream is not None and stream.committed_in(store):
@@ -56,13 +60,14 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
     if not files:
         return None
     paths = [f.path for f in files]
+    footers = {f.path: (f.size, f.footer) for f in files if f.size is not None and f.footer is not None}
     validate = None
     if stream is not None:
-        def validate(fresh: Table) -> None:
-            if stream.committed_in(fresh):
+        def validate(current: Table) -> None:
+            if stream.committed_in(current):
                 raise BatchAlreadyCommitted()
     try:
-        return _commit(table, plan, paths, stream, validate)
+        return _commit(table, plan, paths, stream, validate, footers, fresh)
     except BatchAlreadyCommitted:
         return None  # commit_loop deleted the files: nothing was sent
     finally:
@@ -70,10 +75,11 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
 
 
 def _commit(table: ArcticTable, plan: WritePlan, paths: list[str], stream: StreamBatch | None,
-            validate) -> int | None:  # noqa: ANN001
+            validate, footers: dict[str, tuple[int, pq.FileMetaData]], fresh: bool) -> int | None:  # noqa: ANN001
     summary = stream.summary() if stream is not None else None
     if plan.mode == CHANGES:
-        return commit.commit_change(table, paths, plan.operation, validate=validate, summary=summary)
+        return commit.commit_change(table, paths, plan.operation, validate=validate, summary=summary,
+                                    footers=footers, fresh=fresh)
     if plan.mode == OVERWRITE:
         writes.commit_overwrite(table, paths, plan.operation)
     elif plan.mode == APPEND:

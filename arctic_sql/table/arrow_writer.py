@@ -14,6 +14,7 @@ partition spec, key and bucket count. Nothing here opens a catalog.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 
@@ -85,11 +86,14 @@ class WriteTarget:
 class WrittenFile:
     """One file a writer wrote: its location, row count and (for files of up to :data:`MAX_HASHED_ROWS`
     rows) the Spark hashes of its keys, so the committer can rule out a key shared between files
-    without reading them."""
+    without reading them. ``size`` and ``footer`` (the Parquet footer as written) spare the committer
+    reading the file back for its Iceberg statistics (commit.data_files)."""
 
     path: str
     rows: int
     key_hashes: bytes | None = None  # uint64 per row, any order
+    size: int | None = dataclasses.field(default=None, compare=False)
+    footer: pq.FileMetaData | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def folder(self) -> str:
@@ -232,10 +236,12 @@ def write_folder(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UU
             with fs.open_output_stream(sidecar_path(f"{path}/{name}")) as out:
                 pq.write_table(part.select([sidecar]), out, store_schema=False)
             part = part.drop_columns([sidecar])
+        footer: list[pq.FileMetaData] = []
         with fs.open_output_stream(f"{path}/{name}") as out:
-            pq.write_table(part, out, compression="snappy", store_schema=False)
+            pq.write_table(part, out, compression="snappy", store_schema=False, metadata_collector=footer)
+            size = out.tell()
         hashes = _key_hashes(part, target) if key_hashes else None
-        written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows, hashes))
+        written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows, hashes, size, footer[0]))
     return written
 
 

@@ -64,26 +64,32 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 20
 
 
-def data_files(store: Table, paths: Iterable[str]) -> list[DataFile]:
+def data_files(store: Table, paths: Iterable[str],
+               footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None) -> list[DataFile]:
     """Iceberg entries for Parquet files written by a writer: data files with stats from footers and
-    partition from paths, and position-delete files (by name, see position_deletes.py)."""
+    partition from paths, and position-delete files (by name, see position_deletes.py).
+
+    ``footers`` holds the size and footer of files whose writer kept them (arrow_writer.WrittenFile):
+    those are not read back.
+    """
     schema, spec, io = store.schema(), store.spec(), store.io
     stats_plan = compute_statistics_plan(schema, store.properties)
     mapping = parquet_path_to_id_mapping(schema)
+    footers = footers or {}
 
-    def one(path: str) -> DataFile:
-        if position_deletes.is_delete_file(path):
-            return position_deletes.data_file(store, path)
+    def read(path: str) -> tuple[int, pq.FileMetaData]:
         input_file = io.new_input(path)
         with input_file.open() as stream:
-            metadata = pq.read_metadata(stream)
+            return len(input_file), pq.read_metadata(stream)
+
+    def one(path: str, size: int, metadata: pq.FileMetaData) -> DataFile:
         stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, mapping)
         return DataFile.from_args(
             content=DataFileContent.DATA,
             file_path=path,
             file_format=FileFormat.PARQUET,
             partition=record_from_path(path, spec, schema),
-            file_size_in_bytes=len(input_file),
+            file_size_in_bytes=size,
             sort_order_id=None,
             spec_id=spec.spec_id,
             equality_ids=None,
@@ -92,8 +98,14 @@ def data_files(store: Table, paths: Iterable[str]) -> list[DataFile]:
         )
 
     paths = list(paths)
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(paths)))) as pool:
-        return list(pool.map(one, paths))
+    unread = [p for p in paths if p not in footers and not position_deletes.is_delete_file(p)]
+    if len(unread) > 1:
+        with ThreadPoolExecutor(max_workers=min(8, len(unread))) as pool:
+            footers = {**footers, **dict(zip(unread, pool.map(read, unread), strict=True))}
+    elif unread:
+        footers = {**footers, unread[0]: read(unread[0])}
+    return [position_deletes.data_file(store, path) if position_deletes.is_delete_file(path)
+            else one(path, *footers[path]) for path in paths]
 
 
 def _landed(store: Table, commit_id: str) -> Snapshot:
@@ -127,15 +139,18 @@ def commit_change(
     operation: str,
     validate: Callable[[Table], None] | None = None,
     summary: dict[str, str] | None = None,
+    footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None,
+    fresh: bool = False,
 ) -> int:
     """Append change files as one transaction; return its number (the change store's sequence number).
 
     ``validate`` runs against the freshly loaded change store before every attempt; whatever it
     raises aborts the commit and deletes the written files. ``summary`` adds snapshot-summary
-    entries (a streaming sink's query and batch ids).
+    entries (a streaming sink's query and batch ids); ``footers`` as for :func:`data_files`;
+    ``fresh`` as for :func:`commit_loop`.
     """
     assert table.change is not None
-    files = data_files(table.change, paths)
+    files = data_files(table.change, paths, footers)
     upserted = sum(f.record_count for f in files if "arctic_op=upsert" in f.file_path)
     summary = {
         **(summary or {}),
@@ -153,7 +168,7 @@ def commit_change(
             for data_file in files:
                 fast_append.append_data_file(data_file)
 
-    return commit_loop(table, store, apply, paths).sequence_number
+    return commit_loop(table, store, apply, paths, fresh=fresh).sequence_number
 
 
 class _Transaction(Transaction):
@@ -267,8 +282,14 @@ def commit_loop(
     store: Table,
     apply: Callable[[Transaction, str], None],
     written: list[str],
+    *,
+    fresh: bool = False,
 ) -> Snapshot:
     """Commit ``apply``'s changes to ``store``, re-running ``apply`` on fresh metadata after a lost race.
+
+    ``store`` is reloaded before every attempt, except the first when ``fresh`` (the caller loaded
+    it just now, as the DataFrame writer's commit does): the catalog refuses a commit made on stale
+    metadata (pyiceberg asserts the branch's snapshot id), and the retry then reloads.
 
     pyiceberg's own retries are off on both stores (catalog.py): a replayed commit would skip the
     checks ``apply`` makes. ``written`` (the files the commit adds) are deleted only when the commit
@@ -280,7 +301,8 @@ def commit_loop(
     commit_id = uuid.uuid4().hex
     for attempt in range(MAX_ATTEMPTS):
         try:
-            store.refresh()
+            if attempt or not fresh:
+                store.refresh()
             fault_point("before-commit")
             tx = _Transaction(store)
             apply(tx, commit_id)

@@ -159,3 +159,48 @@ def test_expiring_snapshot_ids_removes_only_those(table):
     commit.expire_snapshots(table.change, ids[:1])
     table.change.refresh()
     assert [s.snapshot_id for s in table.change.snapshots()] == ids[1:]
+
+
+def test_a_first_attempt_on_metadata_another_writer_moved_past_retries_and_keeps_both_commits(tmp_path):
+    """``fresh`` skips the reload before the first attempt; the catalog must then refuse the stale
+    commit, and the retry (which reloads) must land after the other writer's commit, not over it."""
+    catalog = catalog_at(tmp_path)
+    stale = create(catalog)
+    other = catalog.load_table(stale.identifier)
+    assert commit.commit_change(other, [write(other, [(1, None, "a")])], "insert") == 1
+    attempts = []
+    real = commit._Transaction.commit_transaction
+
+    def counted(tx):  # noqa: ANN001, ANN202
+        staged = tx.table_metadata
+        attempts.append(staged.snapshot_by_id(staged.current_snapshot_id).parent_snapshot_id)
+        return real(tx)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(commit._Transaction, "commit_transaction", counted):
+        assert commit.commit_change(stale, [write(stale, [(2, None, "b")])], "insert", fresh=True) == 2
+    # the first attempt was made on the stale metadata (no parent), the retry after the other commit
+    assert len(attempts) == 2 and attempts[0] is None and attempts[1] is not None
+    stale.change.refresh()
+    assert [c.version for c in versions.data_commits(stale.base, stale.change)] == [1, 2]
+    assert len(stale.change.scan().plan_files()) == 2
+
+
+def test_footers_kept_by_the_writer_give_the_data_files_a_read_back_gives(table):
+    import pyarrow as pa
+
+    from arctic_sql.table.arrow_writer import WriteTarget, write_table
+
+    target = WriteTarget.of(table, layout.Store.CHANGE)
+    rows = pa.table({"id": [5, 1, 3], "p": ["x", None, "y"], "v": ["a", "b", None]}, schema=target.arrow_schema())
+    written = write_table(rows, target, target.new_location(), ops=pa.array(["upsert", "delete", "upsert"]))
+    assert written and all(f.footer is not None and f.size is not None for f in written)
+    paths = [f.path for f in written]
+    kept = commit.data_files(table.change, paths, {f.path: (f.size, f.footer) for f in written})
+    read = commit.data_files(table.change, paths)
+    fields = ("file_path", "file_size_in_bytes", "record_count", "column_sizes", "value_counts", "null_value_counts",
+              "lower_bounds", "upper_bounds", "split_offsets", "partition")
+    assert [[getattr(f, n) for n in fields] for f in kept] == [[getattr(f, n) for n in fields] for f in read]
+    assert sorted(f.file_size_in_bytes for f in read) == sorted(os.path.getsize(p.removeprefix("file://"))
+                                                              for p in paths)

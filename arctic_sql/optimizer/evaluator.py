@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from arctic_sql.optimizer.inputs import PlanFile, Settings
+from arctic_sql.table.format.tree import DataTreeNode
 
 
 class Mode(StrEnum):
@@ -51,6 +52,9 @@ class PartitionMetrics:
     fragments: int = 0
     fragment_bytes: int = 0
     undersized: list[int] = field(default_factory=list)  # sizes
+    # The same sizes by the base node they lie in: files of different nodes never merge into one
+    # file (every key's rows stay in its node), so only a node's own undersized files can fill one.
+    undersized_by_node: dict[int, list[int]] = field(default_factory=dict)
     segments: int = 0
     rewrite_segments: int = 0  # segments whose related change rows exceed the duplicate ratio
     base_rows: int = 0
@@ -93,6 +97,7 @@ def measure(partition: str, base: Iterable[PlanFile], change: Iterable[PlanFile]
             m.fragment_bytes += f.file_size
         elif kind == "undersized":
             m.undersized.append(f.file_size)
+            m.undersized_by_node.setdefault(_write_node(f, settings), []).append(f.file_size)
         else:
             m.segments += 1
             if duplicate_ratio(f, base, change) > settings.major_duplicate_ratio:
@@ -107,6 +112,15 @@ def measure(partition: str, base: Iterable[PlanFile], change: Iterable[PlanFile]
     written = {f.node_id for f in change} | {f.node_id for f in base if classify(f, settings) == "fragment"}
     m.nodes = max(1, len(written))
     return m
+
+
+def _write_node(f: PlanFile, settings: Settings) -> int:
+    """The id of the base node at the write level that ``f`` lies in (its own id when above it)."""
+    level = settings.write_level
+    if f.node.level < level:
+        return f.node_id
+    mask = (1 << level) - 1
+    return DataTreeNode(mask, f.node.index & mask).id
 
 
 def duplicate_ratio(segment: PlanFile, base: list[PlanFile], change: list[PlanFile]) -> float:
@@ -168,10 +182,11 @@ def evaluate(m: PartitionMetrics, settings: Settings, history: History, now_ms: 
     if m.rewrite_segments:
         return Decision(m.partition, MAJOR, f"{m.rewrite_segments} segment(s) with duplicate ratio > "
                                             f"{settings.major_duplicate_ratio}")
-    small_undersized = sorted(m.undersized)
-    if sum(small_undersized) >= settings.target_size and len(small_undersized) >= 2 and \
-            small_undersized[0] + small_undersized[1] <= settings.target_size:
-        return Decision(m.partition, MAJOR, f"{len(m.undersized)} undersized segments fill a target-size file")
+    for sizes in (m.undersized_by_node.values() if m.undersized_by_node else [m.undersized]):
+        small_undersized = sorted(sizes)
+        if sum(small_undersized) >= settings.target_size and len(small_undersized) >= 2 and \
+                small_undersized[0] + small_undersized[1] <= settings.target_size:
+            return Decision(m.partition, MAJOR, f"{len(sizes)} undersized segments of one node fill a target-size file")
     if m.deleted_rows >= settings.major_delete_rows:
         return Decision(m.partition, MAJOR, f"{m.deleted_rows} unmerged deleted rows >= {settings.major_delete_rows}")
     volume = m.base_rows + m.upserted_rows

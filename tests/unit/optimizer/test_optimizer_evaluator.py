@@ -237,6 +237,16 @@ def test_major_when_undersized_segments_fill_a_target_file(sizes_mb, expected):
     assert mode_of(metrics(undersized=[s * MB for s in sizes_mb])) == expected
 
 
+def test_undersized_segments_of_different_nodes_never_fill_a_target_file_together():
+    # One 70 MB file in each of four nodes: 280 MB, but no two of them can merge. A trigger on the sum
+    # ran a major on every poll that rewrote the same files again (a stream measured A1 of 27).
+    files = [PlanFile(f"u{n}", "base", n, "p", 1000, 70 * MB) for n in (4, 5, 6, 7)]
+    m = measure("p", files, [], SETTINGS)
+    assert sorted(m.undersized_by_node) == [4, 5, 6, 7] and mode_of(m) is None
+    two = measure("p", [*files, PlanFile("v4", "base", 4, "p", 1000, 58 * MB)], [], SETTINGS)
+    assert two.undersized_by_node[4] == [70 * MB, 58 * MB] and mode_of(two) == MAJOR
+
+
 @pytest.mark.parametrize(("deleted", "expected"), [(1_000_000, MAJOR), (999_999, None)])
 def test_major_delete_rows(deleted, expected):
     # A large base keeps the delete ratio low: only the volume of deletes can fire.

@@ -386,8 +386,12 @@ def _plain(arrow_type: pa.DataType) -> pa.DataType:
 
 
 def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: int) -> list[str]:
-    """Write ``rows`` under ``directory`` as Parquet files of at most ``rows_per_file`` rows, with
-    Iceberg field ids; return their locations."""
+    """Write ``rows`` under ``directory`` as Parquet files of about ``rows_per_file`` rows, with
+    Iceberg field ids; return their locations.
+
+    The rows are cut into files of equal size, as many as rounding the rows over ``rows_per_file``
+    gives (at least one): never a full file and a small remainder, which would come back as a
+    fragment or undersized segment for the next optimize to rewrite again."""
     target = schema_to_pyarrow(schema, include_field_ids=True)
     rows = rows.cast(target)
     fs, path = storage.filesystem(directory)
@@ -395,8 +399,10 @@ def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: in
     scheme = storage.prefix(directory, path)
     written = []
     name = uuid.uuid4().hex
-    for i, start in enumerate(range(0, rows.num_rows, rows_per_file)):  # no rows left: no file
-        chunk = rows.slice(start, rows_per_file)
+    count = max(1, round(rows.num_rows / max(1, rows_per_file))) if rows.num_rows else 0  # no rows: no file
+    bounds = [rows.num_rows * i // count for i in range(count + 1)] if count else []
+    for i, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+        chunk = rows.slice(start, stop - start)
         file_path = f"{path.rstrip('/')}/part-{i:05d}-{name}.parquet"
         pq.write_table(chunk, file_path, filesystem=fs, use_dictionary=dictionary_columns(chunk))
         written.append(scheme + file_path)

@@ -116,7 +116,7 @@ def test_written_files_resolve_by_field_id_after_a_rename(tmp_path):
     catalog, table, schema = _id_v_table(tmp_path)
     rows = pa.table({"id": [3, 1, 2], "v": ["c", "a", "b"]})
     paths = node_merge.write_node(rows, f"file://{tmp_path}/out/arctic_node=4", schema, rows_per_file=2)
-    assert [len(pq.read_table(p.removeprefix("file://"))) for p in paths] == [2, 1]  # split at rows_per_file
+    assert [len(pq.read_table(p.removeprefix("file://"))) for p in paths] == [1, 2]  # two files of about 2 rows
     assert all("/arctic_node=4/" in p for p in paths)
     files = tuple(_data_file(table, p) for p in paths)
     with table.update_schema() as update:
@@ -132,6 +132,18 @@ def test_written_files_resolve_by_field_id_after_a_rename(tmp_path):
 def test_a_node_whose_rows_all_went_writes_no_file(tmp_path):
     schema = Schema(NestedField(1, "id", LongType(), required=True))
     assert node_merge.write_node(pa.table({"id": pa.array([], pa.int64())}), str(tmp_path / "n"), schema, 10) == []
+
+
+@pytest.mark.parametrize(("rows", "rows_per_file", "sizes"), [
+    (10, 4, [5, 5]), (10, 3, [3, 3, 4]), (11, 10, [11]), (14, 10, [14]), (16, 10, [8, 8]), (3, 10, [3])])
+def test_a_node_is_cut_into_files_of_equal_size_near_the_target(tmp_path, rows, rows_per_file, sizes):
+    # Never a full file and a small remainder: the remainder would look undersized to the next optimize.
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    written = node_merge.write_node(pa.table({"id": pa.array(range(rows), pa.int64())}), str(tmp_path / "n"),
+                                    schema, rows_per_file)
+    tables = [pq.read_table(p.removeprefix("file://")) for p in written]
+    assert [t.num_rows for t in tables] == sizes
+    assert [v for t in tables for v in t.column("id").to_pylist()] == list(range(rows))
 
 
 def test_unsorted_merge_has_the_same_rows():

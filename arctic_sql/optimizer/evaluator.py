@@ -68,6 +68,16 @@ class PartitionMetrics:
     def small_files(self) -> int:
         return self.fragments + self.change_files
 
+    @property
+    def undersized_groups(self) -> list[list[int]]:
+        """Undersized sizes that could merge into one file: per node (all together when not known)."""
+        return list(self.undersized_by_node.values()) if self.undersized_by_node else [self.undersized]
+
+    @property
+    def mergeable_undersized(self) -> bool:
+        """Whether some node holds two undersized segments (files of two nodes never merge)."""
+        return any(len(sizes) >= 2 for sizes in self.undersized_groups)
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -176,13 +186,13 @@ def evaluate(m: PartitionMetrics, settings: Settings, history: History, now_ms: 
     since_minor = _since(now_ms, *minor_marks, *_unless(_latest(*minor_marks), start))
 
     full_due = settings.full_interval_ms >= 0 and since_full is not None and since_full >= settings.full_interval_ms
-    if full_due and (has_change or m.fragments > b or len(m.undersized) >= 2):
+    if full_due and (has_change or m.fragments > b or m.mergeable_undersized):
         return Decision(m.partition, FULL, f"full interval passed ({since_full} ms >= {settings.full_interval_ms})")
 
     if m.rewrite_segments:
         return Decision(m.partition, MAJOR, f"{m.rewrite_segments} segment(s) with duplicate ratio > "
                                             f"{settings.major_duplicate_ratio}")
-    for sizes in (m.undersized_by_node.values() if m.undersized_by_node else [m.undersized]):
+    for sizes in m.undersized_groups:
         small_undersized = sorted(sizes)
         if sum(small_undersized) >= settings.target_size and len(small_undersized) >= 2 and \
                 small_undersized[0] + small_undersized[1] <= settings.target_size:
@@ -197,7 +207,7 @@ def evaluate(m: PartitionMetrics, settings: Settings, history: History, now_ms: 
         return Decision(m.partition, MAJOR, f"{m.small_files} small files >= "
                                             f"{settings.major_small_file_count} per node x {m.nodes}")
     if settings.major_interval_ms >= 0 and since_major is not None and since_major >= settings.major_interval_ms \
-            and (has_change or m.fragments > 1 or len(m.undersized) > 1):
+            and (has_change or m.fragments > 1 or m.mergeable_undersized):
         return Decision(m.partition, MAJOR, f"major interval passed ({since_major} ms)")
 
     threshold = max(b + 1, settings.minor_file_count * m.nodes) if settings.keyed else settings.minor_file_count

@@ -245,6 +245,11 @@ def test_undersized_segments_of_different_nodes_never_fill_a_target_file_togethe
     assert sorted(m.undersized_by_node) == [4, 5, 6, 7] and mode_of(m) is None
     two = measure("p", [*files, PlanFile("v4", "base", 4, "p", 1000, 58 * MB)], [], SETTINGS)
     assert two.undersized_by_node[4] == [70 * MB, 58 * MB] and mode_of(two) == MAJOR
+    # Nor do they make a due full or major interval worth a run on their own.
+    assert not m.mergeable_undersized and two.mergeable_undersized
+    due = Settings(full_interval_ms=1, major_interval_ms=1)
+    history = History(created_ms=0)
+    assert mode_of(m, due, history) is None and mode_of(two, due, history) == FULL
 
 
 @pytest.mark.parametrize(("deleted", "expected"), [(1_000_000, MAJOR), (999_999, None)])

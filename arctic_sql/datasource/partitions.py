@@ -25,7 +25,6 @@ import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
-from pyiceberg.types import NestedField
 from pyspark.sql.datasource import InputPartition
 
 from arctic_sql.errors import UnsupportedOperationError
@@ -201,15 +200,10 @@ def _timestamps(ms: np.ndarray) -> pa.Array:
     return pa.array(ms * 1000, pa.timestamp("us", tz="UTC"))
 
 
-def _optional(schema: Schema) -> Schema:
-    return Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
-                  schema_id=schema.schema_id)
-
-
 def _changes(partition: ChangePartition, group: ChangeGroup) -> pa.Table:
     """The newest change per key of one group (every row, as an insert, on a table without a key)."""
     stores = partition.stores
-    optional = _optional(stores.schema)
+    optional = node_merge.optional(stores.schema)
     parts = []
     for store_name in ("base", "change"):
         store = stores.store(store_name)

@@ -76,7 +76,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
 
     schema, keys = table.schema, list(table.primary_key)
     base, change = node_merge.Store.both(table)
-    rows_per_file = writer.max_rows_per_file(table)
+    rows_per_file, target_size = writer.max_rows_per_file(table), table.settings.target_size
     jobs = [node_task(t, location) for t in tasks]
     shares = [[jobs[i] for i in share]
               for share in balance([t.input_bytes for t in tasks], spark.sparkContext.defaultParallelism)]
@@ -89,15 +89,16 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
                 written += [position_deletes.write(job.directory, path, positions) for path, positions in gone.items()]
             else:
                 rows = node_merge.read_node(job, schema, keys, base, change)
-            written += node_merge.write_node(rows, job.directory, schema, _rows_per_file(job, rows_per_file))
+            per_file = _rows_per_file(job, target_size, rows_per_file)
+            written += node_merge.write_node(rows, job.directory, schema, per_file)
             fault_point("optimize-task-wrote")  # a task slow after its first file: the cancel test stalls here
         return written
 
     return spark.sparkContext.parallelize(shares, len(shares)).flatMap(run).collect()  # only file names come back
 
 
-def _rows_per_file(job: node_merge.NodeTask, fallback: int) -> int:
-    """Rows per file of about the target size, from the row width the node's base files show once
+def _rows_per_file(job: node_merge.NodeTask, target_size: int, fallback: int) -> int:
+    """Rows per file of about ``target_size``, from the row width the node's base files show once
     compressed (``fallback`` assumes a width: it leaves files far from the target when rows are
     narrower, and a node of such files looked undersized to every following optimize)."""
     base = [*job.base_files, *job.kept_files]
@@ -105,7 +106,7 @@ def _rows_per_file(job: node_merge.NodeTask, fallback: int) -> int:
     if rows < 1000:  # too few to judge a width by: footers dominate a small file
         return fallback
     width = sum(f.file_size_in_bytes for f in base) / rows
-    return max(1, int(fallback * writer.ASSUMED_ROW_BYTES / width))
+    return max(1, int(target_size / width))
 
 
 def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> tuple[DataFrame, list[str]]:

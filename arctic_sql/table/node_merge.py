@@ -83,7 +83,11 @@ def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: 
         if base is None:
             raise ValueError("nothing to merge: no base and no change rows")
         return base
-    newest = newest_changes(changes, keys)
+    return merge_newest(base, newest_changes(changes, keys), keys, sort=sort)
+
+
+def merge_newest(base: pa.Table | None, newest: pa.Table, keys: Sequence[str], *, sort: bool = True) -> pa.Table:
+    """:func:`merge` of the newest change per key (:func:`newest_changes`, tagged) into ``base``."""
     upserts = newest.filter(pc.equal(pc.bit_wise_and(newest.column(TAG), 1), 0)).drop_columns([TAG])
     if base is None:
         return upserts
@@ -259,22 +263,27 @@ def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, 
     dictionary = dictionary - set(keys)  # keys are compared and joined on: plain values
     base_rows = (base.read(task.base_files, schema, base_filter, dictionary, task.delete_map)
                  if task.base_files else None)
-    # Delete rows may carry only the key: every column is optional on the change side.
-    optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
-                      schema_id=schema.schema_id)
-    changes = _read_changes(task, optional, keys, change, change_filter, dictionary)
+    changes = _read_changes(task, schema, keys, change, change_filter, dictionary)
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort)
 
 
-def _read_changes(task: NodeTask, optional: Schema, keys: Sequence[str], change: Store,
+def optional(schema: Schema) -> Schema:
+    """``schema`` with every column optional: delete rows may carry only the key."""
+    return Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
+                  schema_id=schema.schema_id)
+
+
+def _read_changes(task: NodeTask, schema: Schema, keys: Sequence[str], change: Store,
                   change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
                   ) -> list[tuple[pa.Table, np.ndarray]]:
+    """The task's upsert and delete rows, tagged, in ``schema`` made optional (deletes: keys only)."""
+    changed = optional(schema)
     upserts = [(f, value) for f, value in task.change_files if not value % 2]
     deletes = [(f, value) for f, value in task.change_files if value % 2]
     return [change.read_tagged(files, part, change_filter, dictionary)
-            for files, part in ((upserts, optional), (deletes, optional.select(*keys))) if files]
+            for files, part in ((upserts, changed), (deletes, changed.select(*keys))) if files]
 
 
 def minor_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store
@@ -283,15 +292,13 @@ def minor_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store,
     (the rewritten base files merged with the changes, which brings every changed key's newest
     upsert) and, per kept file whose rows the changes supersede, all its deleted positions (those
     of its current delete files and the new ones: one delete file per data file)."""
-    optional = Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
-                      schema_id=schema.schema_id)
-    changes = _read_changes(task, optional, keys, change)
+    changes = _read_changes(task, schema, keys, change)
     rewritten = (base.read(task.base_files, schema, deletes=task.delete_map) if task.base_files
                  else schema_to_pyarrow(schema, include_field_ids=False).empty_table())
-    rows = merge(rewritten, changes, keys)
     if not changes:
-        return rows, {}
-    newest = newest_changes(changes, keys)
+        return rewritten, {}
+    newest = newest_changes(changes, keys)  # sorted once: for the merge and for the kept files' deletes
+    rows = merge_newest(rewritten, newest, keys)
     deletes = task.delete_map
     gone: dict[str, np.ndarray] = {}
     key_schema = schema.select(*keys)

@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 
 # Rows per file are capped from the target size and a conservative compressed row width, so that a
 # large INSERT OVERWRITE yields several files per node rather than one huge one.
-ASSUMED_ROW_BYTES = 48
+_ASSUMED_ROW_BYTES = 48
 
 
 def max_rows_per_file(table: ArcticTable) -> int:
     target_size = table.settings.target_size
-    return max(1, target_size // ASSUMED_ROW_BYTES)
+    return max(1, target_size // _ASSUMED_ROW_BYTES)
 
 
 def align(df: DataFrame, schema: Schema, *, all_nullable: bool = False) -> DataFrame:

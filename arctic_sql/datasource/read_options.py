@@ -26,12 +26,11 @@ if TYPE_CHECKING:
 CHANGE_TYPE = "_change_type"
 CHANGE_VERSION = "_change_version"
 COMMIT_TIMESTAMP = "_commit_timestamp"
-LOOKUP_BUCKET = "_lookup_bucket"
 LATEST = "latest"
 
 _BATCH_ONLY = ("versionAsOf", "timestampAsOf", "endingVersion", "endingTimestamp")
 _STREAM_ONLY = ("maxVersionsPerTrigger", "maxFilesPerTrigger", "maxRowsPerTrigger", "maxBytesPerTrigger",
-                "skipOverwrites", "consumerId", "lookupBuckets", "refreshIntervalMs")
+                "skipOverwrites", "consumerId")
 _SHARED = ("path", "table", "readChangeFeed", "startingVersion", "startingTimestamp")
 KNOWN = {name.lower(): name for name in (*_SHARED, *_BATCH_ONLY, *_STREAM_ONLY)}
 
@@ -55,11 +54,6 @@ class ReadOptions:
     max_bytes: int | None = None
     skip_overwrites: bool = False
     consumer_id: str | None = None
-    # What streaming.lookup_join asks of a dimension's stream: the first batch is only version
-    # markers (each bucket loads its rows from the table itself), every batch adds one marker per
-    # bucket, and new versions are admitted at most every ``refresh_interval_ms``.
-    lookup_buckets: int | None = None
-    refresh_interval_ms: int | None = None
 
     @property
     def has_start(self) -> bool:
@@ -133,11 +127,7 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
         max_bytes=_size(given, "maxbytespertrigger"),
         skip_overwrites=_flag(given, "skipoverwrites"),
         consumer_id=_consumer(given.get("consumerid")),
-        lookup_buckets=_whole(given, "lookupbuckets", minimum=1),
-        refresh_interval_ms=_whole(given, "refreshintervalms", minimum=0),
     )
-    if parsed.lookup_buckets is not None and parsed.lookup_buckets & (parsed.lookup_buckets - 1):
-        raise InvalidArgumentError(f"Option lookupBuckets must be a power of two, got {parsed.lookup_buckets}")
     _exclusive(given, "versionasof", "timestampasof")
     _exclusive(given, "startingversion", "startingtimestamp")
     _exclusive(given, "endingversion", "endingtimestamp")
@@ -228,13 +218,10 @@ def change_columns() -> StructType:
 def output_schema(table: ArcticTable, options: ReadOptions) -> StructType:
     """The columns a read returns: the table's (a change feed adds its change columns, and makes the
     table's columns nullable: a delete carries only the key)."""
-    from pyspark.sql.types import IntegerType, StructField, StructType
+    from pyspark.sql.types import StructType
 
     if not options.read_change_feed:
         return table.spark_schema
     from arctic_sql.table.types import spark_schema
 
-    fields = [*spark_schema(table.schema, all_nullable=True).fields, *change_columns().fields]
-    if options.lookup_buckets is not None:
-        fields.append(StructField(LOOKUP_BUCKET, IntegerType(), True))
-    return StructType(fields)
+    return StructType([*spark_schema(table.schema, all_nullable=True).fields, *change_columns().fields])

@@ -18,13 +18,6 @@ reader's default read limit to ``latestOffset`` (also under ``Trigger.AvailableN
 newest version in ``prepareForTriggerAvailableNow``); when it passes ``ReadAllAvailable`` instead,
 everything available is read, as Spark asks.
 
-``lookupBuckets`` (set by ``streaming.lookup_join``) turns the stream into a dimension's feed for a
-lookup join: it waits for the table's first data commit, its first micro-batch carries no rows (each
-bucket of the join loads its share from the table at that version), and every micro-batch adds one
-``_change_type = "version"`` marker per bucket with the batch's end version in ``_change_version``,
-so every bucket learns which version its facts meet. ``refreshIntervalMs`` admits new versions at
-most that often (the dimension is then at most that stale; the offsets still pin each batch's version).
-
 A version that replaced rows without per-key changes (INSERT OVERWRITE, rollback) fails the stream
 with a one-line error naming it, unless ``skipOverwrites=true`` (its effect is then not streamed).
 Spark runs this reader in one long-lived Python process on the driver; ``read`` runs in the tasks.
@@ -32,13 +25,10 @@ Spark runs this reader in one long-lived Python process on the driver; ``read`` 
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -48,7 +38,6 @@ from pyspark.sql.streaming.datasource import (
 
 from arctic_sql.datasource import partitions
 from arctic_sql.datasource.batch_read import change_partitions, first_change, start_after
-from arctic_sql.datasource.read_options import CHANGE_TYPE, CHANGE_VERSION, COMMIT_TIMESTAMP, LOOKUP_BUCKET
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table import consumers
 from arctic_sql.table.changes import Range, carries_changes, commit_files
@@ -68,26 +57,6 @@ if TYPE_CHECKING:
 SNAPSHOT = -1  # the offset before a stream's first batch of the table's rows
 VERSION = "version"
 NO_LIMIT = 2**31 - 1
-MARKER = "version"  # the _change_type of a lookup feed's version markers
-
-
-class VersionMarkers(InputPartition):
-    """A lookup feed's markers: one row per bucket saying the micro-batch ends at ``version``."""
-
-    def __init__(self, version: int, committed_at_ms: int, buckets: int) -> None:
-        super().__init__(version)
-        self.version, self.committed_at_ms, self.buckets = version, committed_at_ms, buckets
-
-    def rows(self, schema: StructType) -> pa.Table:
-        arrow_type = to_arrow_schema(schema, timezone="UTC")
-        n = self.buckets
-        given = {CHANGE_TYPE: pa.array([MARKER] * n, pa.string()),
-                 CHANGE_VERSION: pa.array(np.full(n, self.version, np.int64)),
-                 COMMIT_TIMESTAMP: pa.array(np.full(n, self.committed_at_ms * 1000, np.int64),
-                                            pa.timestamp("us", tz="UTC")),
-                 LOOKUP_BUCKET: pa.array(np.arange(n, dtype=np.int32))}
-        return pa.table([given[f.name].cast(f.type) if f.name in given else pa.nulls(n, f.type)
-                         for f in arrow_type], schema=arrow_type)
 
 
 class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -96,7 +65,6 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, spec: CatalogSpec, table_name: str, options: ReadOptions, schema: StructType) -> None:
         self.spec, self.table_name, self.options, self.schema = spec, table_name, options, schema
         self.target: int | None = None  # the newest version an availableNow run reads up to
-        self.admitted_at = 0.0  # when a lookup feed last admitted new versions (monotonic seconds)
 
     def _table(self) -> tuple[ArcticTable, versions.History]:
         table = self.spec.load_table(self.table_name)
@@ -147,22 +115,13 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table, history = self._table()
         newest = history.latest if self.target is None else min(self.target, history.latest)
         begin = int(start[VERSION])
-        lookup = self.options.lookup_buckets is not None
         if begin == SNAPSHOT:
-            if lookup and not history.commits:
-                return start  # a lookup join's facts wait for the dimension's first version
             return {VERSION: newest}  # the table's rows: one batch, whatever the limits
         _check_retained(table, history, begin)
         pending = [c for c in history.commits if begin < c.version <= newest]
-        if not pending or self._too_soon():
+        if not pending:
             return start
-        admitted = self._admit(table, pending, limit)
-        self.admitted_at = time.monotonic()
-        return {VERSION: admitted[-1].version}
-
-    def _too_soon(self) -> bool:
-        interval = self.options.refresh_interval_ms
-        return bool(interval) and (time.monotonic() - self.admitted_at) * 1000 < interval
+        return {VERSION: self._admit(table, pending, limit)[-1].version}
 
     def _admit(self, table: ArcticTable, pending: list[versions.Commit], limit: ReadLimit) -> list[versions.Commit]:
         """The versions of the next micro-batch: whole versions, at least one, within the rate
@@ -200,17 +159,12 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if begin == finish:
             return []
         table, history = self._table()
-        buckets = self.options.lookup_buckets
-        markers = [] if buckets is None else [VersionMarkers(finish, _committed_at(history, finish), buckets)]
         if begin == SNAPSHOT:
-            return markers or snapshot_partitions(table, history, finish)
+            return snapshot_partitions(table, history, finish)
         _check_retained(table, history, begin)
-        return [*change_partitions(table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites),
-                *markers]
+        return change_partitions(table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, VersionMarkers):
-            return iter(partition.rows(self.schema).to_batches())
         return partitions.read(partition, self.schema)
 
     def commit(self, end: dict) -> None:

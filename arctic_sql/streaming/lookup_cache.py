@@ -6,9 +6,9 @@ the join columns. SQLite keeps them on local disk behind a page cache of bounded
 dimension larger than memory only makes lookups read pages; every change is one transaction that
 also records the version it reaches, so a file is always exactly one version of its bucket.
 
-The file is a cache, never the truth: the version each micro-batch uses is pinned by the stream's
-offsets and Spark's state store (lookup_processor.py), and a file that is missing, from another
-version, or made for another join is rebuilt from the table at the pinned version.
+The file is a cache, never the truth: the version each micro-batch uses is pinned by the batch's
+timestamp in the checkpoint (lookup_task.py), and a file that is missing, from another version,
+or made for another join is rebuilt from the table at the pinned version.
 
 >>> import tempfile, os
 >>> cache = BucketCache(os.path.join(tempfile.mkdtemp(), "b0.sqlite"), key_width=1, join_width=0, signature="s")

@@ -4,30 +4,29 @@ Every fact meets the dimension as it stands when the fact's micro-batch is plann
 lookup join on Amoro or Paimon meets it, and unlike Spark's stream-static join, which keeps the
 file list it found when the query started.
 
-How it runs: the dimension's change stream (``readStream.format("arctic")``, in lookup mode) is
-unioned with the facts, and both are grouped by bucket, a node of the dimension's hash-bucket tree
-(Spark ``xxhash64`` of the primary key), so a bucket sees its facts together with the changes of
-its keys. Per bucket, ``transformWithState`` (lookup_processor.py) keeps the dimension version in
-Spark's state store and the rows in a local SQLite cache (lookup_cache.py). So:
+How it runs: one stateless ``mapInArrow`` over the facts (lookup_task.py), with no shuffle and no
+second source, so a micro-batch costs what its facts cost. Each fact row carries the batch's
+timestamp, which Spark fixes when it plans the batch and keeps in the checkpoint's offsets log;
+the batch meets the dimension version newest at that moment. The rows are held in local caches,
+one SQLite file per bucket of the primary key's hash, which the tasks bring to that version. So:
 
-- Freshness: the change stream's offsets are taken when a micro-batch is planned; every version
-  committed before then is applied before the batch's facts are joined.
-- No half-loaded dimension: the stream waits for the dimension's first version; its first batch
-  loads every bucket from the table at one version before any fact is joined, and facts that came
-  earlier wait in the state store.
-- Deterministic replays: the offsets (hence the version) of a batch are in the checkpoint, and the
-  bucket's version is in the state store, so a replayed batch joins the same rows.
-- Incremental: a batch applies only the changes since the previous batch; a bucket is read from
-  the table only on the first batch, or when its cache is gone (a restart on another machine).
+- Freshness: a version committed before a micro-batch is planned is older than its timestamp.
+- No half-loaded dimension: a version is one commit; a batch planned before the dimension's first
+  version waits for it, and its facts meet it.
+- Deterministic replays: a replayed batch has the same timestamp, hence the same version (written
+  down per batch on the machine, so a commit that became visible while the tasks ran cannot split
+  them); a restart on another machine rebuilds the caches at that version from the table.
+- Incremental: a cache catches up by the changes of the versions since the previous batch, read
+  from the change store's files of its bucket; it is loaded from the table only on first use, when
+  it is missing, or when the changes in between are gone (expired, or an INSERT OVERWRITE).
 - Larger than memory: the caches are on local disk behind a bounded page cache.
 
-A join on the primary key is a point lookup in the fact's bucket; a join on other columns sends
-each fact to every bucket, and each answers with its matching rows.
+A join on the primary key looks each fact up in its key's bucket; a join on other columns asks
+every bucket for the rows with the fact's values.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import tempfile
@@ -38,19 +37,13 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from arctic_sql.datasource.read_options import CHANGE_TYPE, CHANGE_VERSION, LOOKUP_BUCKET
 from arctic_sql.datasource.source import installed_spec
 from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
-from arctic_sql.streaming import lookup_processor as proc
+from arctic_sql.streaming import lookup_task as task
 from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
-log = logging.getLogger(__name__)
-
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+    from pyspark.sql import DataFrame
 
 # Options, in the peers' words (Amoro's lookup.reloading.interval, Paimon's lookup.cache-max-memory-size).
 BUCKETS, INTERVAL, MEMORY, CACHE_DIR = ("lookup.buckets", "lookup.reloading.interval",
@@ -69,7 +62,7 @@ def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: 
     but the join columns). ``options``: ``lookup.reloading.interval`` (take dimension versions at
     most that often, e.g. ``"10 s"``; default every micro-batch), ``lookup.cache-max-memory-size``
     (memory for cached pages, default ``256 mb``), ``lookup.buckets`` (a power of two, default 16:
-    the parallelism of the join), ``lookup.cache-dir`` (where the local caches live; default a
+    how many files the cache is split into, each caught up or loaded by one task), ``lookup.cache-dir`` (where the local caches live; default a
     temporary folder, rebuilt from the table after a restart). ``version_column``: the name of an
     extra column holding the dimension version each fact met (for audits: ``VERSION AS OF`` it
     reads the same dimension rows).
@@ -89,8 +82,7 @@ def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: 
     if not table.is_keyed:
         raise UnsupportedOperationError(f"lookup_join needs a dimension with a primary key; {name} has none")
     plan = _plan(facts, table, name, spec, _names(on, "on"), how, columns, settings, version_column)
-    _use_rocksdb(spark)
-    return _joined(facts, plan, settings[INTERVAL])
+    return _joined(facts, plan)
 
 
 def _names(value: str | Sequence[str], what: str) -> tuple[str, ...]:
@@ -132,7 +124,7 @@ def _bytes(text: str) -> int:
 
 
 def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: str,  # noqa: ANN001
-          columns: Sequence[str] | None, settings: dict, version_column: str | None) -> proc.LookupPlan:
+          columns: Sequence[str] | None, settings: dict, version_column: str | None) -> task.LookupPlan:
     dim_schema = table.spark_schema
     dim_names, fact_names = dim_schema.fieldNames(), facts.columns
     for column in on:
@@ -155,12 +147,15 @@ def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: st
     if set(on) == set(primary_key):
         on = primary_key  # hashed in the key's declared order, as the tree does
     dim_columns = tuple(dict.fromkeys([*primary_key, *on, *kept]))
-    return proc.LookupPlan(
+    dim_type = StructType([dim_schema[c] for c in dim_columns])
+    version = [StructField(version_column, LongType(), True)] if version_column is not None else []
+    output = StructType([*[StructField(f.name, f.dataType, True) for f in facts.schema],
+                         *[StructField(c, dim_type[c].dataType, True) for c in kept], *version])
+    return task.LookupPlan(
         spec=spec, table=name, table_uuid=str(table.base.metadata.table_uuid), primary_key=primary_key, on=on,
-        kept=kept, dim_columns=dim_columns, dim_type=StructType([dim_schema[c] for c in dim_columns]),
-        fact_names=tuple(fact_names), output_names=(*fact_names, *kept, *([version_column] if version_column else [])),
-        with_version=version_column is not None, left=how == "left",
-        buckets=settings[BUCKETS], cache_dir=settings[CACHE_DIR], memory_kib=settings[MEMORY] // 1024)
+        kept=kept, dim_columns=dim_columns, dim_type=dim_type, fact_names=tuple(fact_names), output_type=output,
+        with_version=version_column is not None, left=how == "left", buckets=settings[BUCKETS],
+        interval_ms=settings[INTERVAL], cache_dir=settings[CACHE_DIR], memory_kib=settings[MEMORY] // 1024)
 
 
 def _check_hashable(table, primary_key: tuple[str, ...], name: str) -> None:  # noqa: ANN001
@@ -177,47 +172,13 @@ def _check_hashable(table, primary_key: tuple[str, ...], name: str) -> None:  # 
         raise UnsupportedOperationError(f"lookup_join cannot use {name}: {error}") from None
 
 
-def _use_rocksdb(spark) -> None:  # noqa: ANN001
-    """``transformWithState`` keeps its state only in RocksDB (pyspark ships it)."""
-    if spark.conf.get(PROVIDER, None) != ROCKSDB:
-        log.info("lookup_join: setting %s to RocksDB, the state store transformWithState needs", PROVIDER)
-        spark.conf.set(PROVIDER, ROCKSDB)
-
-
-def _joined(facts: DataFrame, plan: proc.LookupPlan, interval_ms: int) -> DataFrame:
-    spark = facts.sparkSession
-    mask = F.lit(plan.buckets - 1)
-    dim_type = plan.dim_type
-
-    def bucket_of(columns: list[Column]) -> Column:
-        return F.xxhash64(*columns).bitwiseAND(mask).cast("int")
-
-    dim = (spark.readStream.format("arctic").option("readChangeFeed", "true")
-           .option("lookupBuckets", str(plan.buckets)).option("refreshIntervalMs", str(interval_ms))
-           .load(plan.table))
-    kind = (F.when(F.col(CHANGE_TYPE) == "version", F.lit(proc.MARKER))
-            .when(F.col(CHANGE_TYPE) == "delete", F.lit(proc.DELETE)).otherwise(F.lit(proc.UPSERT)))
-    keys = [dim_type[c].dataType for c in plan.on]
-    dim_rows = dim.select(
-        F.coalesce(F.col(LOOKUP_BUCKET), bucket_of([F.col(c) for c in plan.primary_key])).alias(proc.BUCKET),
-        kind.cast("int").alias(proc.KIND),
-        F.col(CHANGE_VERSION).alias(proc.VERSION),
-        *[F.lit(None).cast(t).alias(f"{proc.KEY_PREFIX}{i}") for i, t in enumerate(keys)],
-        F.lit(None).cast(StructType([StructField(f.name, f.dataType) for f in facts.schema])).alias(proc.FACT_COLUMN),
-        F.struct(*[F.col(c) for c in plan.dim_columns]).alias(proc.DIM_COLUMN),
-    )
-    fact_keys = [F.col(c).cast(t) for c, t in zip(plan.on, keys, strict=True)]
-    every_bucket = F.explode(F.sequence(F.lit(0), mask))
-    fact_rows = facts.select(
-        (bucket_of(fact_keys) if plan.on_primary_key else every_bucket).alias(proc.BUCKET),
-        F.lit(proc.FACT).alias(proc.KIND),
-        F.lit(None).cast("long").alias(proc.VERSION),
-        *[k.alias(f"{proc.KEY_PREFIX}{i}") for i, k in enumerate(fact_keys)],
-        F.struct(*[F.col(f"`{c}`") for c in facts.columns]).alias(proc.FACT_COLUMN),
-        F.lit(None).cast(StructType([StructField(f.name, f.dataType) for f in dim_type])).alias(proc.DIM_COLUMN),
-    )
-    version = [StructField(plan.output_names[-1], LongType(), True)] if plan.with_version else []
-    output = StructType([*[StructField(f.name, f.dataType, True) for f in facts.schema],
-                         *[StructField(c, dim_type[c].dataType, True) for c in plan.kept], *version])
-    return (fact_rows.unionByName(dim_rows).groupBy(proc.BUCKET)
-            .transformWithState(proc.LookupProcessor(plan), output, "Append", "None"))
+def _joined(facts: DataFrame, plan: task.LookupPlan) -> DataFrame:
+    """The facts with the columns the tasks need: the batch's timestamp (Spark fixes
+    ``current_timestamp()`` per micro-batch), the join key cast to the dimension's types (so both
+    sides encode alike), and, on the primary key, its bucket (Spark's ``xxhash64``, as the cache)."""
+    keys = [F.col(f"`{c}`").cast(plan.dim_type[c].dataType) for c in plan.on]
+    helpers = [F.current_timestamp().alias(task.TIMESTAMP),
+               *[k.alias(f"{task.KEY_PREFIX}{i}") for i, k in enumerate(keys)]]
+    if plan.on_primary_key:
+        helpers.append(F.xxhash64(*keys).bitwiseAND(F.lit(plan.buckets - 1)).cast("int").alias(task.BUCKET))
+    return facts.select("*", *helpers).mapInArrow(task.LookupTask(plan), plan.output_type)

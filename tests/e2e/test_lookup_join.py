@@ -1,11 +1,14 @@
 """streaming.lookup_join: a running stream meets the dimension as it stands when each micro-batch is
-planned (updates, inserts and deletes), facts wait for the dimension's first version, a join on
-other columns finds every matching row, a restart from the checkpoint rebuilds the caches at the
-pinned version, and every fact's dimension values equal a time-travel read of the version it met."""
+planned (updates, inserts and deletes), a batch planned before the dimension's first version waits
+for it, a join on other columns finds every matching row, a restart from the checkpoint rebuilds
+the caches at the pinned version, and every fact's dimension values equal a time-travel read of
+the version it met."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -56,11 +59,18 @@ def test_a_running_stream_meets_every_dimension_change(arctic, spark, tmp_path):
                                options={"lookup.buckets": "4"}), str(tmp_path / "ck"), batches)
     try:
         facts.add(id=[1, 2, 3])
-        query.processAllAvailable()
-        assert _rows(batches) == []  # the dimension has no version yet: the facts wait
+        waiting = threading.Thread(target=query.processAllAvailable)
+        waiting.start()
+        tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + 120
+        while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for the batch's job to start, not timing anything
+        assert tracker.getActiveJobsIds(), "the facts' batch never started"
+        # The batch was planned before the dimension had a version: its facts wait for the first one.
+        assert waiting.is_alive() and _rows(batches) == []
 
         arctic.sql("INSERT INTO db.dim VALUES (1, 'a', 1), (2, 'b', 2)")
-        query.processAllAvailable()
+        waiting.join(timeout=120)
+        assert not waiting.is_alive()
         first = arctic.sql("SELECT max(version) FROM db.dim.history").collect()[0][0]
         assert _rows(batches) == [(0, 1, "a", 1, first), (1, 2, "b", 2, first), (2, 3, None, None, first)]
 

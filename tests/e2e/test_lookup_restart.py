@@ -3,7 +3,8 @@ files with a dimension that changes between batches and streams the result into 
 through the exactly-once arctic sink; it is SIGKILLed at a seeded random moment while a batch is
 planned, the dimension changes again while it is down, and a new driver goes on from the checkpoint.
 The table must then equal a plain-Python reference: every fact joined with the dimension version its
-micro-batch was planned at, as the checkpoint's offsets record it."""
+micro-batch was planned at: the newest version committed before the batch's timestamp, as the
+checkpoint's offsets log records it."""
 
 from __future__ import annotations
 
@@ -37,17 +38,17 @@ def _driver(warehouse, facts, checkpoint, cache, log):
 
 
 def _planned(checkpoint):
-    """Per planned micro-batch: (dimension version, the file source's end offset), from Spark's
-    offsets log (one line per source after two header lines; the arctic source's is ``{"version": v}``,
-    the file source's ``{"logOffset": n}``)."""
+    """Per planned micro-batch: (its timestamp in ms, the file source's end offset), from Spark's
+    offsets log (a header line, the batch's metadata with ``batchTimestampMs``, then one line per
+    source: the file source's ``{"logOffset": n}``)."""
     folder, planned = os.path.join(checkpoint, "offsets"), {}
     for name in os.listdir(folder) if os.path.isdir(folder) else ():
         if name.isdigit():
             with open(os.path.join(folder, name)) as f:
-                sources = [json.loads(line) for line in f.read().splitlines()[2:] if line.startswith("{")]
-            version = next(s["version"] for s in sources if "version" in s)
-            files = next((s["logOffset"] for s in sources if "logOffset" in s), -1)
-            planned[int(name)] = (version, files)
+                lines = [json.loads(line) for line in f.read().splitlines()[1:] if line.startswith("{")]
+            stamp = next(line["batchTimestampMs"] for line in lines if "batchTimestampMs" in line)
+            files = next((line["logOffset"] for line in lines if "logOffset" in line), -1)
+            planned[int(name)] = (stamp, files)
     return planned
 
 
@@ -68,7 +69,7 @@ def _file_offsets(checkpoint):
 
 
 def _batches_of_files(checkpoint, committed_only=True):
-    """Each fact file's micro-batch and the dimension version that batch was planned at."""
+    """Each fact file's micro-batch and the timestamp that batch was planned at."""
     planned = _planned(checkpoint)
     commits = os.path.join(checkpoint, "commits")
     done = {int(n) for n in os.listdir(commits) if n.isdigit()} if os.path.isdir(commits) else set()
@@ -167,7 +168,14 @@ def test_a_killed_driver_restarted_from_the_checkpoint_joins_each_fact_with_its_
             process.wait(timeout=60)
     assert killed, "the driver was never killed"
 
-    met = _batches_of_files(checkpoint)
+    dim = arctic.table("db.dim")
+    commits = versions.history(dim.base, dim.change).commits
+
+    def version_at(stamp):
+        """The dimension version newest when a batch was planned (committed at or before it)."""
+        return max(c.version for c in commits if c.committed_at_ms <= stamp)
+
+    met = {name: (batch, version_at(stamp)) for name, (batch, stamp) in _batches_of_files(checkpoint).items()}
     expected = {}
     for name, ids in landed.items():
         version = met[name][1]

@@ -1,0 +1,322 @@
+"""What one task of a lookup join does with its share of a micro-batch's facts (``mapInArrow``).
+
+Every fact row carries the micro-batch's timestamp (Spark's ``current_timestamp()``, which a
+streaming query fixes when it plans the batch and keeps in its offsets log, so a replayed batch
+gets the same one). The batch meets the dimension version that was newest at that moment
+(``pinned_version``): every task of the batch, and every replay of it, joins the same rows.
+
+The dimension's rows live in local caches, one SQLite file per bucket (keys whose Spark
+``xxhash64`` falls in it; lookup_cache.py). A task brings each bucket its facts need to the pinned
+version, by applying the changes of the versions in between, read straight from the change store's
+files of that bucket's tree nodes, or by loading the bucket from the table at that version when
+its cache is missing, newer, or the changes in between are gone. Tasks on one machine share the
+caches; a file lock per bucket lets one task catch a bucket up while the other takes another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import logging
+import os
+import pickle
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.types import StringType, StructField, StructType
+
+from arctic_sql.datasource.source import CatalogSpec
+from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.streaming.lookup_cache import BucketCache, Entry, Key
+
+log = logging.getLogger(__name__)
+
+# The helper columns lookup_join adds to the facts for the tasks (never in the output).
+TIMESTAMP, BUCKET, KEY_PREFIX = "_lookup_batch_ts", "_lookup_bucket", "_lookup_key"
+WAIT_POLL_S = 1.0  # how often a batch planned before the dimension's first version looks for it
+
+
+@dataclass(frozen=True)
+class LookupPlan:
+    """Everything a task needs, pickled into Spark's Python workers."""
+
+    spec: CatalogSpec
+    table: str
+    table_uuid: str
+    primary_key: tuple[str, ...]
+    on: tuple[str, ...]
+    kept: tuple[str, ...]  # the dimension columns the output gains
+    dim_columns: tuple[str, ...]  # what a dimension row carries: primary key, join columns, kept
+    dim_type: StructType  # of dim_columns
+    fact_names: tuple[str, ...]
+    output_type: StructType  # facts' columns, kept, and the version column when asked for
+    with_version: bool  # the last output column is the dimension version a fact met
+    left: bool
+    buckets: int
+    interval_ms: int  # lookup.reloading.interval: a batch meets the version newest at a multiple of it
+    cache_dir: str
+    memory_kib: int
+
+    @property
+    def on_primary_key(self) -> bool:
+        return set(self.on) == set(self.primary_key)
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """What makes two joins' caches interchangeable (computed once per worker)."""
+        text = repr(("rows-as-arrow-values", self.table_uuid, self.primary_key, self.on, self.kept,
+                     self.dim_type.json(), self.buckets))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def folder(self) -> str:
+        return os.path.join(self.cache_dir, self.signature)
+
+    def entry(self, values: dict) -> Entry:
+        """A dimension row as the cache keeps it."""
+        key = tuple(values[c] for c in self.primary_key)
+        join = () if self.on_primary_key else tuple(values[c] for c in self.on)
+        return key, join, pickle.dumps(tuple(values[c] for c in self.kept), protocol=5)
+
+
+# the version a batch meets ------------------------------------------------------------------------
+def version_at(commits, ts_ms: int, interval_ms: int) -> int | None:  # noqa: ANN001
+    """The dimension version a batch planned at ``ts_ms`` meets: the newest committed at or before
+    it (before the last multiple of ``interval_ms``, when set); the first version when the batch
+    came before any (its facts waited for it); None when the dimension has no version yet."""
+    boundary = ts_ms - ts_ms % interval_ms if interval_ms else ts_ms
+    eligible = [c.version for c in commits if c.committed_at_ms <= boundary]
+    if eligible:
+        return max(eligible)
+    return commits[0].version if commits else None
+
+
+def pinned_version(plan: LookupPlan, ts_ms: int) -> int:
+    """``version_at`` the batch's timestamp, computed once per batch and machine and written down
+    (``pins/<ts>``), so the tasks of one batch and its replays agree even when a commit stamped
+    before the batch became visible while they ran. Blocks while the dimension has no version."""
+    pins = os.path.join(plan.folder, "pins")
+    path = os.path.join(pins, str(ts_ms))
+    with contextlib.suppress(FileNotFoundError), open(path) as f:
+        return int(f.read())
+    from arctic_sql.table.format import versions
+
+    waited = False
+    while True:
+        table = plan.spec.load_table(plan.table)
+        version = version_at(versions.history(table.base, table.change).commits, ts_ms, plan.interval_ms)
+        if version is not None:
+            break
+        if not waited:
+            log.warning("lookup join of %s: waiting for the dimension's first version", plan.table)
+            waited = True
+        time.sleep(WAIT_POLL_S)  # polling the catalog for the first commit
+    os.makedirs(pins, exist_ok=True)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as f:
+        f.write(str(version))
+    try:
+        os.link(temporary, path)  # atomic, and refused when another task pinned first
+    except FileExistsError:
+        with open(path) as f:
+            version = int(f.read())
+    finally:
+        os.unlink(temporary)
+    for name in os.listdir(pins):  # only the newest batch can be replayed
+        if name.isdigit() and int(name) < ts_ms:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(pins, name))
+    return version
+
+
+# the buckets' caches ------------------------------------------------------------------------------
+_open: dict[str, BucketCache] = {}  # per worker process: SQLite files stay open across batches
+
+
+def _cache(plan: LookupPlan, bucket: int) -> BucketCache:
+    path = os.path.join(plan.folder, f"bucket-{bucket:05d}.sqlite")
+    cache = _open.get(path)
+    if cache is None or not os.path.exists(path):
+        cache = _open[path] = BucketCache(path, key_width=len(plan.primary_key),
+                                          join_width=0 if plan.on_primary_key else len(plan.on),
+                                          signature=plan.signature, memory_kib=plan.memory_kib)
+    return cache
+
+
+@contextlib.contextmanager
+def _locked(plan: LookupPlan, bucket: int, wait: bool) -> Iterator[bool]:
+    os.makedirs(plan.folder, exist_ok=True)
+    with open(os.path.join(plan.folder, f"bucket-{bucket:05d}.lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+class Dimension:
+    """The dimension as one task sees it: loaded from the catalog only when a cache must move."""
+
+    def __init__(self, plan: LookupPlan, version: int) -> None:
+        self.plan, self.version = plan, version
+
+    @functools.cached_property
+    def table(self):  # noqa: ANN201
+        return self.plan.spec.load_table(self.plan.table)
+
+    @functools.cached_property
+    def history(self):  # noqa: ANN201
+        from arctic_sql.table.format import versions
+
+        return versions.history(self.table.base, self.table.change)
+
+    def bring(self, bucket: int) -> BucketCache:
+        """The bucket's cache at the pinned version (call with the bucket's lock held)."""
+        cache = _cache(self.plan, bucket)
+        have = cache.version()
+        if have == self.version:
+            return cache
+        changes = None
+        if have is not None and self.history.first_start <= have < self.version:
+            changes = self._changes(bucket, have)
+        if changes is None:
+            log.info("lookup join of %s: loading bucket %d at version %d from the table", self.plan.table, bucket,
+                     self.version)
+            cache.reload(self._rows(bucket), self.version)
+        else:
+            cache.apply(*changes, self.version)
+        return cache
+
+    def _mine(self, files, bucket: int) -> list:  # noqa: ANN001
+        """The files of tree nodes that can hold the bucket's keys (a bucket is a node of a tree
+        with ``plan.buckets`` leaves)."""
+        from arctic_sql.table.format.tree import DataTreeNode
+
+        node = DataTreeNode(self.plan.buckets - 1, bucket)
+        return [f for f in files if DataTreeNode.of_id(f.node_id).is_related(node)]
+
+    def _batches(self, planned, schema: StructType, bucket: int) -> Iterator[pa.RecordBatch]:  # noqa: ANN001
+        from arctic_sql.datasource import partitions
+        from arctic_sql.table.format.keyhash_arrow import spark_xxhash64
+
+        plan = self.plan
+        for part in planned:
+            for batch in partitions.read(part, schema):
+                hashes = spark_xxhash64([batch.column(c) for c in plan.primary_key])
+                yield batch.filter((hashes & np.uint64(plan.buckets - 1)) == np.uint64(bucket))
+
+    def _rows(self, bucket: int) -> Iterator[Entry]:
+        """The bucket's rows at the pinned version, read from the table."""
+        from arctic_sql.datasource import partitions
+        from arctic_sql.table.scan import plan_read
+
+        read = plan_read(self.table, self.version)
+        planned = partitions.merge_partitions(self.table, self._mine(read.base_files, bucket),
+                                              self._mine(read.change_files, bucket))
+        for batch in self._batches(planned, self.plan.dim_type, bucket):
+            for values in batch.to_pylist():
+                yield self.plan.entry(values)
+
+    def _changes(self, bucket: int, have: int) -> tuple[list[Entry], list[Key]] | None:
+        """The bucket's upserts and deletes of the versions in ``(have, pinned]``, or None when
+        they cannot be read as changes (an INSERT OVERWRITE or rollback in between)."""
+        from arctic_sql.datasource import partitions
+        from arctic_sql.table.changes import Range, change_files
+
+        try:
+            files = change_files(self.table, Range(have, self.version))
+        except VersionNotFoundError:
+            return None
+        schema = StructType([*self.plan.dim_type.fields, StructField("_change_type", StringType())])
+        upserts: list[Entry] = []
+        deletes: list[Key] = []
+        planned = partitions.change_partitions(self.table, self._mine(files, bucket), {})
+        for batch in self._batches(planned, schema, bucket):
+            for values in batch.to_pylist():
+                if values["_change_type"] == partitions.DELETE:
+                    deletes.append(tuple(values[c] for c in self.plan.primary_key))
+                else:
+                    upserts.append(self.plan.entry(values))
+        return upserts, deletes
+
+
+# the task ----------------------------------------------------------------------------------------
+class LookupTask:
+    """``mapInArrow``'s function: the facts of one partition joined with the pinned version."""
+
+    def __init__(self, plan: LookupPlan) -> None:
+        self.plan = plan
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        plan = self.plan
+        output = to_arrow_schema(plan.output_type, timezone="UTC")
+        dimension = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if dimension is None:
+                ts_ms = batch.column(TIMESTAMP)[0].value // 1000
+                dimension = Dimension(plan, pinned_version(plan, ts_ms))
+            yield self._join(dimension, batch, output)
+
+    def _join(self, dimension: Dimension, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
+        plan = self.plan
+        keys = list(zip(*(batch.column(f"{KEY_PREFIX}{i}").to_pylist() for i in range(len(plan.on))), strict=True))
+        if plan.on_primary_key:
+            buckets = batch.column(BUCKET).to_numpy()
+            wanted = {int(b): [keys[i] for i in np.flatnonzero(buckets == b)] for b in np.unique(buckets)}
+        else:  # any bucket may hold rows with these join values
+            wanted = dict.fromkeys(range(plan.buckets), keys)
+        found = self._lookup(dimension, wanted)
+        take: list[int] = []
+        rows: list[tuple | None] = []
+        for i, key in enumerate(keys):
+            matches = found.get(key)
+            if matches:
+                for row in matches:
+                    take.append(i)
+                    rows.append(pickle.loads(row))
+            elif plan.left:
+                take.append(i)
+                rows.append(None)
+        facts = batch.select(list(plan.fact_names)).take(pa.array(take, pa.int64()))
+        columns = list(facts.columns)
+        for j, name in enumerate(plan.kept):
+            columns.append(pa.array([None if r is None else r[j] for r in rows], output.field(name).type))
+        if plan.with_version:
+            columns.append(pa.array(np.full(len(take), dimension.version, np.int64)))
+        return pa.RecordBatch.from_arrays(columns, schema=output)
+
+    def _lookup(self, dimension: Dimension, wanted: dict[int, list[Key]]) -> dict[Key, list[bytes]]:
+        """Each bucket brought to the pinned version and asked for its keys, under its lock: the
+        buckets another task holds are taken after the free ones, so two tasks catch up in parallel."""
+        found: dict[Key, list[bytes]] = {}
+
+        def ask(bucket: int) -> None:
+            for key, rows in dimension.bring(bucket).lookup(wanted[bucket]).items():
+                found.setdefault(key, []).extend(rows)
+
+        pending = list(wanted)
+        while pending:
+            free = []
+            for bucket in pending:
+                with _locked(self.plan, bucket, wait=False) as held:
+                    if held:
+                        ask(bucket)
+                        free.append(bucket)
+            pending = [b for b in pending if b not in free]
+            if pending and not free:  # another task holds every one left: wait for the first
+                with _locked(self.plan, pending[0], wait=True):
+                    ask(pending.pop(0))
+        return found

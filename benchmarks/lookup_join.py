@@ -1,21 +1,25 @@
-"""A fact stream joined with a changing dimension: per-batch latency of three ways, side by side.
+"""A fact stream joined with a changing dimension: per-batch latency of three ways and a floor, side by side.
 
     python -m benchmarks.lookup_join [--rows 1000000,5000000] [--batches 5] [--facts 10000] [--changes 0.01]
 
-For each dimension size, an arctic table of ``rows`` customers; per step, ``changes`` of them are
-updated (one commit) and a file of ``facts`` facts lands (a tenth of them on keys just updated).
-Three long-running queries, each with its own checkpoint and its own copy of the facts folder;
+For each dimension size, an arctic table of ``rows`` customers; per step, ``changes`` of the first
+size's rows are updated (one commit; the same count at every size, so the sizes differ only in
+the dimension's size) and a file of ``facts`` facts lands (a tenth of them on keys just updated).
+Four long-running queries, each with its own checkpoint and its own copy of the facts folder;
 within each step the fact file lands in one folder after the other, and each query is timed until
-it has processed it (interleaved, so machine load falls on all three alike):
+it has processed it (interleaved, so machine load falls on all four alike):
 
 - ``lookup_join``: arctic_sql.streaming.lookup_join (incremental, version-pinned);
 - ``reread``: ``foreachBatch`` reading the whole dimension again and broadcasting it;
 - ``static``: Spark's stream-static join with the dimension read once (it goes stale: its file
-  list is fixed when the query starts).
+  list is fixed when the query starts);
+- ``no_join``: the facts alone, counted the same way: the floor a micro-batch of this query costs
+  here (file listing, planning, a Spark job, the checkpoint), which no join can go under.
 
 Latency is the wall time from the fact file landing to ``processAllAvailable`` returning (for
-lookup_join this includes applying the step's dimension change, if its stream had not yet), median
-over the steps; "fresh" is the share of facts on updated keys that met the
+lookup_join this includes applying the step's dimension change), median over the steps after a
+first one that warms every query up and is reported apart (lookup_join's first batch loads the
+whole dimension into its caches); "fresh" is the share of facts on updated keys that met the
 updated row. Prints the ratio reread / lookup_join (target at least 3 at 1M rows) and how
 lookup_join's latency moves from the first size to the last (target: flat).
 """
@@ -38,7 +42,7 @@ def _step_names(step: int) -> str:
     return f"s{step}_"
 
 
-def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changes: float) -> dict:  # noqa: ANN001
+def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changed: int) -> dict:  # noqa: ANN001
     from pyspark.sql import functions as F
 
     from arctic_sql.streaming import lookup_join
@@ -49,12 +53,13 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
     (spark.range(rows).selectExpr("id", "concat('init_', id) AS name", "CAST(id % 5 AS INT) AS tier")
      .write.format("arctic").mode("append").save(name))
     print(f"  loaded {rows:,} rows in {time.perf_counter() - started:.1f} s", flush=True)
-    folders = {system: os.path.join(root, f"facts-{system}-{rows}") for system in ("lookup_join", "reread", "static")}
+    systems = ("lookup_join", "reread", "static", "no_join")
+    folders = {system: os.path.join(root, f"facts-{system}-{rows}") for system in systems}
 
     def stream(system: str):  # noqa: ANN202
         os.makedirs(folders[system])
         return spark.readStream.schema("fid BIGINT, id BIGINT").option("maxFilesPerTrigger", 1).parquet(folders[system])
-    seen: dict[str, list] = {"lookup_join": [], "reread": [], "static": []}
+    seen: dict[str, list] = {system: [] for system in systems}
 
     def fresh_share(df, step_marker: str) -> tuple[int, int]:  # noqa: ANN001
         """(facts on updated keys that met the updated row, facts on updated keys), in one Spark job:
@@ -74,6 +79,9 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         joined = df.join(F.broadcast(dimension), "id", "left")
         seen["reread"].append(fresh_share(joined, current["marker"]))
 
+    def no_join(df, batch_id: int) -> None:  # noqa: ANN001
+        df.agg(F.count(F.lit(1))).first()
+
     current = {"marker": "none"}
     static_dim = spark.read.format("arctic").load(name)
     queries = {
@@ -81,6 +89,7 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         .writeStream.foreachBatch(collector("lookup_join")),
         "reread": stream("reread").writeStream.foreachBatch(reread),
         "static": stream("static").join(F.broadcast(static_dim), "id", "left").writeStream.foreachBatch(collector("static")),
+        "no_join": stream("no_join").writeStream.foreachBatch(no_join),
     }
     running = {}
     for system, writer in queries.items():
@@ -88,13 +97,11 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         running[system] = writer.option("checkpointLocation", os.path.join(root, f"ck-{system}-{rows}")).start()
         running[system].processAllAvailable()
         print(f"  {system}: started in {time.perf_counter() - started:.1f} s", flush=True)
-    for shares in seen.values():
-        shares.clear()  # only the steps count
     rng = random.Random(rows)
     latency: dict[str, list[float]] = {s: [] for s in queries}
-    for step in range(batches):
+    for step in range(batches + 1):  # step 0 warms up: lookup_join's first batch loads its caches
         marker = _step_names(step)
-        updated = rng.sample(range(rows), int(rows * changes))
+        updated = rng.sample(range(rows), changed)
         (spark.createDataFrame([(k, f"{marker}{k}", step) for k in updated], "id BIGINT, name STRING, tier INT")
          .write.format("arctic").mode("append").save(name))
         keys = [updated[i % len(updated)] if i % 10 == 0 else rng.randrange(rows) for i in range(facts)]
@@ -109,15 +116,20 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
             os.rename(path + ".tmp", path)
             running[system].processAllAvailable()
             latency[system].append(time.perf_counter() - started)
+        if step == 0:
+            for shares in seen.values():
+                shares.clear()
     for query in running.values():
         query.stop()
     result = {}
     for system in queries:
         fresh = sum(a for a, _ in seen[system])
         total = sum(b for _, b in seen[system])
-        result[system] = (statistics.median(latency[system]), fresh / total if total else float("nan"))
+        first, steps = latency[system][0], latency[system][1:]
+        result[system] = (statistics.median(steps), fresh / total if total else float("nan"), first)
         print(f"  {system:12s} median {result[system][0]:.2f} s per step "
-              f"({', '.join(f'{x:.2f}' for x in latency[system])}); fresh {result[system][1]:.0%}", flush=True)
+              f"({', '.join(f'{x:.2f}' for x in steps)}); fresh {result[system][1]:.0%}; first step (warm-up) "
+              f"{first:.2f} s", flush=True)
     return result
 
 
@@ -139,16 +151,16 @@ def main() -> None:
         session = arctic_sql.connect(warehouse=os.path.join(root, "warehouse"), spark=spark)
         session.sql("CREATE DATABASE db")
         results = {}
-        for rows in [int(r) for r in args.rows.split(",")]:
-            print(f"dimension of {rows:,} rows, {args.changes:.0%} changed and {args.facts:,} facts per step:",
-                  flush=True)
-            results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, args.changes)
+        sizes = [int(r) for r in args.rows.split(",")]
+        changed = int(sizes[0] * args.changes)
+        for rows in sizes:
+            print(f"dimension of {rows:,} rows, {changed:,} changed and {args.facts:,} facts per step:", flush=True)
+            results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, changed)
         for rows, result in results.items():
             ours, reread = result["lookup_join"][0], result["reread"][0]
             print(f"{rows:>10,} rows: reread / lookup_join = {reread / ours:.2f} ({reread:.2f} s vs {ours:.2f} s); "
                   f"static join fresh {result['static'][1]:.0%} (stale), lookup_join fresh "
-                  f"{result['lookup_join'][1]:.0%}")
-        sizes = list(results)
+                  f"{result['lookup_join'][1]:.0%}; the no-join floor {result['no_join'][0]:.2f} s")
         if len(sizes) > 1:
             first, last = results[sizes[0]]["lookup_join"][0], results[sizes[-1]]["lookup_join"][0]
             print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows = {last / first:.2f} "

@@ -51,7 +51,7 @@ class BucketCache:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self.key_width, self.join_width = key_width, join_width
         self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
-        self.db.execute(f"PRAGMA cache_size = -{max(memory_kib, 1024)}")
+        self.db.execute(f"PRAGMA cache_size = -{max(memory_kib, 256)}")
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = NORMAL")  # a cache: a lost tail is rebuilt, never wrong
         self._create(signature)

@@ -61,8 +61,9 @@ def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: 
     dropped) or ``left`` (they keep nulls). ``columns``: the dimension columns to add (default: all
     but the join columns). ``options``: ``lookup.reloading.interval`` (take dimension versions at
     most that often, e.g. ``"10 s"``; default every micro-batch), ``lookup.cache-max-memory-size``
-    (memory for cached pages, default ``256 mb``), ``lookup.buckets`` (a power of two, default 16:
-    how many files the cache is split into, each caught up or loaded by one task), ``lookup.cache-dir`` (where the local caches live; default a
+    (the page cache of a worker process's buckets together, default ``256 mb``),
+    ``lookup.buckets`` (a power of two, default 16: how many files the cache is split into, each
+    caught up or loaded by one task), ``lookup.cache-dir`` (where the local caches live; default a
     temporary folder, rebuilt from the table after a restart). ``version_column``: the name of an
     extra column holding the dimension version each fact met (for audits: ``VERSION AS OF`` it
     reads the same dimension rows).

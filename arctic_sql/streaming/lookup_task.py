@@ -60,7 +60,7 @@ class LookupPlan:
     buckets: int
     interval_ms: int  # lookup.reloading.interval: a batch meets the version newest at a multiple of it
     cache_dir: str
-    memory_kib: int
+    memory_kib: int  # lookup.cache-max-memory-size: the page cache a worker process gives all buckets
 
     @property
     def on_primary_key(self) -> bool:
@@ -77,11 +77,14 @@ class LookupPlan:
     def folder(self) -> str:
         return os.path.join(self.cache_dir, self.signature)
 
-    def entry(self, values: dict) -> Entry:
-        """A dimension row as the cache keeps it."""
-        key = tuple(values[c] for c in self.primary_key)
-        join = () if self.on_primary_key else tuple(values[c] for c in self.on)
-        return key, join, pickle.dumps(tuple(values[c] for c in self.kept), protocol=5)
+    def entries(self, rows: pa.RecordBatch) -> list[Entry]:
+        """Dimension rows as the cache keeps them: (primary key, join key, the kept values pickled),
+        Python values as Arrow gives them, column by column."""
+        values = {c: rows.column(c).to_pylist() for c in dict.fromkeys((*self.primary_key, *self.on, *self.kept))}
+        keys = list(zip(*(values[c] for c in self.primary_key), strict=True))
+        joins = [()] * len(keys) if self.on_primary_key else list(zip(*(values[c] for c in self.on), strict=True))
+        kept = zip(*(values[c] for c in self.kept), strict=True) if self.kept else [()] * len(keys)
+        return list(zip(keys, joins, [pickle.dumps(k, protocol=5) for k in kept], strict=True))
 
 
 # the version a batch meets ------------------------------------------------------------------------
@@ -144,7 +147,7 @@ def _cache(plan: LookupPlan, bucket: int) -> BucketCache:
     if cache is None or not os.path.exists(path):
         cache = _open[path] = BucketCache(path, key_width=len(plan.primary_key),
                                           join_width=0 if plan.on_primary_key else len(plan.on),
-                                          signature=plan.signature, memory_kib=plan.memory_kib)
+                                          signature=plan.signature, memory_kib=plan.memory_kib // plan.buckets)
     return cache
 
 
@@ -168,6 +171,7 @@ class Dimension:
 
     def __init__(self, plan: LookupPlan, version: int) -> None:
         self.plan, self.version = plan, version
+        self._changes: dict[int, dict[int, tuple[list[Entry], list[Key]]] | None] = {}  # by start version
 
     @functools.cached_property
     def table(self):  # noqa: ANN201
@@ -187,13 +191,14 @@ class Dimension:
             return cache
         changes = None
         if have is not None and self.history.first_start <= have < self.version:
-            changes = self._changes(bucket, have)
+            changes = self._changes_since(have)
         if changes is None:
             log.info("lookup join of %s: loading bucket %d at version %d from the table", self.plan.table, bucket,
                      self.version)
             cache.reload(self._rows(bucket), self.version)
         else:
-            cache.apply(*changes, self.version)
+            upserts, deletes = changes.get(bucket, ([], []))
+            cache.apply(upserts, deletes, self.version)
         return cache
 
     def _mine(self, files, bucket: int) -> list:  # noqa: ANN001
@@ -204,7 +209,8 @@ class Dimension:
         node = DataTreeNode(self.plan.buckets - 1, bucket)
         return [f for f in files if DataTreeNode.of_id(f.node_id).is_related(node)]
 
-    def _batches(self, planned, schema: StructType, bucket: int) -> Iterator[pa.RecordBatch]:  # noqa: ANN001
+    def _batches(self, planned, schema: StructType) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:  # noqa: ANN001
+        """The rows of the planned partitions, each batch with its rows' buckets."""
         from arctic_sql.datasource import partitions
         from arctic_sql.table.format.keyhash_arrow import spark_xxhash64
 
@@ -212,7 +218,7 @@ class Dimension:
         for part in planned:
             for batch in partitions.read(part, schema):
                 hashes = spark_xxhash64([batch.column(c) for c in plan.primary_key])
-                yield batch.filter((hashes & np.uint64(plan.buckets - 1)) == np.uint64(bucket))
+                yield batch, (hashes & np.uint64(plan.buckets - 1)).astype(np.int64)
 
     def _rows(self, bucket: int) -> Iterator[Entry]:
         """The bucket's rows at the pinned version, read from the table."""
@@ -222,13 +228,18 @@ class Dimension:
         read = plan_read(self.table, self.version)
         planned = partitions.merge_partitions(self.table, self._mine(read.base_files, bucket),
                                               self._mine(read.change_files, bucket))
-        for batch in self._batches(planned, self.plan.dim_type, bucket):
-            for values in batch.to_pylist():
-                yield self.plan.entry(values)
+        for batch, buckets in self._batches(planned, self.plan.dim_type):
+            yield from self.plan.entries(batch.filter(pa.array(buckets == bucket)))
 
-    def _changes(self, bucket: int, have: int) -> tuple[list[Entry], list[Key]] | None:
-        """The bucket's upserts and deletes of the versions in ``(have, pinned]``, or None when
-        they cannot be read as changes (an INSERT OVERWRITE or rollback in between)."""
+    def _changes_since(self, have: int) -> dict[int, tuple[list[Entry], list[Key]]] | None:
+        """Per bucket, the upserts and deletes of the versions in ``(have, pinned]``, read once for
+        every bucket (the buckets of one task are usually all at one version); None when they cannot
+        be read as changes (an INSERT OVERWRITE or rollback in between)."""
+        if have not in self._changes:
+            self._changes[have] = self._read_changes(have)
+        return self._changes[have]
+
+    def _read_changes(self, have: int) -> dict[int, tuple[list[Entry], list[Key]]] | None:
         from arctic_sql.datasource import partitions
         from arctic_sql.table.changes import Range, change_files
 
@@ -237,16 +248,16 @@ class Dimension:
         except VersionNotFoundError:
             return None
         schema = StructType([*self.plan.dim_type.fields, StructField("_change_type", StringType())])
-        upserts: list[Entry] = []
-        deletes: list[Key] = []
-        planned = partitions.change_partitions(self.table, self._mine(files, bucket), {})
-        for batch in self._batches(planned, schema, bucket):
-            for values in batch.to_pylist():
-                if values["_change_type"] == partitions.DELETE:
-                    deletes.append(tuple(values[c] for c in self.plan.primary_key))
-                else:
-                    upserts.append(self.plan.entry(values))
-        return upserts, deletes
+        found: dict[int, tuple[list[Entry], list[Key]]] = {}
+        for batch, buckets in self._batches(partitions.change_partitions(self.table, files, {}), schema):
+            deleted = np.asarray(batch.column("_change_type").to_numpy(zero_copy_only=False) == partitions.DELETE)
+            for bucket in np.unique(buckets).tolist():
+                upserts, deletes = found.setdefault(bucket, ([], []))
+                mine = buckets == bucket
+                upserts.extend(self.plan.entries(batch.filter(pa.array(mine & ~deleted))))
+                gone = batch.filter(pa.array(mine & deleted))
+                deletes.extend(zip(*(gone.column(c).to_pylist() for c in self.plan.primary_key), strict=True))
+        return found
 
 
 # the task ----------------------------------------------------------------------------------------

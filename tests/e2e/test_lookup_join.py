@@ -86,6 +86,35 @@ def test_a_running_stream_meets_every_dimension_change(arctic, spark, tmp_path):
         query.stop()
 
 
+def test_two_tasks_catch_up_together_and_an_overwrite_reloads_the_caches(arctic, spark, tmp_path):
+    """Two fact files per micro-batch (usually: they land a moment apart) are two tasks sharing the
+    buckets' caches, each catching up the buckets the other does not hold; an INSERT OVERWRITE of the dimension carries no per-key
+    changes, so the caches are loaded again from the table at the batch's version."""
+    arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id)) USING arctic")
+    arctic.sql("INSERT INTO db.dim SELECT id, concat('a', id) FROM range(100)")
+    facts = Facts(spark, str(tmp_path / "facts"))
+    batches: list = []
+    stream = spark.readStream.schema(facts.schema).option("maxFilesPerTrigger", 2).parquet(facts.folder)
+    query = _start(lookup_join(stream, "db.dim", on="id", how="left", version_column="v",
+                               options={"lookup.buckets": "8"}), str(tmp_path / "ck"), batches)
+    try:
+        for step, change in enumerate([
+                "INSERT INTO db.dim SELECT id, concat('b', id) FROM range(0, 100, 3)",
+                "INSERT OVERWRITE db.dim SELECT id, concat('c', id) FROM range(50, 150)",
+                "DELETE FROM db.dim WHERE id % 2 = 0"]):
+            arctic.sql(change)
+            version = arctic.sql("SELECT max(version) FROM db.dim.history").collect()[0][0]
+            expected = {r.id: r.name for r in arctic.sql("SELECT id, name FROM db.dim").collect()}
+            facts.add(id=list(range(0, 150, 2)))
+            facts.add(id=list(range(1, 150, 2)))
+            before = len(batches)
+            query.processAllAvailable()
+            rows = [row for _, rows in batches[before:] for row in rows]
+            assert sorted((r[1], r[2], r[3]) for r in rows) == [(k, expected.get(k), version) for k in range(150)], step
+    finally:
+        query.stop()
+
+
 def test_a_join_on_other_columns_finds_every_matching_row(arctic, spark, tmp_path):
     arctic.sql("CREATE TABLE db.products (id BIGINT, grp BIGINT, name STRING, PRIMARY KEY (id)) USING arctic")
     arctic.sql("INSERT INTO db.products VALUES (1, 10, 'p1'), (2, 10, 'p2'), (3, 20, 'p3')")

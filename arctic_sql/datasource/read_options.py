@@ -159,16 +159,24 @@ _BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1
                "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
 
 
+def byte_size(text: str) -> int | None:
+    """Bytes, as Spark and Delta write them (``1048576``, ``512k``, ``64m``, ``1g``, ``256 mb``); None
+    when ``text`` is not such a size of at least one byte."""
+    found = re.fullmatch(r"(\d+)\s*([a-z]*)", text.strip().lower())
+    if not found or found.group(2) not in _BYTE_UNITS or int(found.group(1)) == 0:
+        return None
+    return int(found.group(1)) * _BYTE_UNITS[found.group(2)]
+
+
 def _size(given: Mapping[str, str], name: str) -> int | None:
-    """Bytes, as Spark and Delta write them: ``1048576``, ``512k``, ``64m``, ``1g``."""
     raw = given.get(name)
     if raw is None:
         return None
-    found = re.fullmatch(r"(\d+)\s*([a-z]*)", raw.strip().lower())
-    if not found or found.group(2) not in _BYTE_UNITS or int(found.group(1)) == 0:
+    size = byte_size(raw)
+    if size is None:
         raise InvalidArgumentError(f"Option {KNOWN[name]} must be a size of at least 1 byte such as 1048576, "
                                    f"512k, 64m or 1g, got {raw!r}")
-    return int(found.group(1)) * _BYTE_UNITS[found.group(2)]
+    return size
 
 
 def _flag(given: Mapping[str, str], name: str) -> bool:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
+from arctic_sql.datasource.read_options import byte_size
 from arctic_sql.datasource.source import installed_spec
 from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
 from arctic_sql.streaming import lookup_task as task
@@ -107,7 +108,6 @@ def _options(given: Mapping[str, str]) -> dict:
 
 
 _UNITS_MS = {"ms": 1, "s": 1000, "sec": 1000, "min": 60_000, "h": 3_600_000}
-_UNITS_B = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30}
 
 
 def _duration_ms(text: str) -> int:
@@ -118,10 +118,10 @@ def _duration_ms(text: str) -> int:
 
 
 def _bytes(text: str) -> int:
-    found = re.fullmatch(r"\s*(\d+)\s*(b|kb|mb|gb)?\s*", text.lower())
-    if not found or int(found.group(1)) == 0:
+    size = byte_size(text)
+    if size is None:
         raise InvalidArgumentError(f"Option {MEMORY} must be a size such as 256 mb, got {text!r}")
-    return int(found.group(1)) * _UNITS_B[found.group(2) or "b"]
+    return size
 
 
 def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: str,  # noqa: ANN001

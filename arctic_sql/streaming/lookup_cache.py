@@ -14,7 +14,7 @@ or made for another join is rebuilt from the table at the pinned version.
 >>> cache = BucketCache(os.path.join(tempfile.mkdtemp(), "b0.sqlite"), key_width=1, join_width=0, signature="s")
 >>> cache.version() is None
 True
->>> cache.apply([((1,), (), b"one"), ((2,), (), b"two")], [], version=3)
+>>> cache.apply([((1,), (), b"one"), ((2,), (), b"two")], [], version=3)  # keys as SQLite values
 >>> cache.apply([((2,), (), b"TWO")], [(1,)], version=4)
 >>> cache.version(), cache.lookup([(1,), (2,), (2,)])
 (4, {(2,): [b'TWO']})
@@ -29,19 +29,33 @@ import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-Key = tuple
+Key = tuple  # of SQLite values (sql_value)
 Entry = tuple[Key, Key, bytes]  # primary key, join key (empty when the join is on the primary key), row
+_NATIVE = (int, float, str, bytes)  # what SQLite stores and compares as it is (bool is not: it is 0/1)
 
 
 def sql_value(value: object) -> object:
     """A key value as SQLite compares it: numbers, text and bytes as they are; other types (dates,
     timestamps, decimals) as text. Both sides of a join arrive as the dimension's Spark types, so
     equal values always encode equally."""
-    if value is None or isinstance(value, int | float | str | bytes):
-        return int(value) if isinstance(value, bool) else value
+    if value is None or type(value) in _NATIVE:
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float | str | bytes):
+        return value
     if isinstance(value, datetime.date | decimal.Decimal):
         return str(value)
     return repr(value)
+
+
+def sql_column(values: list) -> list:
+    """``sql_value`` of a column's values (one Python type, as Arrow's ``to_pylist`` gives them, plus
+    None): the list itself when that type is stored as it is, so a bulk load pays nothing per value."""
+    sample = next((v for v in values if v is not None), None)
+    if sample is None or type(sample) in _NATIVE:
+        return values
+    return [sql_value(v) for v in values]
 
 
 class BucketCache:
@@ -74,7 +88,7 @@ class BucketCache:
         return None if found is None else int(found[0])
 
     def apply(self, upserts: Iterable[Entry], deletes: Iterable[Key], version: int) -> None:
-        """Upsert and delete rows, and move to ``version``, in one transaction."""
+        """Upsert and delete rows, and move to ``version``, in one transaction (keys as SQLite values)."""
         self._write(upserts, deletes, version, replace_all=False)
 
     def reload(self, rows: Iterable[Entry], version: int) -> None:
@@ -90,8 +104,8 @@ class BucketCache:
         try:
             if replace_all:
                 db.execute("DELETE FROM dim")
-            db.executemany(f"DELETE FROM dim WHERE {where}", ([sql_value(v) for v in key] for key in deletes))
-            db.executemany(insert, ([*map(sql_value, key), *map(sql_value, join), row] for key, join, row in upserts))
+            db.executemany(f"DELETE FROM dim WHERE {where}", deletes)
+            db.executemany(insert, ((*key, *join, row) for key, join, row in upserts))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (version,))
             db.execute("COMMIT")
         except BaseException:
@@ -99,8 +113,8 @@ class BucketCache:
             raise
 
     def lookup(self, keys: Sequence[Key]) -> dict[Key, list[bytes]]:
-        """The rows matching each of ``keys`` (on the primary key, or on the join columns when the
-        cache has them); keys without a match, or with a null, are absent."""
+        """The rows matching each of ``keys`` (SQLite values; on the primary key, or on the join
+        columns when the cache has them); keys without a match, or with a null, are absent."""
         if not keys:
             return {}
         columns = [f"j{i}" for i in range(self.join_width)] or [f"k{i}" for i in range(self.key_width)]
@@ -108,13 +122,12 @@ class BucketCache:
         db = self.db
         db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (" + ", ".join(f"w{i}" for i in range(width)) + ")")
         db.execute("DELETE FROM wanted")
-        distinct = {tuple(map(sql_value, k)): k for k in keys if None not in k}
-        db.executemany(f"INSERT INTO wanted VALUES ({', '.join('?' * width)})", distinct)
+        db.executemany(f"INSERT INTO wanted VALUES ({', '.join('?' * width)})", {k for k in keys if None not in k})
         on = " AND ".join(f"dim.{c} = wanted.w{i}" for i, c in enumerate(columns))
         found: dict[Key, list[bytes]] = {}
         query = f"SELECT {', '.join(f'wanted.w{i}' for i in range(width))}, dim.row FROM wanted JOIN dim ON {on}"
-        for *encoded, row in db.execute(query):
-            found.setdefault(distinct[tuple(encoded)], []).append(row)
+        for *key, row in db.execute(query):
+            found.setdefault(tuple(key), []).append(row)
         return found
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ import logging
 import os
 import pickle
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +32,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from arctic_sql.datasource.source import CatalogSpec
 from arctic_sql.errors import VersionNotFoundError
-from arctic_sql.streaming.lookup_cache import BucketCache, Entry, Key
+from arctic_sql.streaming.lookup_cache import BucketCache, Entry, Key, sql_column
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +77,17 @@ class LookupPlan:
     def folder(self) -> str:
         return os.path.join(self.cache_dir, self.signature)
 
+    @staticmethod
+    def keys(rows: pa.RecordBatch, columns: Sequence[str]) -> list[Key]:
+        """The rows' values of ``columns`` as SQLite keys (tuples of ``sql_value``)."""
+        return list(zip(*(sql_column(rows.column(c).to_pylist()) for c in columns), strict=True))
+
     def entries(self, rows: pa.RecordBatch) -> list[Entry]:
         """Dimension rows as the cache keeps them: (primary key, join key, the kept values pickled),
-        Python values as Arrow gives them, column by column."""
-        values = {c: rows.column(c).to_pylist() for c in dict.fromkeys((*self.primary_key, *self.on, *self.kept))}
-        keys = list(zip(*(values[c] for c in self.primary_key), strict=True))
-        joins = [()] * len(keys) if self.on_primary_key else list(zip(*(values[c] for c in self.on), strict=True))
-        kept = zip(*(values[c] for c in self.kept), strict=True) if self.kept else [()] * len(keys)
+        Python values as Arrow gives them, column by column (the keys as SQLite values)."""
+        keys = self.keys(rows, self.primary_key)
+        joins = [()] * len(keys) if self.on_primary_key else self.keys(rows, self.on)
+        kept = zip(*(rows.column(c).to_pylist() for c in self.kept), strict=True) if self.kept else [()] * len(keys)
         return list(zip(keys, joins, [pickle.dumps(k, protocol=5) for k in kept], strict=True))
 
 
@@ -255,8 +259,7 @@ class Dimension:
                 upserts, deletes = found.setdefault(bucket, ([], []))
                 mine = buckets == bucket
                 upserts.extend(self.plan.entries(batch.filter(pa.array(mine & ~deleted))))
-                gone = batch.filter(pa.array(mine & deleted))
-                deletes.extend(zip(*(gone.column(c).to_pylist() for c in self.plan.primary_key), strict=True))
+                deletes.extend(self.plan.keys(batch.filter(pa.array(mine & deleted)), self.plan.primary_key))
         return found
 
 
@@ -283,7 +286,7 @@ class LookupTask:
 
     def _join(self, dimension: Dimension, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:
         plan = self.plan
-        keys = list(zip(*(batch.column(f"{KEY_PREFIX}{i}").to_pylist() for i in range(len(plan.on))), strict=True))
+        keys = plan.keys(batch, [f"{KEY_PREFIX}{i}" for i in range(len(plan.on))])
         if plan.on_primary_key:
             buckets = batch.column(BUCKET).to_numpy()
             wanted = {int(b): [keys[i] for i in np.flatnonzero(buckets == b)] for b in np.unique(buckets)}

@@ -136,6 +136,37 @@ def test_a_join_on_other_columns_finds_every_matching_row(arctic, spark, tmp_pat
         query.stop()
 
 
+def test_a_composite_key_of_a_date_and_a_string_meets_its_own_rows(arctic, spark, tmp_path):
+    """Keys that SQLite does not store as they are (a date) encode alike on both sides: the facts'
+    values cast to the dimension's types, the dimension's read from its files and its changes."""
+    arctic.sql("CREATE TABLE db.rates (day DATE, cur STRING, rate DOUBLE, PRIMARY KEY (day, cur)) USING arctic")
+    arctic.sql("INSERT INTO db.rates VALUES (DATE'2026-01-30', 'EUR', 1.0), (DATE'2026-01-31', 'EUR', 1.1), "
+               "(DATE'2026-01-31', 'USD', 0.9)")
+    folder = str(tmp_path / "facts")
+    os.makedirs(folder)
+    batches: list = []
+    stream = spark.readStream.schema("fid BIGINT, day STRING, cur STRING").option("maxFilesPerTrigger", 1).json(folder)
+    query = _start(lookup_join(stream, "db.rates", on=["day", "cur"], how="left", options={"lookup.buckets": "2"}),
+                   str(tmp_path / "ck"), batches)
+
+    def land(name, facts):
+        with open(os.path.join(folder, name + ".tmp"), "w") as f:
+            f.writelines(f'{{"fid": {i}, "day": "{d}", "cur": "{c}"}}\n' for i, d, c in facts)
+        os.rename(os.path.join(folder, name + ".tmp"), os.path.join(folder, name))
+
+    try:
+        land("a.json", [(1, "2026-01-31", "EUR"), (2, "2026-01-31", "GBP"), (3, "2026-01-30", "EUR")])
+        query.processAllAvailable()
+        arctic.sql("UPDATE db.rates SET rate = 1.2 WHERE day = DATE'2026-01-31' AND cur = 'EUR'")
+        land("b.json", [(4, "2026-01-31", "EUR"), (5, "2026-01-31", "USD")])
+        query.processAllAvailable()
+        assert _rows(batches) == [(1, "2026-01-31", "EUR", 1.1), (2, "2026-01-31", "GBP", None),
+                                  (3, "2026-01-30", "EUR", 1.0), (4, "2026-01-31", "EUR", 1.2),
+                                  (5, "2026-01-31", "USD", 0.9)]
+    finally:
+        query.stop()
+
+
 def test_a_restart_from_the_checkpoint_joins_against_the_pinned_versions(arctic, spark, tmp_path):
     """The second run has new (empty) caches: each bucket is rebuilt from the table at the version
     the checkpoint pinned, and every fact's values equal that version read by time travel."""

@@ -12,7 +12,7 @@ import pickle
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.streaming.lookup_cache import BucketCache, sql_value
+from arctic_sql.streaming.lookup_cache import BucketCache, sql_column, sql_value
 from arctic_sql.streaming.lookup_join import BUCKETS, INTERVAL, MEMORY, _options
 
 
@@ -66,11 +66,23 @@ def test_a_join_on_other_columns_finds_every_match_and_follows_moves(tmp_path):
 
 def test_composite_and_typed_keys_match_their_own_values_only(tmp_path):
     day = datetime.date(2026, 1, 31)
+
+    def key(*values):
+        return tuple(sql_value(v) for v in values)
+
     cache = _cache(tmp_path, key_width=2)
-    cache.reload([((day, decimal.Decimal("1.50")), (), _row("a")), ((day, decimal.Decimal("2.00")), (), _row("b"))], 1)
-    assert list(cache.lookup([(day, decimal.Decimal("1.50")), (day, decimal.Decimal("3.00"))])) == [
-        (day, decimal.Decimal("1.50"))]
+    cache.reload([(key(day, decimal.Decimal("1.50")), (), _row("a")), (key(day, decimal.Decimal("2.00")), (), _row("b"))],
+                 1)
+    assert list(cache.lookup([key(day, decimal.Decimal("1.50")), key(day, decimal.Decimal("3.00"))])) == [
+        ("2026-01-31", "1.50")]
     assert sql_value(True) == 1 and sql_value(day) == "2026-01-31"
+
+
+def test_a_column_is_encoded_by_its_type_and_kept_as_it_is_when_native():
+    numbers = [1, None, 3]
+    assert sql_column(numbers) is numbers and sql_column([None, None]) == [None, None]
+    assert sql_column([True, None, False]) == [1, None, 0]
+    assert sql_column([datetime.date(2026, 1, 31), None]) == ["2026-01-31", None]
 
 
 def test_options_take_the_peers_words_and_refuse_bad_values():

@@ -43,6 +43,7 @@ def _step_names(step: int) -> str:
 
 
 def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changed: int) -> dict:  # noqa: ANN001
+    from pyspark.errors import StreamingQueryException
     from pyspark.sql import functions as F
 
     from arctic_sql.streaming import lookup_join
@@ -99,6 +100,7 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         print(f"  {system}: started in {time.perf_counter() - started:.1f} s", flush=True)
     rng = random.Random(rows)
     latency: dict[str, list[float]] = {s: [] for s in queries}
+    failed: dict[str, str] = {}  # a query that failed (a broadcast of a large dimension can) drops out
     for step in range(batches + 1):  # step 0 warms up: lookup_join's first batch loads its caches
         marker = _step_names(step)
         updated = rng.sample(range(rows), changed)
@@ -109,12 +111,17 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
                           "id": pa.array(keys, pa.int64())})
         current["marker"] = marker
         order = list(queries) if step % 2 == 0 else list(reversed(queries))  # who goes first alternates
-        for system in order:  # each query's facts land on its turn, so each runs alone
+        for system in [s for s in order if s not in failed]:  # each query's facts land on its turn: each runs alone
             path = os.path.join(folders[system], f"f{step:05d}.parquet")
             pq.write_table(table, path + ".tmp")
             started = time.perf_counter()
             os.rename(path + ".tmp", path)
-            running[system].processAllAvailable()
+            try:
+                running[system].processAllAvailable()
+            except StreamingQueryException as error:
+                failed[system] = f"failed at step {step}: {str(error).splitlines()[0][:160]}"
+                print(f"  {system} {failed[system]}", flush=True)
+                continue
             latency[system].append(time.perf_counter() - started)
         if step == 0:
             for shares in seen.values():
@@ -123,6 +130,10 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         query.stop()
     result = {}
     for system in queries:
+        if system in failed or len(latency[system]) < 2:
+            result[system] = (float("nan"), float("nan"), float("nan"))
+            print(f"  {system:12s} {failed.get(system, 'no steps')}", flush=True)
+            continue
         fresh = sum(a for a, _ in seen[system])
         total = sum(b for _, b in seen[system])
         first, steps = latency[system][0], latency[system][1:]
@@ -158,6 +169,9 @@ def main() -> None:
             results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, changed)
         for rows, result in results.items():
             ours, reread = result["lookup_join"][0], result["reread"][0]
+            if reread != reread or ours != ours:  # nan: a query failed (said above)
+                print(f"{rows:>10,} rows: no ratio, a query failed (lookup_join {ours:.2f} s, reread {reread:.2f} s)")
+                continue
             print(f"{rows:>10,} rows: reread / lookup_join = {reread / ours:.2f} ({reread:.2f} s vs {ours:.2f} s); "
                   f"static join fresh {result['static'][1]:.0%} (stale), lookup_join fresh "
                   f"{result['lookup_join'][1]:.0%}; the no-join floor {result['no_join'][0]:.2f} s")

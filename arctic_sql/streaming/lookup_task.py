@@ -3,7 +3,7 @@
 Every fact row carries the micro-batch's timestamp (Spark's ``current_timestamp()``, which a
 streaming query fixes when it plans the batch and keeps in its offsets log, so a replayed batch
 gets the same one). The batch meets the dimension version that was newest at that moment
-(``pinned_version``): every task of the batch, and every replay of it, joins the same rows.
+(``pinned_dimension``): every task of the batch, and every replay of it, joins the same rows.
 
 The dimension's rows live in local caches, one SQLite file per bucket (keys whose Spark
 ``xxhash64`` falls in it; lookup_cache.py). A task brings each bucket its facts need to the pinned
@@ -103,20 +103,21 @@ def version_at(commits, ts_ms: int, interval_ms: int) -> int | None:  # noqa: AN
     return commits[0].version if commits else None
 
 
-def pinned_version(plan: LookupPlan, ts_ms: int) -> int:
-    """``version_at`` the batch's timestamp, computed once per batch and machine and written down
-    (``pins/<ts>``), so the tasks of one batch and its replays agree even when a commit stamped
-    before the batch became visible while they ran. Blocks while the dimension has no version."""
+def pinned_dimension(plan: LookupPlan, ts_ms: int) -> Dimension:
+    """The dimension at ``version_at`` the batch's timestamp, computed once per batch and machine and
+    written down (``pins/<ts>``), so the tasks of one batch and its replays agree even when a commit
+    stamped before the batch became visible while they ran. Blocks while the dimension has no version."""
     pins = os.path.join(plan.folder, "pins")
     path = os.path.join(pins, str(ts_ms))
     with contextlib.suppress(FileNotFoundError), open(path) as f:
-        return int(f.read())
+        return Dimension(plan, int(f.read()))
     from arctic_sql.table.format import versions
 
     waited = False
     while True:
         table = plan.spec.load_table(plan.table)
-        version = version_at(versions.history(table.base, table.change).commits, ts_ms, plan.interval_ms)
+        history = versions.history(table.base, table.change)
+        version = version_at(history.commits, ts_ms, plan.interval_ms)
         if version is not None:
             break
         if not waited:
@@ -138,7 +139,10 @@ def pinned_version(plan: LookupPlan, ts_ms: int) -> int:
         if name.isdigit() and int(name) < ts_ms:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(pins, name))
-    return version
+    dimension = Dimension(plan, version)
+    if any(c.version == version for c in history.commits):  # the table as loaded here has it: keep it
+        dimension.__dict__.update(table=table, history=history)  # (Dimension's cached properties)
+    return dimension
 
 
 # the buckets' caches ------------------------------------------------------------------------------
@@ -280,8 +284,7 @@ class LookupTask:
             if batch.num_rows == 0:
                 continue
             if dimension is None:
-                ts_ms = batch.column(TIMESTAMP)[0].value // 1000
-                dimension = Dimension(plan, pinned_version(plan, ts_ms))
+                dimension = pinned_dimension(plan, batch.column(TIMESTAMP)[0].value // 1000)
             yield self._join(dimension, batch, output)
 
     def _join(self, dimension: Dimension, batch: pa.RecordBatch, output: pa.Schema) -> pa.RecordBatch:

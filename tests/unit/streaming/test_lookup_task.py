@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import LongType, StructField, StructType
 
-from arctic_sql.streaming.lookup_task import LookupPlan, pinned_version, version_at
+from arctic_sql.streaming.lookup_task import LookupPlan, pinned_dimension, version_at
 
 
 @dataclass(frozen=True)
@@ -54,4 +54,4 @@ def test_a_replayed_batch_meets_the_version_written_down_for_it(tmp_path):
     os.makedirs(pins)
     with open(os.path.join(pins, "7000"), "w") as f:
         f.write("2")
-    assert pinned_version(plan, 7000) == 2
+    assert pinned_dimension(plan, 7000).version == 2

@@ -18,7 +18,7 @@ from arctic_sql.table import optimizing_state as state
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.scan import FileEntry, live_files, plan_read
+from arctic_sql.table.scan import FileEntry, live_entries, live_files, plan_read
 
 Row = dict[str, Any]
 
@@ -91,6 +91,8 @@ def files(table: ArcticTable) -> list[Row]:
     plan = plan_read(table)
     change_files = live_files(table.change, table.change.current_snapshot(), Store.CHANGE) if table.change else []
     read = {f.path for f in plan.change_files}
+    delete_sequence = {f.path: f.sequence_number for f in live_entries(table.base, table.base.current_snapshot(),
+                                                                        Store.BASE) if f.is_position_deletes}
     rows = []
     for f in list(plan.base_files) + change_files:
         low, high = key_range(table, f.data_file)
@@ -100,7 +102,8 @@ def files(table: ArcticTable) -> list[Row]:
                      "merged": f.store == Store.CHANGE and f.path not in read})
         for d in f.deletes:
             rows.append({**rows[-1], "kind": POSITION_DELETE, "path": d.file_path, "size_bytes": d.file_size_in_bytes,
-                         "rows": d.record_count, "sequence_number": None, "merged": False})
+                         "rows": d.record_count, "sequence_number": delete_sequence.get(d.file_path),
+                         "merged": False})
     return rows
 
 

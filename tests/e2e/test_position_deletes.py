@@ -101,8 +101,11 @@ def test_a_minor_rewrites_only_the_changed_rows(arctic, warehouse):
     arctic.sql("UPDATE db.t SET v = -v WHERE id % 100 = 0")
     arctic.sql("DELETE FROM db.t WHERE id % 100 = 1")
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'minor')").collect()
-    files = arctic.sql("SELECT kind, path, rows FROM db.t.files WHERE store = 'base'").collect()
+    files = arctic.sql("SELECT kind, path, rows, sequence_number FROM db.t.files WHERE store = 'base'").collect()
     base = {r["path"]: r["rows"] for r in files if r["kind"] == "base"}
+    # A delete file applies to data files of lower sequence numbers (Iceberg's rule): those the full wrote.
+    full = max(r["sequence_number"] for r in files if r["path"] in before)
+    assert all(r["sequence_number"] > full for r in files if r["kind"] == "position-delete")
     # The old base files all stay; one new file holds the 20 updated rows; the deletes name 40 old rows.
     assert before < set(base) and sum(base[p] for p in set(base) - before) == 20
     assert sum(r["rows"] for r in files if r["kind"] == "position-delete") == 40

@@ -127,6 +127,6 @@ def start_after(table: ArcticTable, history: versions.History, micros: int) -> i
 def change_partitions(table: ArcticTable, history: versions.History, span: Range, *,
                       skip_overwrites: bool = False) -> list[InputPartition]:
     committed = {c.version: c.committed_at_ms for c in history.commits if span.start < c.version <= span.end}
-    files = change_files(table, span, skip_overwrites=skip_overwrites)
+    files = change_files(table, span, skip_overwrites=skip_overwrites, history=history)
     return partitions.change_partitions(table, files, committed)
 

@@ -42,7 +42,7 @@ def sql_value(value: object) -> object:
         return value
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, int | float | str | bytes):
+    if isinstance(value, _NATIVE):  # a subclass (an IntEnum, a str enum) compares as its base
         return value
     if isinstance(value, datetime.date | decimal.Decimal):
         return str(value)

@@ -154,7 +154,7 @@ def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: st
                          *[StructField(c, dim_type[c].dataType, True) for c in kept], *version])
     return task.LookupPlan(
         spec=spec, table=name, table_uuid=str(table.base.metadata.table_uuid), primary_key=primary_key, on=on,
-        kept=kept, dim_columns=dim_columns, dim_type=dim_type, fact_names=tuple(fact_names), output_type=output,
+        kept=kept, dim_type=dim_type, fact_names=tuple(fact_names), output_type=output,
         with_version=version_column is not None, left=how == "left", buckets=settings[BUCKETS],
         interval_ms=settings[INTERVAL], cache_dir=settings[CACHE_DIR], memory_kib=settings[MEMORY] // 1024)
 

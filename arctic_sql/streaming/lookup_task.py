@@ -51,8 +51,7 @@ class LookupPlan:
     primary_key: tuple[str, ...]
     on: tuple[str, ...]
     kept: tuple[str, ...]  # the dimension columns the output gains
-    dim_columns: tuple[str, ...]  # what a dimension row carries: primary key, join columns, kept
-    dim_type: StructType  # of dim_columns
+    dim_type: StructType  # what a dimension row carries: primary key, join columns, kept
     fact_names: tuple[str, ...]
     output_type: StructType  # facts' columns, kept, and the version column when asked for
     with_version: bool  # the last output column is the dimension version a fact met
@@ -252,7 +251,7 @@ class Dimension:
         from arctic_sql.table.changes import Range, change_files
 
         try:
-            files = change_files(self.table, Range(have, self.version))
+            files = change_files(self.table, Range(have, self.version), history=self.history)
         except VersionNotFoundError:
             return None
         schema = StructType([*self.plan.dim_type.fields, StructField("_change_type", StringType())])

@@ -85,11 +85,14 @@ def commit_files(table: ArcticTable, commit: versions.Commit) -> list[FileEntry]
     return _added_files(store, store.snapshot_by_id(commit.snapshot_id), commit.store, commit.version)
 
 
-def change_files(table: ArcticTable, span: Range, *, skip_overwrites: bool = False) -> tuple[FileEntry, ...]:
+def change_files(table: ArcticTable, span: Range, *, skip_overwrites: bool = False,
+                 history: versions.History | None = None) -> tuple[FileEntry, ...]:
     """The files holding the changes of the data commits in ``span``, each tagged with its version;
-    ``skip_overwrites``: leave out the commits that carry no changes instead of refusing them."""
+    ``skip_overwrites``: leave out the commits that carry no changes instead of refusing them;
+    ``history``: the table's, when the caller has it (it is read from both stores' metadata)."""
     files: list[FileEntry] = []
-    for commit in versions.data_commits(table.base, table.change):
+    commits = history.commits if history is not None else versions.data_commits(table.base, table.change)
+    for commit in commits:
         if not span.start < commit.version <= span.end:
             continue
         if carries_changes(table, commit):

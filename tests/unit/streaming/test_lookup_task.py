@@ -42,7 +42,7 @@ def test_a_batch_before_any_version_meets_the_first_and_none_without_one():
 def _plan(cache_dir: str) -> LookupPlan:
     key = StructType([StructField("id", LongType())])
     return LookupPlan(spec=None, table="db.dim", table_uuid="u", primary_key=("id",), on=("id",), kept=(),
-                      dim_columns=("id",), dim_type=key, fact_names=("id",), output_type=key, with_version=False,
+                      dim_type=key, fact_names=("id",), output_type=key, with_version=False,
                       left=False, buckets=4, interval_ms=0, cache_dir=cache_dir, memory_kib=1024)
 
 

@@ -1,4 +1,4 @@
-"""W0 small commits through the arctic sink's write path, against delta-rs ``merge`` of the same batches.
+"""W0 small commits through the arctic sink's write path and SQL MERGE, against delta-rs ``merge`` of the same batches.
 
     .venv/bin/python -m benchmarks.stream_sink [--rows 200000] [--batches 1000,10000,100000] [--commits 5]
 
@@ -9,6 +9,9 @@ turn. Timed per commit:
 - ``arctic df.write``: ``df.write.format("arctic").mode("append").save()`` of a cached DataFrame
   holding the batch with ``_change_type`` (the same write a micro-batch of the streaming sink makes:
   one Spark job whose tasks write with pyarrow, then the driver-side commit with pyiceberg);
+- ``arctic MERGE``: the SQL a CDC pipeline would run instead, ``MERGE INTO db.merged t USING batch s
+  ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET * WHEN NOT
+  MATCHED AND s.op <> 'D' THEN INSERT *`` over a temp view of the same batch (cached);
 - ``arctic arrow``: the same write path without Spark (the task's pyarrow write and the driver's
   commit called in this process), i.e. what the sink itself costs;
 - ``delta-rs merge``: ``DeltaTable.merge`` (delete when matched and ``op = 'D'``, update, insert);
@@ -39,7 +42,10 @@ import pyarrow as pa
 import arctic_sql
 from arctic_sql.spark import local_session
 
-SYSTEMS = ("arctic df.write", "arctic arrow", "delta-rs merge", "no-op sink")
+SYSTEMS = ("arctic df.write", "arctic MERGE", "arctic arrow", "delta-rs merge", "no-op sink")
+
+MERGE = ("MERGE INTO db.merged t USING batch s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
+         "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *")
 
 
 def _batch(rng: np.random.Generator, next_key: int, existing: int, rows: int) -> tuple[pa.Table, int]:
@@ -131,7 +137,7 @@ def main() -> None:
     rng = np.random.default_rng(42)
     load = pa.table({"id": np.arange(args.rows, dtype=np.int64), "v": [f"v{i}" for i in range(args.rows)],
                      "amount": np.zeros(args.rows)})
-    for name in ("sink", "arrow"):
+    for name in ("sink", "arrow", "merged"):
         session.sql(f"CREATE TABLE db.{name} (id BIGINT, v STRING, amount DOUBLE, PRIMARY KEY (id))")
         spark.createDataFrame(load).write.format("arctic").mode("overwrite").save(f"db.{name}")
     delta = os.path.join(work, "delta")
@@ -158,11 +164,16 @@ def main() -> None:
 def _run_one(spark, session, delta: str, batch: pa.Table) -> dict[str, float]:  # noqa: ANN001
     frame = spark.createDataFrame(_with_change_type(batch).to_pandas()).cache()
     frame.count()
+    source = spark.createDataFrame(batch.to_pandas()).cache()
+    source.count()
+    source.createOrReplaceTempView("batch")
     out = {"arctic df.write": _timed(lambda: frame.write.format("arctic").mode("append").save("db.sink")),
+           "arctic MERGE": _timed(lambda: session.sql(MERGE)),
            "arctic arrow": _timed(lambda: _arrow_commit(session, batch)),
            "delta-rs merge": _timed(lambda: delta_merge(delta, batch)),
            "no-op sink": _timed(lambda: frame.write.format("noop_arrow").mode("append").save("x"))}
     frame.unpersist()
+    source.unpersist()
     return out
 
 

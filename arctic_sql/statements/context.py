@@ -6,7 +6,7 @@ claim, dispatch); a handler only needs to read tables, run Spark SQL over them a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -29,6 +29,7 @@ class StatementContext:
     spark: SparkSession
     catalog: ArcticCatalog
     current_database: str = "default"
+    _ok: DataFrame | None = field(default=None, repr=False)
 
     def arctic_table(self, node: exp.Table) -> ArcticTable | None:
         """The arctic table a table name in a statement stands for, or None if it is not arctic's."""
@@ -81,7 +82,10 @@ class StatementContext:
         return self.spark.createDataFrame(rows, schema)
 
     def ok(self) -> DataFrame:
-        """The empty result of a statement that returns no rows."""
+        """The empty result of a statement that returns no rows (one DataFrame, made once: it cannot
+        change, and making it costs a round of calls into the JVM per statement)."""
         from pyspark.sql.types import StructType
 
-        return self.spark.createDataFrame([], StructType([]))
+        if self._ok is None:
+            self._ok = self.spark.createDataFrame([], StructType([]))
+        return self._ok

@@ -19,7 +19,7 @@ from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, Unsupport
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.time_travel import at_version
-from arctic_sql.table import writes
+from arctic_sql.table import change_writer, writes
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format.versions import Operation
 
@@ -89,7 +89,7 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     if expression.args.get("overwrite"):
         writes.overwrite_rows(table, rows, Operation.OVERWRITE)
     elif table.is_keyed:
-        writes.write_changes(table, upserts=rows, deletes=None, operation=Operation.INSERT)
+        change_writer.write_changes(table, upserts=rows, deletes=None, operation=Operation.INSERT)
     else:
         writes.append_rows(table, rows, Operation.INSERT)
     return ctx.ok()
@@ -113,7 +113,7 @@ def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFram
 
         def once(version: int) -> None:
             doomed = _select_from_target(ctx, table_node, version, keys, condition)
-            writes.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
+            change_writer.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
 
         writes.retrying(table, Operation.DELETE, once)
     else:
@@ -141,7 +141,7 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
 
         def once(version: int) -> None:
             rows = _select_from_target(ctx, table_node, version, projections, condition)
-            writes.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
+            change_writer.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
 
         writes.retrying(table, Operation.UPDATE, once)
     else:
@@ -164,9 +164,18 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         raise UnsupportedOperationError(f"MERGE INTO needs a table with a primary key; {table.identifier} has none")
     plan = MergePlan.of(expression, table)
 
+    blind = plan.blind_changes(ctx)
+
     def once(version: int) -> None:
-        changes, blind = plan.changes(ctx, table_node, version)
-        writes.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=None if blind else version)
+        nonlocal blind
+        if blind is not None:
+            try:
+                change_writer.write_changes(table, changes=blind, operation=Operation.MERGE)
+                return
+            except change_writer.Refused:  # a row's outcome depends on the target: read it
+                blind = None
+        changes = plan.joined_changes(ctx, table_node, version)
+        change_writer.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version)
 
     writes.retrying(table, Operation.MERGE, once)
     return ctx.ok()

@@ -24,6 +24,7 @@ from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.change_writer import REFUSE_COLUMN
 from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
@@ -111,20 +112,25 @@ class MergePlan:
                    tuple(table.primary_key))
 
     # ------------------------------------------------------------------------------------------
-    def changes(self, ctx: StatementContext, target_node: exp.Table, version: int) -> tuple[DataFrame, bool]:
-        """The change rows (table columns + ``arctic_op``), and whether they were computed blind."""
+    def blind_changes(self, ctx: StatementContext) -> DataFrame | None:
+        """The change rows computed without reading the target, or None when the statement's shape
+        rules it out. The rows carry ``arctic_refuse``, true on a row whose outcome would depend on
+        the target: the write refuses them all then (change_writer.Refused) and the caller takes
+        :meth:`joined_changes`. So the check costs no Spark job of its own."""
+        if not self._may_be_blind():
+            return None
         source_sql = self._source_select()
-        if self._may_be_blind():
-            source = ctx.run_spark(source_sql, to_spark_sql(source_sql))
-            view = f"arctic_merge_source_{next(_ids)}"
-            source.createOrReplaceTempView(view)
-            try:
-                blind = self._blind_changes(ctx, view)
-                if blind is not None:
-                    return blind, True
-            finally:
-                ctx.spark.catalog.dropTempView(view)
-        return self._joined_changes(ctx, source_sql, target_node, version), False
+        source = ctx.run_spark(source_sql, to_spark_sql(source_sql))
+        view = f"arctic_merge_source_{next(_ids)}"
+        source.createOrReplaceTempView(view)
+        try:  # the frame holds the analyzed plan: the view may go once it is built
+            return self._blind_frame(ctx, view)
+        finally:
+            ctx.spark.catalog.dropTempView(view)
+
+    def joined_changes(self, ctx: StatementContext, target_node: exp.Table, version: int) -> DataFrame:
+        """The change rows of the general form, from the source joined with the target at ``version``."""
+        return self._joined_changes(ctx, self._source_select(), target_node, version)
 
     def _source_select(self) -> exp.Select:
         return exp.select(exp.Star(), exp.alias_(exp.true(), SOURCE_MARK)).from_(self.source.copy())
@@ -168,7 +174,9 @@ class MergePlan:
                                  exp.Literal.string(result))
         return case if case.args.get("ifs") else exp.null()
 
-    def _blind_changes(self, ctx: StatementContext, view: str) -> DataFrame | None:
+    def _blind_frame(self, ctx: StatementContext, view: str) -> DataFrame:
+        from pyspark.sql import functions as F
+
         matched, unmatched = self._first("matched"), self._first("not_matched")
         src = exp.to_identifier(self.source_alias)
         frame = ctx.spark.sql(
@@ -176,22 +184,16 @@ class MergePlan:
             f"FROM {view} AS {src.sql('spark')}"
         )
         # Blind is exact when both outcomes agree, or the matched one deletes and the other does nothing.
-        unsafe = frame.where(
-            "NOT (_arctic_m <=> _arctic_n OR (_arctic_m = 'delete' AND _arctic_n IS NULL))"
-        ).limit(1).collect()
-        if unsafe:
-            return None
-        from pyspark.sql import functions as F
-
-        changes = frame.where("_arctic_m IS NOT NULL")
+        refuse = F.expr("NOT (_arctic_m <=> _arctic_n OR (_arctic_m = 'delete' AND _arctic_n IS NULL))")
         key_set = set(self.keys)
-        return changes.select(
+        return frame.where(F.col("_arctic_m").isNotNull() | refuse).select(
             *[
                 (F.col(f"`{c}`") if c in key_set else
                  F.when(F.col("_arctic_m") == layout.UPSERT, F.col(f"`{c}`"))).alias(c)
                 for c in self.columns
             ],
             F.col("_arctic_m").alias(layout.OP_COLUMN),
+            refuse.alias(REFUSE_COLUMN),
         )
 
     def _joined_changes(self, ctx: StatementContext, source_sql: exp.Select, target_node: exp.Table,

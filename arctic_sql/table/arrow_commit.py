@@ -9,11 +9,14 @@ again before every commit attempt, against the freshly loaded store.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
+from pyarrow.fs import FileType
 from pyiceberg.table import Table
 
+from arctic_sql.errors import ExecutionError
 from arctic_sql.table import commit, storage, writes
 from arctic_sql.table.arrow_writer import WrittenFile, sidecar_path
 from arctic_sql.table.arrow_writes import APPEND, CHANGES, OVERWRITE, WritePlan, discard, resolve_across_files
@@ -41,12 +44,14 @@ class BatchAlreadyCommitted(Exception):
 
 
 def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
-                 stream: StreamBatch | None = None, *, fresh: bool = False) -> int | None:
+                 stream: StreamBatch | None = None, *, fresh: bool = False,
+                 validate: Callable[[Table], None] | None = None) -> int | None:
     """Commit the files of one write as one version; return its number, or None when nothing was
     committed (no rows, or a micro-batch the table already holds: its files are deleted).
 
     ``fresh``: ``table`` was loaded just now, so a change-store commit's first attempt need not
-    reload it (commit.commit_loop)."""
+    reload it (commit.commit_loop). ``validate`` (change store only) runs against the freshly loaded
+    store before every attempt, as for commit.commit_change."""
     store = table.change if plan.mode == CHANGES else table.base
     assert store is not None
     if stream is not None and stream.committed_in(store):
@@ -54,6 +59,7 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
         return None
     try:
         files = resolve_across_files(plan, files)
+        _check_present(plan, files)
     except BaseException:
         discard(files)
         raise
@@ -61,17 +67,33 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
         return None
     paths = [f.path for f in files]
     footers = {f.path: (f.size, f.footer) for f in files if f.size is not None and f.footer is not None}
-    validate = None
     if stream is not None:
-        def validate(current: Table) -> None:
+        def validate(current: Table, check=validate) -> None:  # noqa: ANN001
             if stream.committed_in(current):
                 raise BatchAlreadyCommitted()
+            if check is not None:
+                check(current)
     try:
         return _commit(table, plan, paths, stream, validate, footers, fresh)
     except BatchAlreadyCommitted:
         return None  # commit_loop deleted the files: nothing was sent
     finally:
         storage.delete_files([sidecar_path(p) for p in paths])
+
+
+def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:
+    """Raise unless every file is still there with the size its writer reported: a file deleted
+    between the write and the commit (by anyone) must fail the write, not commit a reference to
+    nothing. One batched stat for all of them."""
+    if not files:
+        return
+    fs, _ = storage.filesystem(files[0].path)
+    infos = fs.get_file_info([storage.filesystem(f.path)[1] for f in files])
+    for f, info in zip(files, infos, strict=True):
+        if info.type != FileType.File or (f.size is not None and info.size != f.size):
+            rows = sum(x.rows for x in files)
+            raise ExecutionError(f"{plan.what} wrote {rows} rows in {len(files)} file(s), but {f.path} was gone "
+                                 "or changed before the commit; nothing was committed")
 
 
 def _commit(table: ArcticTable, plan: WritePlan, paths: list[str], stream: StreamBatch | None,

@@ -1,8 +1,8 @@
 """Writing a table's Parquet files from Arrow, without Spark: the layout writer.py gives Spark's writes.
 
-The DataFrame writer and the streaming sink get Arrow batches in Spark's Python workers. Writing
-them there with pyarrow, and committing on the driver with pyiceberg, costs no Spark job per commit
-(a SQL INSERT costs three). The files must be indistinguishable from Spark's: the same folders
+The DataFrame writer and the streaming sink get Arrow batches in Spark's Python workers, and SQL
+DML on a keyed table hands its change rows to ``mapInArrow`` (change_writer.py). Writing them there
+with pyarrow, and committing on the driver with pyiceberg, costs no Spark job beyond the write. The files must be indistinguishable from Spark's: the same folders
 (``{write}/arctic_p_<i>=<value>/arctic_node=<id>/arctic_op=<kind>/``, Spark's escaping of partition
 values), the same names (``part-<task>-<uuid>.c<n>.snappy.parquet``), Iceberg field ids on every
 column, rows sorted by the primary key, at most ``max_rows`` rows a file. tests compare one file

@@ -18,7 +18,14 @@ import pyarrow.parquet as pq
 
 from arctic_sql.table import storage
 from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile, conform, sidecar_path, write_table
-from arctic_sql.table.change_rows import check_appends, check_null_keys, newest_per_key, to_changes
+from arctic_sql.table.change_rows import (
+    CHANGE_TYPE,
+    SEQUENCE_HINT,
+    check_appends,
+    check_null_keys,
+    newest_per_key,
+    to_changes,
+)
 from arctic_sql.table.format import layout
 
 SEQUENCE_SIDECAR = "__arctic_sequence"
@@ -37,6 +44,8 @@ class WritePlan:
     sequence_column: str | None
     operation: str  # the history's name for it: write, overwrite, append, stream
     scope: str  # "in one write", "in one micro-batch": what the duplicate-key error says
+    change_column: str = CHANGE_TYPE  # the column telling upserts from deletes (SQL's own: arctic_op)
+    duplicate_hint: str | None = SEQUENCE_HINT  # how the duplicate-key error says to resolve it
 
     @property
     def what(self) -> str:
@@ -55,10 +64,11 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task: int) ->
             check_appends(batch, plan.table)
         rows = conform(batch, target)
         if target.keys:
-            newest_per_key(rows.select(list(target.keys)), None, plan.what, plan.scope)
+            newest_per_key(rows.select(list(target.keys)), None, plan.what, plan.scope, plan.duplicate_hint)
         return write_table(rows, target, plan.location, task=task)
-    changes = to_changes(batch, target, plan.sequence_column)
-    keep = newest_per_key(changes.rows.select(list(target.keys)), changes.sequence, plan.what, plan.scope)
+    changes = to_changes(batch, target, plan.sequence_column, plan.change_column)
+    keep = newest_per_key(changes.rows.select(list(target.keys)), changes.sequence, plan.what, plan.scope,
+                          plan.duplicate_hint)
     rows, ops, sequence = changes.rows, changes.ops, changes.sequence
     if len(keep) < rows.num_rows:
         index = pa.array(keep)
@@ -108,7 +118,7 @@ def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -
     sequence = None
     if plan.sequence_column is not None:
         sequence = pa.concat_arrays([_read(sidecar_path(f.path), None).column(0).combine_chunks() for f in group])
-    keep = newest_per_key(key_rows, sequence, plan.what, plan.scope)
+    keep = newest_per_key(key_rows, sequence, plan.what, plan.scope, plan.duplicate_hint)
     if len(keep) == key_rows.num_rows:
         return group
     kept = np.zeros(key_rows.num_rows, dtype=bool)

@@ -26,6 +26,7 @@ IGNORED_TYPES = frozenset({"update_preimage"})
 CHANGE_TYPES = UPSERT_TYPES | DELETE_TYPES | IGNORED_TYPES
 # What a change feed adds beside ``_change_type`` (arctic's and Delta's names): a change stream written
 # into another table keeps them out of its rows, so replicating a table needs no column juggling.
+SEQUENCE_HINT = "set option sequenceColumn to keep the newest"
 FEED_COLUMNS = frozenset({"_change_version", "_commit_version", "_commit_timestamp"})
 
 
@@ -43,10 +44,11 @@ def find_column(names: list[str], wanted: str) -> str | None:
     return next((n for n in names if n.lower() == lowered), None)
 
 
-def to_changes(batch: pa.Table, target: WriteTarget, sequence_column: str | None) -> Changes:
-    """Turn input rows (the table's columns by name, maybe ``_change_type`` and a sequence) into changes."""
+def to_changes(batch: pa.Table, target: WriteTarget, sequence_column: str | None,
+               change_column: str = CHANGE_TYPE) -> Changes:
+    """Turn input rows (the table's columns by name, maybe ``change_column`` and a sequence) into changes."""
     names = batch.column_names
-    change_name = find_column(names, CHANGE_TYPE)
+    change_name = find_column(names, change_column)
     sequence = None
     if sequence_column is not None:
         found = find_column(names, sequence_column)
@@ -105,11 +107,13 @@ def check_null_keys(keys: pa.Table, what: str) -> None:
             raise PrimaryKeyViolationError(f"{what} writes a null primary key ({_shown(keys, row)})")
 
 
-def newest_per_key(keys: pa.Table, sequence: pa.Array | None, what: str, scope: str) -> np.ndarray:
+def newest_per_key(keys: pa.Table, sequence: pa.Array | None, what: str, scope: str,
+                   hint: str | None = SEQUENCE_HINT) -> np.ndarray:
     """The rows to keep (indices, ascending): one per key, the newest by ``sequence``.
 
     Raises on a null key, on two changes of a key without a sequence, and on a tie or a NULL
-    sequence among a key's changes. ``scope`` says what "one write" is (``in one micro-batch``).
+    sequence among a key's changes. ``scope`` says what "one write" is (``in one micro-batch``),
+    ``hint`` how to resolve two changes of a key (a SQL statement has none).
     """
     check_null_keys(keys, what)
     rows = keys.num_rows
@@ -132,7 +136,7 @@ def newest_per_key(keys: pa.Table, sequence: pa.Array | None, what: str, scope: 
     if sequence is None:
         count = _run_length(same, first_dup - 1)
         raise PrimaryKeyViolationError(f"{what} writes primary key ({_shown(ordered, first_dup)}) {count} times "
-                                       f"{scope}; set option sequenceColumn to keep the newest")
+                                       f"{scope}" + (f"; {hint}" if hint else ""))
     _check_sequences(ordered, sequence.take(pa.array(order)), same, what)
     keep = np.concatenate([[True], ~same])
     return np.sort(order[keep])

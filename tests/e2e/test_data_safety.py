@@ -15,7 +15,7 @@ import pytest
 
 import arctic_sql
 from arctic_sql.errors import CommitStateUnknownError, ExecutionError
-from arctic_sql.table import leases, maintenance, writer
+from arctic_sql.table import arrow_commit, leases, maintenance, writer
 from arctic_sql.table.format import layout
 
 pytestmark = pytest.mark.spark
@@ -104,8 +104,27 @@ def test_a_catalog_error_after_the_commit_landed_is_resolved_by_looking(table, m
 
 
 def test_a_file_that_vanishes_before_the_commit_fails_the_statement_and_commits_nothing(table, monkeypatch):
-    # A file deleted between Spark's write and the commit (by anyone) used to leave a statement that
-    # succeeded with part of its rows. The rows the write's tasks report must all be in the files.
+    # A file deleted between the write and the commit (by anyone) used to leave a statement that
+    # succeeded with part of its rows. Every file the write's tasks report must be there to commit.
+    resolve = arrow_commit.resolve_across_files
+
+    def one_file_lost(plan, files):  # noqa: ANN001, ANN202
+        os.remove(files[0].path.removeprefix("file://"))
+        return resolve(plan, files)
+
+    versions = _versions(table)
+    monkeypatch.setattr(arrow_commit, "resolve_across_files", one_file_lost)
+    with pytest.raises(ExecutionError, match=r"INSERT into db.t wrote 4 rows in \d+ file\(s\), but .* was gone"):
+        table.sql("INSERT INTO db.t VALUES (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')")
+    monkeypatch.undo()
+    assert _versions(table) == versions
+    assert _rows(table, "SELECT * FROM db.t") == [(1, "a")]
+
+
+def test_a_file_that_vanishes_after_spark_wrote_it_fails_an_append_and_commits_nothing(arctic, monkeypatch):
+    # Spark's writer (appends, overwrites) lists what it wrote: the rows its tasks report must all be there.
+    arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
+    arctic.sql("INSERT INTO db.log VALUES (1, 'a')")
     list_files = writer.storage.list_files
 
     def one_file_lost(location: str, suffix: str = ".parquet") -> list[str]:
@@ -113,13 +132,11 @@ def test_a_file_that_vanishes_before_the_commit_fails_the_statement_and_commits_
         os.remove(found[0].removeprefix("file://"))
         return list_files(location, suffix)
 
-    versions = _versions(table)
     monkeypatch.setattr(writer.storage, "list_files", one_file_lost)
     with pytest.raises(ExecutionError, match=r"produced 4 rows but \d file\(s\) holding [0-3] were found"):
-        table.sql("INSERT INTO db.t VALUES (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')")
+        arctic.sql("INSERT INTO db.log VALUES (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')")
     monkeypatch.undo()
-    assert _versions(table) == versions
-    assert _rows(table, "SELECT * FROM db.t") == [(1, "a")]
+    assert _rows(arctic, "SELECT * FROM db.log") == [(1, "a")]
 
 
 def test_a_live_lease_keeps_what_its_write_made_from_forced_orphan_removal(table, warehouse):

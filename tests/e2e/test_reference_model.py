@@ -106,6 +106,9 @@ def _step(rng: random.Random, model: Model) -> str:
             if row[2] < limit:
                 model.upsert([(row[0], row[1], row[2] + 1, "u")])
         return f"UPDATE db.t SET v = v + 1, s = 'u' WHERE v < {limit}"
+    shape = rng.choice(["joined", "cdc", "toggle"])
+    if shape != "joined":
+        return _blind_merge(rng, model, shape)
     # MERGE: a CDC batch with deletes, updates of existing keys and inserts of new ones.
     batch = _random_rows(rng, model, rng.randint(1, 8))
     source = [(row[0], row[1], row[2], row[3], rng.choice(["U", "U", "D"])) for row in batch]
@@ -126,6 +129,35 @@ def _step(rng: random.Random, model: Model) -> str:
         "WHEN MATCHED AND s.v % 2 = 0 THEN UPDATE SET v = t.v + s.v, s = s.s "
         "WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT (id, p, v, s) VALUES (s.id, s.p, s.v, s.s)"
     )
+
+
+def _blind_merge(rng: random.Random, model: Model, shape: str) -> str:
+    """A MERGE that need not read the target: a CDC batch of whole rows (``cdc``; deletes only of
+    keys the table holds, so its changes are the model's), or one whose outcome depends on the
+    target (``toggle``: delete a key that is there, insert one that is not), which the write must
+    refuse and run as a join."""
+    batch = _random_rows(rng, model, rng.randint(1, 8))
+    source = []
+    for row in batch:
+        key = model.key(row)
+        if shape == "toggle":
+            if key in model.rows:
+                model.delete(key)
+            else:
+                model.upsert([row])
+            source.append((*row, "U"))
+        elif key in model.rows and rng.random() < 0.3:
+            model.delete(key)
+            source.append((*row, "D"))
+        else:
+            model.upsert([row])
+            source.append((*row, "U"))
+    on = "t.id = s.id AND t.p = s.p" if model.partitioned else "t.id = s.id"
+    clauses = ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *" if shape == "toggle" else
+               "WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET * "
+               "WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *")
+    return (f"MERGE INTO db.t AS t USING (SELECT * FROM VALUES {_values(source)} AS src(id, p, v, s, op)) AS s "
+            f"ON {on} {clauses}")
 
 
 def _rows(arctic, sql: str) -> list[tuple]:

@@ -1,0 +1,194 @@
+"""The change-store writer of SQL INSERT, UPDATE, DELETE and MERGE on a keyed table: one Spark job.
+
+The statement's change rows (the table's columns and ``arctic_op``) go through ``mapInArrow``: each
+task writes its share with pyarrow exactly as the DataFrame writer's tasks do (arrow_writes.py:
+one change per key within the task, sorted files per partition, node and kind of change) and
+returns the files, with their footers and key hashes, to the driver. The driver's commit
+(arrow_commit.py) then looks for a key two tasks wrote, where their key hashes meet, and refuses
+the statement if it finds one. So the key check costs no Spark job of its own and no shuffle: a
+small MERGE is one Spark job and one pyiceberg commit.
+
+A statement may hand rows that ask it to take another way (``arctic_refuse``: a blind MERGE row
+whose outcome depends on the target, merge_plan.py): a task that gets one writes nothing, and
+:func:`write` raises :class:`Refused` after deleting the other tasks' files.
+
+A task that finds a problem in its rows (a key given twice, a null key, a value that cannot be
+written) returns it as one line instead of raising: Spark would retry the task for nothing. Files of
+a task attempt that failed or lost to a speculative copy are never returned: nothing references
+them and orphan removal takes them.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arctic_sql import errors
+from arctic_sql.errors import ArcticError
+from arctic_sql.table import leases, writer, writes
+from arctic_sql.table.arrow_commit import commit_write
+from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile
+from arctic_sql.table.arrow_writes import CHANGES, WritePlan, discard, write_task
+from arctic_sql.table.format import layout, versions
+from arctic_sql.table.format.layout import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pyiceberg.table import Table
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.table.catalog import ArcticTable
+
+RESULT_SCHEMA = "files binary, problem string, refused boolean"
+REFUSE_COLUMN = "arctic_refuse"
+# How Spark's plans name steps that run Python (mapInArrow, Python UDFs, Python data sources).
+_PYTHON_STEPS = ("MapIn", "InPandas", "InArrow", "EvalPython", "Python")
+
+
+class Refused(Exception):
+    """A row of the write had ``arctic_refuse`` set: nothing was written."""
+
+
+def _changes_frame(
+    table: ArcticTable, upserts: DataFrame | None, deletes: DataFrame | None, changes: DataFrame | None
+) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    schema = table.schema
+    frames = [] if changes is None else [writer.align(changes, schema, all_nullable=True)]
+    if upserts is not None:
+        frames.append(writer.align(upserts, schema, all_nullable=True).withColumn(layout.OP_COLUMN,
+                                                                                  F.lit(layout.UPSERT)))
+    if deletes is not None:
+        keyed = set(table.primary_key)
+        full = deletes.select(*[F.col(f"`{f.name}`") if f.name in keyed else F.lit(None).alias(f.name)
+                                for f in schema.fields])
+        frames.append(writer.align(full, schema, all_nullable=True).withColumn(layout.OP_COLUMN,
+                                                                               F.lit(layout.DELETE)))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def write_changes(
+    table: ArcticTable,
+    *,
+    upserts: DataFrame | None = None,
+    deletes: DataFrame | None = None,
+    changes: DataFrame | None = None,
+    operation: str,
+    read_version: int | None = None,
+) -> int | None:
+    """Check, write and commit one change-store transaction; return its number (None if empty).
+
+    ``upserts`` hold whole rows, ``deletes`` the keys to delete, ``changes`` rows of both kinds
+    told apart by an ``arctic_op`` column. A ``read_version`` (the statement read the table
+    there) makes the commit fail with writes.StaleRead if another data commit landed since.
+    """
+    with leases.writing(table, operation):
+        plan = plan_changes(table, operation)
+        files = write(_changes_frame(table, upserts, deletes, changes), plan)
+        validate = None
+        if read_version is not None:
+            def validate(change_store: Table) -> None:
+                table.base.refresh()
+                commits = versions.data_commits(table.base, change_store)
+                if commits and commits[-1].version > read_version:
+                    raise writes.StaleRead()
+        return commit_write(table, plan, files, validate=validate)
+
+
+def plan_changes(table: ArcticTable, operation: str) -> WritePlan:
+    """The write of one statement's change rows into ``table``'s change store."""
+    target = WriteTarget.of(table, Store.CHANGE)
+    return WritePlan(str(table.identifier), layout.table_root(table.base.location()), target,
+                     target.new_location(), CHANGES, None, operation, "in one statement",
+                     change_column=layout.OP_COLUMN, duplicate_hint=None)
+
+
+def write(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
+    """Write ``changes`` as ``plan`` says in one Spark job; return the files (none for no rows).
+
+    Raises the first problem a task found, after deleting every file the tasks returned.
+    """
+    if _small(changes):
+        return _write_here(changes, plan)
+    spark = changes.sparkSession
+    parallelism = spark.sparkContext.defaultParallelism
+    # Each task writes a file per folder it has rows for: a join's many small shuffle partitions
+    # would make many small files. Fewer, larger tasks cost no shuffle (coalesce only merges them).
+    if changes._jdf.rdd().getNumPartitions() > 2 * parallelism:  # planning only: no job runs
+        changes = changes.coalesce(2 * parallelism)
+    results = changes.mapInArrow(lambda batches: _task(plan, batches), RESULT_SCHEMA).collect()
+    files = [f for r in results if r["files"] for f in pickle.loads(r["files"])]
+    problems = sorted(r["problem"] for r in results if r["problem"])
+    refused = any(r["refused"] for r in results)
+    if problems or refused:
+        discard(files)  # no commit was sent: nothing can reference them
+        if refused:
+            raise Refused()
+        raise _error(problems[0])
+    return files
+
+
+def _small(changes: DataFrame) -> bool:
+    """Whether Spark estimates the rows under its broadcast threshold (what it would ship to every
+    executor for a join, it may hand the driver), from a plan whose estimate means something.
+
+    Python steps are ruled out: Spark sizes them from their input, and a merged read of an arctic
+    table is ``mapInArrow`` over a few node-group numbers (estimated at a few bytes, whatever it holds).
+    """
+    jvm_session = changes.sparkSession._jsparkSession
+    threshold = jvm_session.sessionState().conf().autoBroadcastJoinThreshold()
+    if threshold <= 0:
+        return False
+    plan = changes._jdf.queryExecution().optimizedPlan()
+    if any(word in plan.toString() for word in _PYTHON_STEPS):
+        return False
+    return int(plan.stats().sizeInBytes()) <= threshold  # py4j hands a Scala BigInt over as an int
+
+
+def _write_here(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
+    """Small rows: collected as Arrow (a Spark job in the JVM, no Python worker) and written here."""
+    rows = changes.toArrow()
+    if REFUSE_COLUMN in rows.column_names:
+        if pc.any(rows.column(REFUSE_COLUMN)).as_py():
+            raise Refused()
+    return write_task(plan, rows.to_batches(), 0)
+
+
+def _task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    task = context.partitionId() if context is not None else 0
+    collected = [b for b in batches if b.num_rows]
+    if collected and REFUSE_COLUMN in collected[0].schema.names:
+        if any(pc.any(b.column(REFUSE_COLUMN)).as_py() for b in collected):
+            yield _result([], None, refused=True)
+            return
+    try:
+        files, problem = write_task(plan, collected, task), None
+    except ArcticError as e:
+        files, problem = [], f"{type(e).__name__}: {e}"
+    if files or problem:
+        yield _result(files, problem)
+
+
+def _result(files: list[WrittenFile], problem: str | None, *, refused: bool = False) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"files": pa.array([pickle.dumps(files)], pa.binary()),
+                                       "problem": pa.array([problem], pa.string()),
+                                       "refused": pa.array([refused], pa.bool_())})
+
+
+def _error(problem: str) -> ArcticError:
+    name, _, message = problem.partition(": ")
+    kind = getattr(errors, name, None)
+    if isinstance(kind, type) and issubclass(kind, ArcticError):
+        return kind(message)
+    return errors.ExecutionError(problem)

@@ -1,0 +1,99 @@
+"""SQL DML's change-store writer (table/change_writer.py), both ways it runs.
+
+Rows Spark estimates under its broadcast threshold are collected as Arrow and written by the driver;
+larger ones (or any with a Python step, such as a merged read of an arctic table) are written by a
+``mapInArrow`` job whose tasks' keys the commit checks across tasks. Every test runs both ways
+(``driver``: the default threshold; ``tasks``: the threshold off).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from arctic_sql.errors import PrimaryKeyViolationError
+
+pytestmark = pytest.mark.spark
+
+CDC_MERGE = ("MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
+             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *")
+
+
+@pytest.fixture(params=["driver", "tasks"])
+def way(request, arctic, spark):
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    if request.param == "tasks":
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
+               "TBLPROPERTIES ('change.file-index.hash-bucket' = '4')")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    yield request.param
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+
+
+def _rows(arctic, sql: str = "SELECT id, v FROM db.t") -> list[tuple]:
+    return sorted(tuple(r) for r in arctic.sql(sql).collect())
+
+
+def _source(spark, rows: list[tuple], partitions: int = 1) -> None:
+    """A temp view ``src`` of ``rows`` (a LocalRelation, which Spark sizes exactly)."""
+    values = ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in row) + ")" for row in rows)
+    frame = spark.sql(f"SELECT * FROM VALUES {values} AS s(id, v, op)").selectExpr("CAST(id AS BIGINT) AS id", "v", "op")
+    (frame.repartition(partitions) if partitions > 1 else frame).createOrReplaceTempView("src")
+
+
+def _jobs(spark, run) -> list[str]:  # noqa: ANN001
+    """The Spark jobs ``run()`` started, by the call that started each (its last stage's name)."""
+    group = f"change-writer-test-{uuid.uuid4().hex}"
+    spark.sparkContext.setJobGroup(group, "counted")
+    try:
+        run()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    tracker = spark.sparkContext.statusTracker()
+    return [tracker.getStageInfo(max(tracker.getJobInfo(j).stageIds)).name.split(" at ")[0]
+            for j in tracker.getJobIdsForGroup(group)]
+
+
+def test_a_cdc_merge_needs_one_spark_job_and_no_read_of_the_table(arctic, spark, way):
+    _source(spark, [(1, None, "D"), (2, "b2", "U"), (9, "i", "U"), (8, None, "D")])
+    # The driver collects the rows as Arrow (no Python worker); the tasks way writes in a mapInArrow job.
+    assert _jobs(spark, lambda: arctic.sql(CDC_MERGE)) == ["toArrow" if way == "driver" else "collect"]
+    assert _rows(arctic) == [(2, "b2"), (3, "c"), (9, "i")]
+
+
+def test_a_merge_whose_outcome_depends_on_the_table_is_refused_blind_and_joined(arctic, spark, way):
+    # Delete what is there, insert what is not: the blind write must not guess.
+    _source(spark, [(1, "x", "U"), (7, "y", "U")])
+    arctic.sql("MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *")
+    assert _rows(arctic) == [(2, "b"), (3, "c"), (7, "y")]
+    versions = arctic.sql("SELECT count(*) FROM db.t.history").collect()[0][0]
+    assert versions == 2  # one statement, one version, whichever way it went
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_key_given_twice_is_one_line_naming_it_and_commits_nothing(arctic, spark, way, partitions):
+    # With two partitions the two rows of key 5 go to different tasks in the tasks way: the commit finds them.
+    _source(spark, [(5, "p", "U"), (6, "q", "U"), (5, "r", "U")], partitions)
+    with pytest.raises(PrimaryKeyViolationError, match=r"^MERGE into db.t writes primary key \(id=5\) 2 times in one "
+                                                        r"statement$"):
+        arctic.sql(CDC_MERGE)
+    assert _rows(arctic) == [(1, "a"), (2, "b"), (3, "c")]
+    assert arctic.sql("SELECT count(*) FROM db.t.history").collect()[0][0] == 1
+
+
+def test_a_null_key_is_one_line_and_commits_nothing(arctic, way):
+    with pytest.raises(PrimaryKeyViolationError, match=r"^INSERT into db.t writes a null primary key \(id=NULL\)$"):
+        arctic.sql("INSERT INTO db.t VALUES (4, 'd'), (NULL, 'n')")
+    assert _rows(arctic) == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_update_delete_and_insert_select_from_an_arctic_table(arctic, way):
+    arctic.sql("CREATE TABLE db.s (id BIGINT, v STRING, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.s SELECT id + 10, upper(v) FROM db.t")  # a merged read: the tasks write it
+    arctic.sql("UPDATE db.s SET v = 'z' WHERE id = 12")
+    arctic.sql("DELETE FROM db.s WHERE id = 11")
+    assert _rows(arctic, "SELECT id, v FROM db.s") == [(12, "z"), (13, "C")]
+    files = arctic.sql("SELECT path FROM db.s.files WHERE store = 'change'").collect()
+    assert all("/arctic_node=" in r[0] for r in files), files

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from arctic_sql.errors import NoSuchTableError
 from arctic_sql.parser import parse, to_spark_sql
 from arctic_sql.statements import query
 from arctic_sql.statements.time_travel import replace_functions
@@ -34,7 +35,10 @@ class StatementContext:
     def arctic_table(self, node: exp.Table) -> ArcticTable | None:
         """The arctic table a table name in a statement stands for, or None if it is not arctic's."""
         identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), self.current_database)
-        return self.catalog.load_table(identifier) if self.catalog.table_exists(identifier) else None
+        try:
+            return self.catalog.load_table(identifier)
+        except NoSuchTableError:
+            return None
 
     def table(self, name: str) -> ArcticTable:
         """The arctic table ``name`` (``db.t`` or ``t`` in the current database), or NoSuchTableError."""

@@ -14,7 +14,6 @@ MATCHED AND s.op != 'D' THEN INSERT *``), and it makes its commit cost follow th
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
 SOURCE_MARK = "_arctic_s"
 TARGET_MARK = "_arctic_t"
 CLAUSE = "_arctic_clause"
-_ids = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -119,14 +117,30 @@ class MergePlan:
         :meth:`joined_changes`. So the check costs no Spark job of its own."""
         if not self._may_be_blind():
             return None
-        source_sql = self._source_select()
-        source = ctx.run_spark(source_sql, to_spark_sql(source_sql))
-        view = f"arctic_merge_source_{next(_ids)}"
-        source.createOrReplaceTempView(view)
-        try:  # the frame holds the analyzed plan: the view may go once it is built
-            return self._blind_frame(ctx, view)
-        finally:
-            ctx.spark.catalog.dropTempView(view)
+        source = self.source.copy()
+        source.set("alias", exp.TableAlias(this=exp.to_identifier(self.source_alias)))
+        outcomes = exp.select(exp.Star(), exp.alias_(self._first("matched"), "_arctic_m"),
+                              exp.alias_(self._first("not_matched"), "_arctic_n")).from_(source)
+        # Blind is exact when both outcomes agree, or the matched one deletes and the other does nothing.
+        refuse = exp.not_(exp.or_(
+            exp.NullSafeEQ(this=exp.column("_arctic_m"), expression=exp.column("_arctic_n")),
+            exp.and_(exp.column("_arctic_m").eq(exp.Literal.string(layout.DELETE)),
+                     exp.column("_arctic_n").is_(exp.null())),
+        ))
+        keys = set(self.keys)
+        columns = [
+            exp.column(c, quoted=True) if c in keys else exp.alias_(
+                exp.Case().when(exp.column("_arctic_m").eq(exp.Literal.string(layout.UPSERT)),
+                                exp.column(c, quoted=True)), c, quoted=True)
+            for c in self.columns
+        ]
+        query = (
+            exp.select(*columns, exp.alias_(exp.column("_arctic_m"), layout.OP_COLUMN),
+                       exp.alias_(refuse.copy(), REFUSE_COLUMN))
+            .from_(outcomes.subquery("_arctic_blind"))
+            .where(exp.or_(exp.column("_arctic_m").is_(exp.null()).not_(), refuse))
+        )
+        return ctx.run_spark(query, to_spark_sql(query))
 
     def joined_changes(self, ctx: StatementContext, target_node: exp.Table, version: int) -> DataFrame:
         """The change rows of the general form, from the source joined with the target at ``version``."""
@@ -173,28 +187,6 @@ class MergePlan:
                 case = case.when(clause.condition.copy() if clause.condition else exp.true(),
                                  exp.Literal.string(result))
         return case if case.args.get("ifs") else exp.null()
-
-    def _blind_frame(self, ctx: StatementContext, view: str) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        matched, unmatched = self._first("matched"), self._first("not_matched")
-        src = exp.to_identifier(self.source_alias)
-        frame = ctx.spark.sql(
-            f"SELECT *, {to_spark_sql(matched)} AS _arctic_m, {to_spark_sql(unmatched)} AS _arctic_n "
-            f"FROM {view} AS {src.sql('spark')}"
-        )
-        # Blind is exact when both outcomes agree, or the matched one deletes and the other does nothing.
-        refuse = F.expr("NOT (_arctic_m <=> _arctic_n OR (_arctic_m = 'delete' AND _arctic_n IS NULL))")
-        key_set = set(self.keys)
-        return frame.where(F.col("_arctic_m").isNotNull() | refuse).select(
-            *[
-                (F.col(f"`{c}`") if c in key_set else
-                 F.when(F.col("_arctic_m") == layout.UPSERT, F.col(f"`{c}`"))).alias(c)
-                for c in self.columns
-            ],
-            F.col("_arctic_m").alias(layout.OP_COLUMN),
-            refuse.alias(REFUSE_COLUMN),
-        )
 
     def _joined_changes(self, ctx: StatementContext, source_sql: exp.Select, target_node: exp.Table,
                         version: int) -> DataFrame:

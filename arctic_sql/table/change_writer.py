@@ -28,12 +28,13 @@ import pyarrow.compute as pc
 
 from arctic_sql import errors
 from arctic_sql.errors import ArcticError
-from arctic_sql.table import leases, writer, writes
+from arctic_sql.table import leases, writes
 from arctic_sql.table.arrow_commit import commit_write
 from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile
 from arctic_sql.table.arrow_writes import CHANGES, WritePlan, discard, write_task
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.types import spark_schema
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -56,23 +57,46 @@ class Refused(Exception):
 def _changes_frame(
     table: ArcticTable, upserts: DataFrame | None, deletes: DataFrame | None, changes: DataFrame | None
 ) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    schema = table.schema
-    frames = [] if changes is None else [writer.align(changes, schema, all_nullable=True)]
+    """The statement's change rows in the table's column types, with ``arctic_op`` (and the columns
+    a statement adds, ``arctic_*``): one projection per input, cast by Spark where a type differs."""
+    fields = spark_schema(table.schema, all_nullable=True).fields
+    frames = []
+    if changes is not None:
+        frames.append(_in_table_types(changes, fields))
     if upserts is not None:
-        frames.append(writer.align(upserts, schema, all_nullable=True).withColumn(layout.OP_COLUMN,
-                                                                                  F.lit(layout.UPSERT)))
+        frames.append(_in_table_types(upserts, fields, op=layout.UPSERT))
     if deletes is not None:
-        keyed = set(table.primary_key)
-        full = deletes.select(*[F.col(f"`{f.name}`") if f.name in keyed else F.lit(None).alias(f.name)
-                                for f in schema.fields])
-        frames.append(writer.align(full, schema, all_nullable=True).withColumn(layout.OP_COLUMN,
-                                                                               F.lit(layout.DELETE)))
+        frames.append(_in_table_types(deletes, fields, op=layout.DELETE, only=set(table.primary_key)))
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)
     return result
+
+
+def _in_table_types(df: DataFrame, fields: list, *, op: str | None = None, only: set[str] | None = None) -> DataFrame:
+    """``df``'s columns named like the table's, cast where their type differs (NULL for columns not in
+    ``only``), its ``arctic_*`` columns, and ``op`` as ``arctic_op`` when given. The arrow writers
+    attach the field ids; the casts are Spark's, as for any INSERT."""
+    have = {f.name.lower(): f for f in df.schema.fields}
+    projection = []
+    for field in fields:
+        name = _quoted(field.name)
+        found = have.get(field.name.lower())
+        if only is not None and field.name not in only:
+            projection.append(f"CAST(NULL AS {field.dataType.simpleString()}) AS {name}")
+        elif found is not None and found.dataType == field.dataType:
+            projection.append(f"{_quoted(found.name)} AS {name}")
+        else:  # a missing column fails here as Spark's analysis error naming it
+            projection.append(f"CAST({_quoted(found.name if found else field.name)} AS "
+                              f"{field.dataType.simpleString()}) AS {name}")
+    projection.extend(_quoted(c) for c in df.columns if c.startswith("arctic_"))
+    if op is not None:
+        projection.append(f"'{op}' AS {layout.OP_COLUMN}")
+    return df.selectExpr(*projection)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def write_changes(
@@ -100,7 +124,9 @@ def write_changes(
                 commits = versions.data_commits(table.base, change_store)
                 if commits and commits[-1].version > read_version:
                     raise writes.StaleRead()
-        return commit_write(table, plan, files, validate=validate)
+        # The stores were loaded when the statement started: a commit made since makes the catalog
+        # refuse the first attempt, and the retry reloads (commit.commit_loop).
+        return commit_write(table, plan, files, validate=validate, fresh=True)
 
 
 def plan_changes(table: ArcticTable, operation: str) -> WritePlan:

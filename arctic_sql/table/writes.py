@@ -116,10 +116,14 @@ def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # no
 
 
 def retrying(table: ArcticTable, operation: str, attempt_once) -> None:  # noqa: ANN001
+    """Run ``attempt_once(version read)`` until its commit finds no newer data commit than the
+    version it read. ``table`` was loaded by the statement just now: the first attempt reads it as
+    it is (a commit landing since is what the validation catches); later ones reload it."""
     for attempt in range(ATTEMPTS):
-        table.base.refresh()
-        if table.change is not None:
-            table.change.refresh()
+        if attempt:
+            table.base.refresh()
+            if table.change is not None:
+                table.change.refresh()
         try:
             attempt_once(latest_version(table))
             return

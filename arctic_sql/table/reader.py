@@ -195,8 +195,25 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning.
     merge.__name__ = (f"{name}[groups={len(jobs)}, base_files={len(plan.base_files)}, "
                       f"change_files={len(plan.change_files)}]")
-    indexes = spark.range(len(slots), numPartitions=len(slots)).selectExpr("CAST(id AS INT) AS slot")
-    return indexes.mapInArrow(merge, spark_type)
+    return _slots(spark, len(slots), sum(sizes)).mapInArrow(merge, spark_type)
+
+
+def _slots(spark: SparkSession, count: int, file_bytes: int) -> DataFrame:
+    """One row per task, ``slot`` 0 to ``count - 1``, that Spark sizes at about ``file_bytes``.
+
+    Spark sizes ``mapInArrow``'s output as its input: over ``range(count)`` a merged read of any
+    size looked like a few bytes, and a join broadcast it, collecting the whole table into the
+    driver. So the input is a range of ``count`` equal chunks weighing what the files do, and a
+    filter keeps each chunk's first element (a range's partitions are its chunks: one row per task).
+    The weight is capped just above the broadcast threshold, where the decision is made: a range of
+    at most a few million elements, a few milliseconds of Spark's generated code."""
+    threshold = spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
+    # Spark's estimate: 8 bytes a range element, times 12/16 once projected to an int slot.
+    chunk = max(1, min(file_bytes, 2 * threshold) // (6 * count)) if threshold > 0 else 1
+    indexes = spark.range(0, count * chunk, 1, numPartitions=count)
+    if chunk > 1:
+        indexes = indexes.where(f"id % {chunk} = 0")
+    return indexes.selectExpr(f"CAST(id DIV {chunk} AS INT) AS slot")
 
 
 def balance(sizes: list[int], slots: int) -> list[list[int]]:

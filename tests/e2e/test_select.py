@@ -171,3 +171,24 @@ def test_unparsable_statements_on_arctic_tables_keep_arctics_error(orders, tmp_p
     with pytest.raises(SqlParseError) as raised:
         orders.sql("SELECT * FROM regions WHERE (code = 'eu'")
     assert str(raised.value) == "Invalid SQL: Expecting ) (line 1, column 37)"
+
+
+def test_a_join_broadcasts_a_merged_read_only_if_its_files_are_under_the_threshold(arctic, spark):
+    # Spark sizes a merge by node from the task numbers it runs over: it used to look like a few bytes
+    # whatever the table held, and a join broadcast it, pulling the whole table into the driver.
+    arctic.sql("CREATE TABLE db.big (id BIGINT, v STRING, PRIMARY KEY (id))")
+    spark.range(50_000).selectExpr("id", "uuid() AS v").write.format("arctic").mode("overwrite").save("db.big")
+    arctic.sql("INSERT INTO db.big VALUES (1, 'changed')")  # a change file: the read merges by node
+    spark.range(200_000).createOrReplaceTempView("facts")  # sized at 1.6 MB: over the threshold too
+    query = "SELECT count(*), max(b.v) FROM facts f JOIN db.big b ON f.id = b.id"
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(100_000))  # the table's files: about 2 MB
+    try:
+        over = arctic.sql(query)
+        over_plan = over._jdf.queryExecution().executedPlan().toString()
+        assert over.collect()[0][0] == 50_000
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+    under_plan = arctic.sql(query)._jdf.queryExecution().executedPlan().toString()
+    assert "arctic_merge_by_node" in over_plan and "BroadcastHashJoin" not in over_plan, over_plan
+    assert "BroadcastHashJoin" in under_plan, under_plan  # under the default 10 MB it still may

@@ -83,16 +83,26 @@ def _in_table_types(df: DataFrame, fields: list, *, op: str | None = None, only:
         name = _quoted(field.name)
         found = have.get(field.name.lower())
         if only is not None and field.name not in only:
-            projection.append(f"CAST(NULL AS {field.dataType.simpleString()}) AS {name}")
+            projection.append(f"CAST(NULL AS {_sql_type(df, field.dataType)}) AS {name}")
         elif found is not None and found.dataType == field.dataType:
             projection.append(f"{_quoted(found.name)} AS {name}")
         else:  # a missing column fails here as Spark's analysis error naming it
             projection.append(f"CAST({_quoted(found.name if found else field.name)} AS "
-                              f"{field.dataType.simpleString()}) AS {name}")
-    projection.extend(_quoted(c) for c in df.columns if c.startswith("arctic_"))
+                              f"{_sql_type(df, field.dataType)}) AS {name}")
+    projection.extend(_quoted(c) for c in df.columns if c.startswith("arctic_") and (op is None or c != layout.OP_COLUMN))
     if op is not None:
         projection.append(f"'{op}' AS {layout.OP_COLUMN}")
     return df.selectExpr(*projection)
+
+
+def _sql_type(df: DataFrame, data_type) -> str:  # noqa: ANN001
+    """``data_type`` as SQL. Nested types ask Spark, which quotes their field names."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, (ArrayType, MapType, StructType)):
+        jvm = df.sparkSession._jvm
+        return jvm.org.apache.spark.sql.types.DataType.fromJson(data_type.json()).sql()
+    return data_type.simpleString()
 
 
 def _quoted(name: str) -> str:

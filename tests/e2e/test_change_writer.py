@@ -97,3 +97,18 @@ def test_update_delete_and_insert_select_from_an_arctic_table(arctic, way):
     assert _rows(arctic, "SELECT id, v FROM db.s") == [(12, "z"), (13, "C")]
     files = arctic.sql("SELECT path FROM db.s.files WHERE store = 'change'").collect()
     assert all("/arctic_node=" in r[0] for r in files), files
+
+
+def test_change_rows_take_the_tables_types_by_spark_casts_nested_names_quoted(spark):
+    from pyspark.sql import types as t
+
+    from arctic_sql.table.change_writer import _in_table_types
+
+    rows = spark.sql("SELECT CAST(1 AS INT) AS ID, named_struct('a b', CAST(5 AS SMALLINT)) AS st, 'x' AS v")
+    fields = [t.StructField("id", t.LongType()), t.StructField("st", t.StructType([t.StructField("a b", t.IntegerType())])),
+              t.StructField("v", t.StringType())]
+    upserts = _in_table_types(rows, fields, op="upsert")
+    assert upserts.schema.simpleString() == "struct<id:bigint,st:struct<a b:int>,v:string,arctic_op:string>"
+    assert [tuple(r) for r in upserts.collect()] == [(1, (5,), "x", "upsert")]
+    deletes = _in_table_types(rows, fields, op="delete", only={"id"})
+    assert [tuple(r) for r in deletes.collect()] == [(1, None, None, "delete")]

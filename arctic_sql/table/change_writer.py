@@ -5,8 +5,12 @@ task writes its share with pyarrow exactly as the DataFrame writer's tasks do (a
 one change per key within the task, sorted files per partition, node and kind of change) and
 returns the files, with their footers and key hashes, to the driver. The driver's commit
 (arrow_commit.py) then looks for a key two tasks wrote, where their key hashes meet, and refuses
-the statement if it finds one. So the key check costs no Spark job of its own and no shuffle: a
-small MERGE is one Spark job and one pyiceberg commit.
+the statement if it finds one. So the key check costs no Spark job of its own and no shuffle.
+
+Rows Spark estimates under ``spark.sql.autoBroadcastJoinThreshold`` (what it would ship to every
+executor for a join), from a plan with no Python step, skip the Python workers: they are collected
+as Arrow (a job in the JVM alone) and the driver writes them the same way. A small MERGE is one
+such job and one pyiceberg commit.
 
 A statement may hand rows that ask it to take another way (``arctic_refuse``: a blind MERGE row
 whose outcome depends on the target, merge_plan.py): a task that gets one writes nothing, and
@@ -176,8 +180,9 @@ def _small(changes: DataFrame) -> bool:
     """Whether Spark estimates the rows under its broadcast threshold (what it would ship to every
     executor for a join, it may hand the driver), from a plan whose estimate means something.
 
-    Python steps are ruled out: Spark sizes them from their input, and a merged read of an arctic
-    table is ``mapInArrow`` over a few node-group numbers (estimated at a few bytes, whatever it holds).
+    Python steps are ruled out: Spark sizes them from their input, not from what they yield (a merged
+    read of an arctic table is ``mapInArrow``, sized at its files' bytes up to just above the
+    threshold, whatever its WHERE keeps).
     """
     jvm_session = changes.sparkSession._jsparkSession
     threshold = jvm_session.sessionState().conf().autoBroadcastJoinThreshold()

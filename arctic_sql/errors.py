@@ -80,6 +80,15 @@ class ExecutionError(ArcticError):
     """Spark failed while running a statement (bad cast, division by zero, ...)."""
 
 
+def by_name(name: str, message: str) -> ArcticError | None:
+    """The arctic-sql error class ``name`` holding ``message`` (as a worker process reports one), or
+    None if ``name`` names none."""
+    kind = globals().get(name)
+    if isinstance(kind, type) and issubclass(kind, ArcticError):
+        return kind(message)
+    return None
+
+
 # Describing a failure that is recorded rather than shown at once (optimizing and maintenance runs) -------
 _SUMMARY_LIMIT = 600
 # "Caused by: java.io.FileNotFoundException: ..." or a Python traceback's last line "OSError: ...".

@@ -106,11 +106,8 @@ def _from_worker(text: str) -> ArcticError | None:
     from arctic_sql import errors
 
     found = _WORKER_ERROR.findall(text)
-    if found:
-        name, message = found[-1]
-        kind = getattr(errors, name, None)
-        if isinstance(kind, type) and issubclass(kind, ArcticError):
-            return kind(message)
+    if found and (raised := errors.by_name(*found[-1])) is not None:
+        return raised
     missing = _MISSING_FILE.search(text)
     if missing:
         return errors.VersionNotFoundError(

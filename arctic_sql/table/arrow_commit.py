@@ -87,8 +87,9 @@ def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:
     nothing. One batched stat for all of them."""
     if not files:
         return
-    fs, _ = storage.filesystem(files[0].path)
-    infos = fs.get_file_info([storage.filesystem(f.path)[1] for f in files])
+    fs, first = storage.filesystem(files[0].path)
+    head = storage.prefix(files[0].path, first)  # one write's files share it (and the filesystem)
+    infos = fs.get_file_info([f.path[len(head):] for f in files])
     for f, info in zip(files, infos, strict=True):
         if info.type != FileType.File or (f.size is not None and info.size != f.size):
             rows = sum(x.rows for x in files)

@@ -24,9 +24,10 @@ UPSERT_TYPES = frozenset({"upsert", "insert", "update", "update_postimage"})
 DELETE_TYPES = frozenset({"delete"})
 IGNORED_TYPES = frozenset({"update_preimage"})
 CHANGE_TYPES = UPSERT_TYPES | DELETE_TYPES | IGNORED_TYPES
+# How the duplicate-key error of a DataFrame or stream write says to resolve it.
+SEQUENCE_HINT = "set option sequenceColumn to keep the newest"
 # What a change feed adds beside ``_change_type`` (arctic's and Delta's names): a change stream written
 # into another table keeps them out of its rows, so replicating a table needs no column juggling.
-SEQUENCE_HINT = "set option sequenceColumn to keep the newest"
 FEED_COLUMNS = frozenset({"_change_version", "_commit_version", "_commit_timestamp"})
 
 

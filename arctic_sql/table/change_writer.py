@@ -196,11 +196,15 @@ def _small(changes: DataFrame) -> bool:
 
 def _write_here(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
     """Small rows: collected as Arrow (a Spark job in the JVM, no Python worker) and written here."""
-    rows = changes.toArrow()
-    if REFUSE_COLUMN in rows.column_names:
-        if pc.any(rows.column(REFUSE_COLUMN)).as_py():
-            raise Refused()
-    return write_task(plan, rows.to_batches(), 0)
+    rows = changes.toArrow().to_batches()
+    if _refuses(rows):
+        raise Refused()
+    return write_task(plan, rows, 0)
+
+
+def _refuses(batches: list[pa.RecordBatch]) -> bool:
+    """Whether a row of ``batches`` has ``arctic_refuse`` set."""
+    return any(REFUSE_COLUMN in b.schema.names and pc.any(b.column(REFUSE_COLUMN)).as_py() for b in batches)
 
 
 def _task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -209,10 +213,9 @@ def _task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
     context = TaskContext.get()
     task = context.partitionId() if context is not None else 0
     collected = [b for b in batches if b.num_rows]
-    if collected and REFUSE_COLUMN in collected[0].schema.names:
-        if any(pc.any(b.column(REFUSE_COLUMN)).as_py() for b in collected):
-            yield _result([], None, refused=True)
-            return
+    if _refuses(collected):
+        yield _result([], None, refused=True)
+        return
     try:
         files, problem = write_task(plan, collected, task), None
     except ArcticError as e:
@@ -229,7 +232,4 @@ def _result(files: list[WrittenFile], problem: str | None, *, refused: bool = Fa
 
 def _error(problem: str) -> ArcticError:
     name, _, message = problem.partition(": ")
-    kind = getattr(errors, name, None)
-    if isinstance(kind, type) and issubclass(kind, ArcticError):
-        return kind(message)
-    return errors.ExecutionError(problem)
+    return errors.by_name(name, message) or errors.ExecutionError(problem)

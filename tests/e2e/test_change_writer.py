@@ -2,7 +2,7 @@
 
 Rows Spark estimates under its broadcast threshold are collected as Arrow and written by the driver;
 larger ones (or any with a Python step, such as a merged read of an arctic table) are written by a
-``mapInArrow`` job whose tasks' keys the commit checks across tasks. Every test runs both ways
+``mapInArrow`` job whose tasks' keys the commit checks across tasks. Each statement's test runs both ways
 (``driver``: the default threshold; ``tasks``: the threshold off).
 """
 

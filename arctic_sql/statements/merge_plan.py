@@ -58,6 +58,12 @@ class MergePlan:
     def of(cls, expression: exp.Merge, table: ArcticTable) -> MergePlan:
         target = expression.this
         target_alias = target.alias or target.name
+        if not target.alias:  # `ON db.t.id = s.id`: the target is read under its bare name `t`
+            expression = expression.copy()
+            for column in expression.find_all(exp.Column):
+                if column.table.lower() == target_alias.lower():
+                    column.set("db", None)
+                    column.set("catalog", None)
         using = expression.args["using"]
         source_alias = using.alias_or_name
         if not source_alias:

@@ -149,8 +149,8 @@ class Store:
         if dataset is None:
             return self._scan(files, schema, deletes)
         if not deletes:
-            return _as_required(dataset.to_table(columns=schema.column_names), schema)
-        rows = dataset.to_table(columns=[*schema.column_names, "__fragment_index"])
+            return _as_required(dataset.to_table(columns=_names(schema)), schema)
+        rows = dataset.to_table(columns=[*_names(schema), "__fragment_index"])
         keep = _not_deleted(rows.column("__fragment_index").to_numpy(), list(dataset.get_fragments()), files,
                             position_deletes.positions(self.io, {d for ds_ in deletes.values() for d in ds_}))
         return _as_required(rows.drop_columns(["__fragment_index"]).filter(pa.array(keep)), schema)
@@ -162,7 +162,7 @@ class Store:
         tags = np.array([value for _, value in files], np.int64)
         dataset = by_name([f for f, _ in files], schema, row_groups, dictionary)
         if dataset is not None:
-            rows = dataset.to_table(columns=[*schema.column_names, "__fragment_index"])  # fragments in files' order
+            rows = dataset.to_table(columns=[*_names(schema), "__fragment_index"])  # fragments in files' order
             indexes = rows.column("__fragment_index").to_numpy()
             return _as_required(rows.drop_columns(["__fragment_index"]), schema), tags[indexes]
         tables = [self._scan([f], schema) for f, _ in files]
@@ -369,6 +369,11 @@ def _arrow_filter(expression: BooleanExpression, schema: Schema) -> pc.Expressio
         return expression_to_pyarrow(bind(schema, expression, case_sensitive=True))
     except ValueError:
         return None
+
+
+def _names(schema: Schema) -> list[str]:
+    """The top-level column names of ``schema`` (pyiceberg's ``column_names`` lists nested fields too)."""
+    return [f.name for f in schema.fields]
 
 
 def _as_required(rows: pa.Table, schema: Schema) -> pa.Table:

@@ -152,7 +152,8 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     keys = list(table.primary_key)
     schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *columns]))
     # Arrow batches cannot carry rows without columns: a key column stands in when none is asked for.
-    output = schema.column_names if columns is None else [n for n in schema.column_names if n in columns] or keys[:1]
+    names = [f.name for f in schema.fields]  # top level: pyiceberg's column_names lists nested fields too
+    output = names if columns is None else [n for n in names if n in columns] or keys[:1]
     return by_node(spark, table, plan, schema, spark_schema(plan.schema.select(*output), all_nullable=True),
                    lambda rows: rows.select(output), "arctic_merge_by_node")
 

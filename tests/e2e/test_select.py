@@ -192,3 +192,30 @@ def test_a_join_broadcasts_a_merged_read_only_if_its_files_are_under_the_thresho
     under_plan = arctic.sql(query)._jdf.queryExecution().executedPlan().toString()
     assert "arctic_merge_by_node" in over_plan and "BroadcastHashJoin" not in over_plan, over_plan
     assert "BroadcastHashJoin" in under_plan, under_plan  # under the default 10 MB it still may
+
+
+def test_nested_columns_of_a_keyed_table_merge_read_and_optimize(arctic):
+    # A struct, an array and a map beside the key: merged reads select top-level columns, and a
+    # MERGE may name the target by its full name (`db.t.id`) when it has no alias.
+    arctic.sql("CREATE TABLE db.nested (id INT, st STRUCT<a: INT, b: STRING>, arr ARRAY<INT>, m MAP<STRING, INT>, "
+               "PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.nested VALUES (1, named_struct('a', 1, 'b', 'x'), array(1, 2), map('k', 1)), "
+               "(2, named_struct('a', 2, 'b', 'y'), array(3), map('j', 2))")
+    arctic.sql("UPDATE db.nested SET st = named_struct('a', 9, 'b', 'z') WHERE id = 1")
+    arctic.sql("DELETE FROM db.nested WHERE id = 2")
+    arctic.sql("INSERT INTO db.nested VALUES (3, named_struct('a', 3, 'b', 'w'), array(7), map('q', 3))")
+    arctic.sql("MERGE INTO db.nested USING (SELECT 3 AS id, named_struct('a', 30, 'b', 'v') AS st) src "
+               "ON db.nested.id = src.id WHEN MATCHED THEN UPDATE SET st = src.st")
+    expected = [(1, (9, "z"), [1, 2], {"k": 1}), (3, (30, "v"), [7], {"q": 3})]
+
+    def rows(sql: str) -> list[tuple]:
+        return [tuple(r) for r in arctic.sql(sql).collect()]
+
+    assert rows("SELECT * FROM db.nested ORDER BY id") == expected
+    assert rows("SELECT id, st.b FROM db.nested WHERE st.a > 5 ORDER BY id") == [(1, "z"), (3, "v")]
+    assert rows("SELECT * FROM db.nested VERSION AS OF 2 ORDER BY id") == [
+        (1, (9, "z"), [1, 2], {"k": 1}), (2, (2, "y"), [3], {"j": 2})]
+    arctic.sql("ALTER TABLE db.nested COMPACT MINOR")
+    assert rows("SELECT * FROM db.nested ORDER BY id") == expected
+    arctic.sql("ALTER TABLE db.nested COMPACT FULL")
+    assert rows("SELECT * FROM db.nested ORDER BY id") == expected

@@ -44,6 +44,22 @@ class Clause:
     assignments: dict[str, exp.Expression] | None  # None: UPDATE SET * / INSERT *
 
 
+def _bare_qualifiers(expression: exp.Merge) -> exp.Merge:
+    """``expression`` with its conditions and assignments naming an unaliased table by its bare name
+    (``ON db.t.id = db.s.id`` as ``ON t.id = s.id``): the plan reads both sides under those names."""
+    unaliased = {side.name.lower() for side in (expression.this, expression.args["using"])
+                 if isinstance(side, exp.Table) and not side.alias}
+    if not unaliased:
+        return expression
+    expression = expression.copy()
+    for part in (expression.args["on"], expression.args["whens"]):
+        for column in part.find_all(exp.Column):
+            if column.table.lower() in unaliased:
+                column.set("db", None)
+                column.set("catalog", None)
+    return expression
+
+
 @dataclass(frozen=True)
 class MergePlan:
     target_alias: str
@@ -56,14 +72,9 @@ class MergePlan:
 
     @classmethod
     def of(cls, expression: exp.Merge, table: ArcticTable) -> MergePlan:
+        expression = _bare_qualifiers(expression)
         target = expression.this
         target_alias = target.alias or target.name
-        if not target.alias:  # `ON db.t.id = s.id`: the target is read under its bare name `t`
-            expression = expression.copy()
-            for column in expression.find_all(exp.Column):
-                if column.table.lower() == target_alias.lower():
-                    column.set("db", None)
-                    column.set("catalog", None)
         using = expression.args["using"]
         source_alias = using.alias_or_name
         if not source_alias:

@@ -206,7 +206,13 @@ def test_nested_columns_of_a_keyed_table_merge_read_and_optimize(arctic):
     arctic.sql("INSERT INTO db.nested VALUES (3, named_struct('a', 3, 'b', 'w'), array(7), map('q', 3))")
     arctic.sql("MERGE INTO db.nested USING (SELECT 3 AS id, named_struct('a', 30, 'b', 'v') AS st) src "
                "ON db.nested.id = src.id WHEN MATCHED THEN UPDATE SET st = src.st")
-    expected = [(1, (9, "z"), [1, 2], {"k": 1}), (3, (30, "v"), [7], {"q": 3})]
+    arctic.sql("CREATE TABLE db.nested_src (id INT, st STRUCT<a: INT, b: STRING>, arr ARRAY<INT>, "
+               "m MAP<STRING, INT>, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.nested_src VALUES (3, NULL, NULL, NULL), (4, named_struct('a', 4, 'b', 'u'), "
+               "array(4), map('r', 4))")
+    arctic.sql("MERGE INTO db.nested USING db.nested_src ON db.nested.id = db.nested_src.id "
+               "WHEN NOT MATCHED AND db.nested_src.id > 3 THEN INSERT *")
+    expected = [(1, (9, "z"), [1, 2], {"k": 1}), (3, (30, "v"), [7], {"q": 3}), (4, (4, "u"), [4], {"r": 4})]
 
     def rows(sql: str) -> list[tuple]:
         return [tuple(r) for r in arctic.sql(sql).collect()]

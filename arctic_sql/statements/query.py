@@ -54,6 +54,7 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
     expression = expression.copy()
     ctes = _cte_names(expression)
     resolved = Resolved(expression)
+    bare: set[tuple[str, str]] = set()  # (database, table) of the references read under their bare name
     for node in list(expression.find_all(exp.Table)):
         if not node.name or isinstance(node.this, exp.Func):
             continue  # table-valued functions and the like
@@ -67,9 +68,16 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
         df.createOrReplaceTempView(view)
         resolved.views.append(view)
         alias = node.alias or parts[-1]
+        if not node.alias:
+            bare.add(((parts[-2] if len(parts) > 1 else ctx.current_database).lower(), alias.lower()))
         replacement = exp.Table(this=exp.to_identifier(view))
         replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         node.replace(replacement)
+    if bare:  # `SELECT db.t.id FROM db.t`: Spark knows the view only as `t`
+        for column in expression.find_all(exp.Column):
+            if column.args.get("db") and (column.text("db").lower(), column.table.lower()) in bare:
+                column.set("db", None)
+                column.set("catalog", None)
     return resolved
 
 

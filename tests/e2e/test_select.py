@@ -225,3 +225,14 @@ def test_nested_columns_of_a_keyed_table_merge_read_and_optimize(arctic):
     assert rows("SELECT * FROM db.nested ORDER BY id") == expected
     arctic.sql("ALTER TABLE db.nested COMPACT FULL")
     assert rows("SELECT * FROM db.nested ORDER BY id") == expected
+
+
+def test_columns_may_name_their_table_in_full(orders):
+    # What BI tools and generated SQL write: `db.orders.id`, even `spark_catalog.db.orders.id`.
+    rows = orders.sql("SELECT db.orders.id FROM db.orders WHERE db.orders.region = 'eu' "
+                      "ORDER BY spark_catalog.db.orders.id").collect()
+    assert [r[0] for r in rows] == [1, 3]
+    orders.sql("UPDATE db.orders SET amount = 12.0 WHERE db.orders.id = 1")
+    orders.sql("DELETE FROM db.orders WHERE db.orders.id = 3")
+    rows = orders.sql("SELECT id, amount FROM db.orders WHERE region = 'eu'").collect()
+    assert [tuple(r) for r in rows] == [(1, 12.0)]

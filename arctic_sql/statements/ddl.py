@@ -19,7 +19,7 @@ from arctic_sql.errors import (
 )
 from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
-from arctic_sql.statements import query
+from arctic_sql.statements import query, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
 from arctic_sql.table import commit, leases, writes
@@ -46,6 +46,8 @@ def create(ctx: StatementContext, expression: exp.Create, text: str) -> DataFram
         ctx.catalog.create_database(name, if_not_exists=bool(expression.args.get("exists")))
         ctx.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{name}`")
         return ctx.ok()
+    if kind == "VIEW" and _is_arctic_create(expression):  # not TEMPORARY: Spark keeps those
+        return views.create(ctx, expression)
     if kind != "TABLE" or not _is_arctic_create(expression):
         return None
     return create_table(ctx, expression)
@@ -255,9 +257,13 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
         if ctx.current_database == name.lower():
             ctx.current_database = "default"
         return ctx.ok()
-    if kind != "TABLE":
+    if kind not in ("TABLE", "VIEW"):
         return None
     identifier = TableIdentifier.parse(".".join(p.name for p in targets[0].parts), ctx.current_database)
+    if kind == "VIEW":
+        return None if expression.args.get("temporary") else views.drop(ctx, identifier, bool(expression.args.get("exists")))
+    if ctx.catalog.load_view(identifier) is not None:
+        raise InvalidArgumentError(f"{identifier} is a view, not a table: use DROP VIEW")
     if not ctx.catalog.table_exists(identifier):
         if ctx.catalog.remove_leftovers(identifier):  # what an interrupted CREATE or DROP left
             return ctx.ok()
@@ -296,7 +302,11 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
         return None
     table = ctx.arctic_table(expression.this)
     if table is None:
-        return None
+        identifier = _identifier_of(ctx, expression.this)
+        view = ctx.catalog.load_view(identifier) if identifier is not None else None
+        if view is None:
+            return None
+        return ctx.result(views.schema_rows(ctx, identifier, view), "col_name string, data_type string, comment string")
     rows: list[tuple[str, str, str | None]] = []
     schema = table.schema
     for field in schema.fields:
@@ -333,6 +343,8 @@ def show_tables(ctx: StatementContext, expression: statements.ShowTables, text: 
     if not ctx.catalog.database_exists(database) and not ctx.spark.catalog.databaseExists(database):
         raise NoSuchDatabaseError(f"Database '{database}' does not exist")
     names = set(ctx.catalog.list_tables(database)) if ctx.catalog.database_exists(database) else set()
+    view_names = set(ctx.catalog.list_views(database)) - names
+    names |= view_names
     rows = [(database, n, False) for n in names]
     if ctx.spark.catalog.databaseExists(database):
         for t in ctx.spark.catalog.listTables(database):
@@ -344,11 +356,12 @@ def show_tables(ctx: StatementContext, expression: statements.ShowTables, text: 
         rows = [r for r in rows if any(fnmatch.fnmatch(r[1].lower(), p.strip()) for p in pattern.split("|"))]
     rows.sort(key=lambda r: (r[2], r[1]))
     if expression.args.get("extended"):
-        return _show_tables_extended(ctx, database, rows, names)
+        return _show_tables_extended(ctx, database, rows, names, view_names)
     return ctx.result(rows, "namespace string, tableName string, isTemporary boolean")
 
 
-def _show_tables_extended(ctx: StatementContext, database: str, rows: list[tuple], arctic_names: set[str]) -> DataFrame:
+def _show_tables_extended(ctx: StatementContext, database: str, rows: list[tuple], arctic_names: set[str],
+                          view_names: set[str]) -> DataFrame:
     """SHOW TABLE EXTENDED: Spark's ``information`` text for arctic tables, Spark's own for the rest.
 
     Tools parse this text (dbt-spark reads ``Type:`` and ``Provider:`` from it for its relation cache).
@@ -360,7 +373,10 @@ def _show_tables_extended(ctx: StatementContext, database: str, rows: list[tuple
             spark_info[(row[1], bool(row[2]))] = row[3]
     result = []
     for namespace, name, temporary in rows:
-        if name in arctic_names and not temporary:
+        if name in view_names and not temporary:
+            identifier = TableIdentifier(database, name)
+            information = views.information(ctx, identifier, ctx.catalog.load_view(identifier))
+        elif name in arctic_names and not temporary:
             information = _arctic_information(ctx, TableIdentifier(database, name))
         else:
             information = spark_info.get((name, temporary), "")

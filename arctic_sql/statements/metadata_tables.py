@@ -62,6 +62,9 @@ def _cell(key: str, value: object) -> object:
     return value
 
 
+METADATA_TABLES = tuple(_TABLES)  # db.t.<name>
+
+
 def metadata_table(ctx: StatementContext, table: ArcticTable, name: str) -> DataFrame:
     rows_of, keys, schema = _TABLES[name]
     rows = [tuple(_cell(k, row[k]) for k in keys) for row in rows_of(table)]

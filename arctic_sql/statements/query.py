@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.statements import aggregate_pushdown, time_travel
-from arctic_sql.statements.metadata_tables import metadata_table
+from arctic_sql.statements import aggregate_pushdown, time_travel, views
+from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import TableIdentifier
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable
 
 _view_ids = itertools.count(1)
-METADATA_TABLES = ("history", "snapshots", "files", "partitions", "optimizing", "consumers")
 
 
 @dataclass
@@ -99,7 +98,10 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
     except InvalidArgumentError:
         return None
     if not ctx.catalog.table_exists(identifier):
-        return None
+        view = ctx.catalog.load_view(identifier)
+        if view is not None and version is not None:
+            raise InvalidArgumentError(f"{identifier} is a view: it has no versions to travel to")
+        return views.read(ctx, identifier, view) if view is not None else None
     table = ctx.catalog.load_table(identifier)
 
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":

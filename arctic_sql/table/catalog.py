@@ -12,6 +12,7 @@ an interrupted DDL left; they are invisible, and the next CREATE or DROP of the 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,6 +53,12 @@ STORE_KEY = "arctic.store"
 # On the change store of a table being purged: the base store's metadata file (the purge's journal).
 PURGING_KEY = "arctic.purging-base"
 RESERVED_COLUMN_PREFIX = "arctic_"
+
+# A view over arctic tables: namespace properties of its database (pyiceberg's SqlCatalog has no
+# views), its header under ``arctic.view.<name>`` and its query in parts of at most VIEW_PART_CHARS
+# (SqlCatalog's property values are VARCHAR(1000)) under ``arctic.view.<name>.<i>``.
+VIEW_KEY_PREFIX = "arctic.view."
+VIEW_PART_CHARS = 900
 
 # pyiceberg must not replay a commit that lost a race: base commits carry a watermark it cannot
 # re-derive, and row-level changes must be re-validated. arctic-sql's committer retries (commit.py).
@@ -141,6 +148,28 @@ class ArcticTable:
         return f"ArcticTable({self.identifier}, keyed={self.is_keyed})"
 
 
+@dataclass(frozen=True)
+class ViewDefinition:
+    """A view's query (Spark SQL text, names as written) and the column names its CREATE gave."""
+
+    sql: str
+    columns: tuple[str, ...] = ()
+
+    def properties(self, name: str) -> dict[str, str]:
+        parts = [self.sql[i:i + VIEW_PART_CHARS] for i in range(0, len(self.sql), VIEW_PART_CHARS)] or [""]
+        header = json.dumps({"columns": list(self.columns), "parts": len(parts)})
+        return {VIEW_KEY_PREFIX + name: header, **{f"{VIEW_KEY_PREFIX}{name}.{i}": p for i, p in enumerate(parts)}}
+
+    @classmethod
+    def of(cls, name: str, properties: Mapping[str, str]) -> ViewDefinition | None:
+        header = properties.get(VIEW_KEY_PREFIX + name)
+        if header is None:
+            return None
+        fields = json.loads(header)
+        sql = "".join(properties[f"{VIEW_KEY_PREFIX}{name}.{i}"] for i in range(fields["parts"]))
+        return cls(sql, tuple(fields["columns"]))
+
+
 class ArcticCatalog:
     """Databases and arctic tables over any pyiceberg catalog."""
 
@@ -167,7 +196,7 @@ class ArcticCatalog:
                 return
             raise NoSuchDatabaseError(f"Database '{name}' does not exist")
         tables = self.list_tables(name)
-        if tables and not cascade:
+        if (tables or self.list_views(name)) and not cascade:
             raise InvalidArgumentError(f"Database '{name}' is not empty; use DROP DATABASE ... CASCADE")
         for table in tables:
             self.drop_table(TableIdentifier(name.lower(), table), purge=True)
@@ -180,6 +209,43 @@ class ArcticCatalog:
             self.iceberg.drop_namespace(name.lower())
         except NoSuchNamespaceError:
             pass
+
+    # views -----------------------------------------------------------------------------------
+    def _database_properties(self, database: str) -> dict[str, str]:
+        try:
+            return dict(self.iceberg.load_namespace_properties(database.lower()))
+        except NoSuchNamespaceError:
+            return {}
+
+    def load_view(self, identifier: TableIdentifier) -> ViewDefinition | None:
+        """The view ``identifier`` names, or None."""
+        return ViewDefinition.of(identifier.name, self._database_properties(identifier.database))
+
+    def list_views(self, database: str) -> list[str]:
+        names = {key[len(VIEW_KEY_PREFIX):] for key in self._database_properties(database)
+                 if key.startswith(VIEW_KEY_PREFIX)}
+        return sorted(n for n in names if "." not in n)
+
+    def create_view(self, identifier: TableIdentifier, view: ViewDefinition, *, replace: bool = False) -> None:
+        """Create (or with ``replace``, replace) a view; one catalog update."""
+        if not self.database_exists(identifier.database):
+            raise NoSuchDatabaseError(f"Database '{identifier.database}' does not exist")
+        if self.table_exists(identifier):
+            raise TableAlreadyExistsError(f"Cannot create view {identifier}: a table of that name exists")
+        old = self.load_view(identifier)
+        if old is not None and not replace:
+            raise TableAlreadyExistsError(f"View {identifier} already exists")
+        updates = view.properties(identifier.name)
+        stale = set(old.properties(identifier.name)) - set(updates) if old is not None else set()
+        self.iceberg.update_namespace_properties(identifier.database, removals=stale, updates=updates)
+
+    def drop_view(self, identifier: TableIdentifier) -> bool:
+        """Drop a view; False when there is none of that name."""
+        old = self.load_view(identifier)
+        if old is None:
+            return False
+        self.iceberg.update_namespace_properties(identifier.database, removals=set(old.properties(identifier.name)))
+        return True
 
     # tables ----------------------------------------------------------------------------------
     def list_tables(self, database: str) -> list[str]:
@@ -242,6 +308,8 @@ class ArcticCatalog:
             raise NoSuchDatabaseError(f"Database '{identifier.database}' does not exist")
         if self.table_exists(identifier):
             raise TableAlreadyExistsError(f"Table {identifier} already exists")
+        if self.load_view(identifier) is not None:
+            raise TableAlreadyExistsError(f"Cannot create table {identifier}: a view of that name exists")
         for field in schema.fields:
             if field.name.lower().startswith(RESERVED_COLUMN_PREFIX):
                 raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")

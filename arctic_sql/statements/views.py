@@ -1,0 +1,149 @@
+"""Views over arctic tables: ``CREATE [OR REPLACE] VIEW``, ``DROP VIEW`` and reading them.
+
+Spark cannot keep such a view itself: a statement reads an arctic table through a temporary view of
+its merged rows, and Spark refuses a persistent view over a temporary one. A view whose query names
+an arctic table (or another such view) is therefore kept in the arctic catalog as its query's text
+(catalog.ViewDefinition), and a statement that names the view reads that query in its place, resolved
+afresh each time, so it sees the tables as they are now, as a Spark view does. A view over Spark's
+tables alone stays Spark's.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arctic_sql.errors import InvalidArgumentError, TableAlreadyExistsError
+from arctic_sql.parser import parse_one, to_spark_sql
+from arctic_sql.statements.metadata_tables import METADATA_TABLES
+from arctic_sql.table.catalog import TableIdentifier, ViewDefinition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.statements.context import StatementContext
+
+# The views being expanded in this thread, outermost first: a view met again inside itself is a cycle.
+_expanding: ContextVar[tuple[TableIdentifier, ...]] = ContextVar("arctic_views_expanding", default=())
+
+
+def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
+    """``CREATE [OR REPLACE] VIEW [IF NOT EXISTS] v [(columns)] AS query`` over arctic tables; None
+    (Spark's own view) when the query names none."""
+    target, columns = expression.this, ()
+    if isinstance(target, exp.Schema):
+        columns = tuple(c.name for c in target.expressions)
+        target = target.this
+    query = expression.expression
+    if not isinstance(target, exp.Table) or query is None:
+        return None
+    identifier = TableIdentifier.parse(".".join(p.name for p in target.parts), ctx.current_database)
+    exists = ctx.catalog.load_view(identifier) is not None
+    if not exists and not _names_arctic(ctx, query):
+        return None
+    if exists and expression.args.get("exists"):
+        return ctx.ok()
+    replace = bool(expression.args.get("replace"))
+    if ctx.spark.catalog.databaseExists(identifier.database) and ctx.spark.catalog.tableExists(str(identifier)):
+        if not replace or ctx.spark.catalog.getTable(str(identifier)).tableType != "VIEW":
+            raise TableAlreadyExistsError(f"Cannot create view {identifier}: Spark has a table or view of that name")
+    view = ViewDefinition(to_spark_sql(_qualified(ctx, query)), columns)
+    # Refused now, as Spark refuses it, rather than at its first read: a query that does not analyse,
+    # the wrong number of column names, a view that would read itself.
+    with _inside(identifier):
+        _run(ctx, identifier, view)
+    ctx.catalog.create_view(identifier, view, replace=replace)
+    if replace:  # the Spark view it replaces, if any
+        ctx.spark.sql(f"DROP VIEW IF EXISTS {_quoted(identifier)}")
+    return ctx.ok()
+
+
+def drop(ctx: StatementContext, identifier: TableIdentifier, if_exists: bool) -> DataFrame | None:
+    """``DROP VIEW``: None when the name is not an arctic view (Spark drops its own, or reports it missing)."""
+    if ctx.catalog.drop_view(identifier):
+        return ctx.ok()
+    if ctx.catalog.table_exists(identifier):
+        raise InvalidArgumentError(f"{identifier} is a table, not a view: use DROP TABLE")
+    return ctx.ok() if if_exists and not ctx.spark.catalog.tableExists(str(identifier)) else None
+
+
+def schema_rows(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> list[tuple[str, str, None]]:
+    """DESCRIBE of a view: its columns and their Spark types."""
+    return [(f.name, f.dataType.simpleString(), None) for f in read(ctx, identifier, view).schema.fields]
+
+
+def information(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> str:
+    """SHOW TABLE EXTENDED's text for a view, as Spark writes it (dbt-spark reads ``Type: VIEW``)."""
+    lines = ["Catalog: spark_catalog", f"Database: {identifier.database}", f"Table: {identifier.name}",
+             "Type: VIEW", f"View Text: {view.sql}", "Schema: root"]
+    lines += [f" |-- {f.name}: {f.dataType.simpleString()} (nullable = {str(f.nullable).lower()})"
+              for f in read(ctx, identifier, view).schema.fields]
+    return "\n".join(lines) + "\n"
+
+
+def _quoted(identifier: TableIdentifier) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in (identifier.database, identifier.name))
+
+
+def read(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:
+    """The rows of ``view`` now: its query run as any statement's, its arctic tables resolved."""
+    if identifier in _expanding.get():
+        raise InvalidArgumentError(f"View {identifier} reads itself")
+    with _inside(identifier):
+        return _run(ctx, identifier, view)
+
+
+def _run(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:
+    df = ctx.run_spark(parse_one(view.sql), view.sql)
+    if view.columns:
+        if len(view.columns) != len(df.columns):
+            raise InvalidArgumentError(f"View {identifier} names {len(view.columns)} columns but its query "
+                                       f"returns {len(df.columns)}")
+        df = df.toDF(*view.columns)
+    return df
+
+
+class _inside:
+    """Within: ``identifier`` is being expanded."""
+
+    def __init__(self, identifier: TableIdentifier) -> None:
+        self.identifier = identifier
+
+    def __enter__(self) -> None:
+        self.token = _expanding.set((*_expanding.get(), self.identifier))
+
+    def __exit__(self, *exc: object) -> None:
+        _expanding.reset(self.token)
+
+
+def _qualified(ctx: StatementContext, query: exp.Expression) -> exp.Expression:
+    """``query`` with its unqualified table names given the current database, as Spark does for a
+    view: whoever reads it later reads the tables its creator meant."""
+    query = query.copy()
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    for node in query.find_all(exp.Table):
+        if node.name and not node.args.get("db") and node.name.lower() not in ctes \
+                and not isinstance(node.this, exp.Func):
+            node.set("db", exp.to_identifier(ctx.current_database))
+    return query
+
+
+def _names_arctic(ctx: StatementContext, query: exp.Expression) -> bool:
+    """Whether ``query`` names an arctic table or view (a CTE's name is not a table)."""
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    for node in query.find_all(exp.Table):
+        parts = [p.name for p in node.parts]
+        if not node.name or (len(parts) == 1 and parts[0].lower() in ctes):
+            continue
+        try:
+            identifier = TableIdentifier.parse(".".join(parts), ctx.current_database)
+            if ctx.catalog.table_exists(identifier) or ctx.catalog.load_view(identifier) is not None:
+                return True
+        except InvalidArgumentError:
+            pass  # four parts: perhaps a metadata table
+        if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES and ctx.catalog.table_exists(
+                TableIdentifier.parse(".".join(parts[-3:-1]), ctx.current_database)):
+            return True  # a metadata table (db.t.snapshots)
+    return False

@@ -57,6 +57,9 @@ def test_dbt_seed_run_and_test_against_the_thrift_server(dbt_project):
         assert rows(cur) == [(100, "paid", 2), (101, "new", 1), (102, "cancelled", 2), (103, "new", 2)]
         cur.execute("SELECT order_id, status FROM order_status VERSION AS OF 1 ORDER BY order_id")
         assert rows(cur) == [(100, "new"), (101, "new"), (102, "new")]
+        assert "Type: VIEW" in providers["open_orders"]
+        cur.execute("SELECT order_id FROM open_orders ORDER BY order_id")  # the view: batch 2 applied
+        assert rows(cur) == [(101,), (103,)]
         cur.execute("SELECT customer_id, orders, revenue FROM customer_revenue ORDER BY customer_id")
         assert rows(cur) == [(1, 2, 10.0), (2, 1, 25.5), (3, 1, 99.0)]
         # the post_hook's CALL system.optimize ran: the change data is merged into the base store

@@ -67,7 +67,8 @@ class StatementContext:
         resolved = query.resolve(self, expression)
         if not resolved.views:
             return self.spark.sql(text)
-        keep_views = isinstance(expression, exp.Create) and expression.kind == "VIEW"
+        # A temporary view (CREATE TEMP VIEW, CACHE TABLE name AS query) reads ours by their names.
+        keep_views = (isinstance(expression, exp.Create) and expression.kind == "VIEW") or isinstance(expression, exp.Cache)
         try:
             return self.spark.sql(to_spark_sql(resolved.expression))
         finally:

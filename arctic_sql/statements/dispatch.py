@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql import procedures
-from arctic_sql.errors import ArcticError, NoSuchDatabaseError, NoSuchTableError
+from arctic_sql.errors import ArcticError, NoSuchDatabaseError, NoSuchTableError, UnsupportedOperationError
 from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
 from arctic_sql.parser import statements
 from arctic_sql.spark import translate
 from arctic_sql.statements import ddl, dml, show, truncate
 from arctic_sql.statements.metadata_tables import metadata_table
+from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -78,6 +79,36 @@ def _compact(ctx: StatementContext, expression: statements.CompactTable, text: s
     return ctx.result([r.row() for r in results], OUTPUT_SCHEMA)
 
 
+def _table_command(ctx: StatementContext, expression: exp.Expression, text: str) -> DataFrame | None:
+    """CACHE, UNCACHE, REFRESH and ANALYZE TABLE naming an arctic table or view (Spark's otherwise).
+
+    Every statement already reads an arctic table's newest version, so REFRESH and UNCACHE have
+    nothing to do; caching or analysing the table itself would pin one version under its name.
+    """
+    if isinstance(expression, exp.Cache) and expression.expression is not None:
+        return None  # CACHE TABLE name AS query: Spark caches the query; its arctic tables are read
+    nodes = expression.args.get("tables") or [expression.this]
+    arctic = [n for n in nodes if isinstance(n, exp.Table) and _is_arctic(ctx, n)]
+    if not arctic:
+        return None
+    if isinstance(expression, (exp.Refresh, exp.Uncache)):
+        return ctx.ok()
+    name = ".".join(p.name for p in arctic[0].parts)
+    if isinstance(expression, exp.Cache):
+        raise UnsupportedOperationError(f"CACHE TABLE {name}: an arctic table changes with every commit; cache a "
+                                        f"query of it instead: CACHE TABLE name AS SELECT * FROM {name}")
+    raise UnsupportedOperationError(f"ANALYZE TABLE {name}: arctic tables are planned from their own metadata "
+                                    "(file sizes, row counts and column bounds), which every commit keeps")
+
+
+def _is_arctic(ctx: StatementContext, node: exp.Table) -> bool:
+    try:
+        identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), ctx.current_database)
+    except ArcticError:
+        return False
+    return ctx.catalog.table_exists(identifier) or ctx.catalog.load_view(identifier) is not None
+
+
 HANDLERS: dict[type, Handler] = {
     exp.Use: _use,
     exp.Create: ddl.create,
@@ -100,4 +131,8 @@ HANDLERS: dict[type, Handler] = {
     statements.ShowCreateTable: show.show_create_table,
     exp.TruncateTable: truncate.truncate,
     statements.CompactTable: _compact,
+    exp.Cache: _table_command,
+    exp.Uncache: _table_command,
+    exp.Refresh: _table_command,
+    exp.Analyze: _table_command,
 }

@@ -236,3 +236,22 @@ def test_columns_may_name_their_table_in_full(orders):
     orders.sql("DELETE FROM db.orders WHERE db.orders.id = 3")
     rows = orders.sql("SELECT id, amount FROM db.orders WHERE region = 'eu'").collect()
     assert [tuple(r) for r in rows] == [(1, 12.0)]
+
+
+def test_cache_uncache_refresh_and_analyze_of_an_arctic_table(orders):
+    from arctic_sql.errors import UnsupportedOperationError
+
+    # Caching the table itself would pin one version under its name: a one-line error says what to do.
+    with pytest.raises(UnsupportedOperationError, match=r"CACHE TABLE name AS SELECT \* FROM db.orders"):
+        orders.sql("CACHE TABLE db.orders")
+    with pytest.raises(UnsupportedOperationError, match="ANALYZE TABLE db.orders"):
+        orders.sql("ANALYZE TABLE db.orders COMPUTE STATISTICS")
+    orders.sql("REFRESH TABLE db.orders")  # every statement reads the newest version: nothing to do
+    orders.sql("UNCACHE TABLE IF EXISTS db.orders")
+    # A cached query of it is Spark's, and keeps the rows it cached.
+    orders.sql("CACHE TABLE eu_orders AS SELECT id, amount FROM db.orders WHERE region = 'eu'")
+    orders.sql("INSERT INTO db.orders VALUES (6, 'eu', 60.0)")
+    try:
+        assert sorted(tuple(r) for r in orders.sql("SELECT * FROM eu_orders").collect()) == [(1, 11.0), (3, 30.0)]
+    finally:
+        orders.sql("UNCACHE TABLE eu_orders")

@@ -35,6 +35,10 @@ class Arctic(Spark):
         # could never be told apart from SHOW FUNCTIONS.
         COMMANDS: t.ClassVar = Spark.Tokenizer.COMMANDS - {TokenType.SHOW}
 
+        # Spark 4 reads a doubled quote inside a string as the quote ('it''s' is it's), and only
+        # quotes apart by blanks as strings to join ('a' 'b' is ab); sqlglot's Spark joins both.
+        STRING_ESCAPES: t.ClassVar = [*Spark.Tokenizer.STRING_ESCAPES, "'", '"']
+
     Parser = ArcticParser
 
     Generator = ArcticGenerator

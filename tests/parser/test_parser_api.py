@@ -116,6 +116,20 @@ def test_to_spark_sql_prints_spark_sql() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("literal", "value"),
+    [("'it''s'", "it's"), ('"q""q"', 'q"q'), ("''''", "'"), ("'a\"'", 'a"'), ("'x\\'y'", "x'y")],
+)
+def test_a_doubled_quote_in_a_string_is_the_quote_as_in_spark_4(literal: str, value: str) -> None:
+    # Spark 4 reads 'it''s' as it's; reading it as two strings joined would store "its".
+    (select,) = parse_one(f"SELECT {literal}").expressions
+    assert select.this == value
+
+
+def test_strings_apart_by_blanks_are_joined_as_in_spark() -> None:
+    assert to_spark_sql(parse_one("SELECT 'a' 'b'")) == "SELECT CONCAT('a', 'b')"
+
+
 def test_dialect_is_registered_with_sqlglot_by_name() -> None:
     tree = sqlglot.parse_one("CALL system.optimize(table => 'db.t')", read="arctic")
     assert tree.sql(dialect="arctic") == "CALL system.optimize(table => 'db.t')"

@@ -166,7 +166,7 @@ class Store:
             indexes = rows.column("__fragment_index").to_numpy()
             return _as_required(rows.drop_columns(["__fragment_index"]), schema), tags[indexes]
         tables = [self._scan([f], schema) for f, _ in files]
-        return pa.concat_tables(tables), np.repeat(tags, [len(t) for t in tables])
+        return pa.concat_tables(tables, promote_options="permissive"), np.repeat(tags, [len(t) for t in tables])
 
     def _scan(self, files: Sequence[DataFile], schema: Schema,
               deletes: Mapping[str, Sequence[DataFile]] | None = None) -> pa.Table:

@@ -42,7 +42,8 @@ def sequence_column(options: Mapping[str, str]) -> str | None:
 
 def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, sequence: str | None) -> None:
     """Incoming columns by name: each a table column, ``_change_type``, a change feed's version and
-    timestamp (ignored) or the sequence column; every key column and every NOT NULL column present."""
+    timestamp (ignored) or the sequence column; every key column present, and every NOT NULL column
+    unless the rows carry ``_change_type``."""
     incoming = [f.name for f in schema.fields]
     table_columns = [f.name for f in table.schema.fields]
     extra = {CHANGE_TYPE.lower(), *FEED_COLUMNS} | ({sequence.lower()} if sequence else set())
@@ -60,8 +61,9 @@ def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, se
         raise InvalidArgumentError(f"mode(\"overwrite\") replaces rows: {what} is for appends")
     if sequence is not None and not table.is_keyed:
         raise InvalidArgumentError(f"{table.identifier} has no primary key: {SEQUENCE_COLUMN} needs one")
+    # Rows that may be deletes need only the key; the writer refuses an upsert's NULL in a NOT NULL column.
     for field in table.schema.fields:
-        if field.required and find_column(incoming, field.name) is None:
+        if field.required and find_column(incoming, field.name) is None and not has_changes:
             raise InvalidArgumentError(f"Column '{field.name}' of {table.identifier} is NOT NULL and missing")
 
 

@@ -22,6 +22,7 @@ from arctic_sql.table.change_rows import (
     CHANGE_TYPE,
     SEQUENCE_HINT,
     check_appends,
+    check_not_null,
     check_null_keys,
     newest_per_key,
     to_changes,
@@ -63,10 +64,12 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task: int) ->
         if plan.mode == APPEND:
             check_appends(batch, plan.table)
         rows = conform(batch, target)
+        check_not_null(rows, target, plan.what)
         if target.keys:
             newest_per_key(rows.select(list(target.keys)), None, plan.what, plan.scope, plan.duplicate_hint)
         return write_table(rows, target, plan.location, task=task)
     changes = to_changes(batch, target, plan.sequence_column, plan.change_column)
+    check_not_null(changes.rows, target, plan.what, changes.deletes)
     keep = newest_per_key(changes.rows.select(list(target.keys)), changes.sequence, plan.what, plan.scope,
                           plan.duplicate_hint)
     rows, ops, sequence = changes.rows, changes.ops, changes.sequence

@@ -25,9 +25,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arctic_sql.errors import PrimaryKeyViolationError
+from arctic_sql import errors
+from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
 from arctic_sql.table import storage, writer
 from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile, conform, directory_text, write_folder
+from arctic_sql.table.change_rows import check_not_null
 from arctic_sql.table.format.layout import Store
 
 if TYPE_CHECKING:
@@ -67,7 +69,8 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     paths = [r["path"] for r in results if r["path"]]
     if problems:
         storage.delete_files(paths)  # no commit was sent: nothing can reference them
-        raise PrimaryKeyViolationError(problems[0])
+        name, _, message = problems[0].partition(": ")
+        raise errors.by_name(name, message) or errors.ExecutionError(problems[0])
     return paths
 
 
@@ -86,6 +89,10 @@ def write_task(plan: BulkPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
         rows = rows.take(pc.sort_indices(rows, [(c, "ascending") for c in order]))
     problem = key_problem(rows, target.keys, plan.what)
     if problem is not None:
+        problem = f"{PrimaryKeyViolationError.__name__}: {problem}"
+    else:
+        problem = _null_problem(conform(rows, target), target, plan.what)
+    if problem is not None:
         yield _results([], [], [problem])
         return
     context = TaskContext.get()
@@ -103,6 +110,15 @@ def write_task(plan: BulkPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
     with ThreadPoolExecutor(max_workers=min(WRITE_THREADS, len(runs))) as pool:
         written = [f for files in pool.map(write, runs) for f in files]
     yield _results([f.path for f in written], [f.rows for f in written], [None] * len(written))
+
+
+def _null_problem(rows: pa.Table, target: WriteTarget, what: str) -> str | None:
+    """Why ``rows`` (conformed) cannot be loaded into the table's NOT NULL columns (``Kind: message``), or None."""
+    try:
+        check_not_null(rows, target, what)
+    except InvalidArgumentError as e:
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def _results(paths: list[str | None], counts: list[int], problems: list[str | None]) -> pa.RecordBatch:

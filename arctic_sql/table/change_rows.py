@@ -38,6 +38,7 @@ class Changes:
     rows: pa.Table
     ops: pa.Array
     sequence: pa.Array | None
+    deletes: np.ndarray  # per row: whether it deletes its key
 
 
 def find_column(names: list[str], wanted: str) -> str | None:
@@ -69,7 +70,7 @@ def to_changes(batch: pa.Table, target: WriteTarget, sequence_column: str | None
     rows = conform(batch, target)
     is_delete = np.asarray(pc.equal(ops, layout.DELETE).fill_null(False))
     rows = null_where(rows, is_delete, set(target.keys))
-    return Changes(rows, ops, sequence)
+    return Changes(rows, ops, sequence, is_delete)
 
 
 def check_appends(batch: pa.Table, table: str) -> None:
@@ -106,6 +107,24 @@ def check_null_keys(keys: pa.Table, what: str) -> None:
         if column.null_count:
             row = int(np.nonzero(~np.asarray(column.is_valid()))[0][0])
             raise PrimaryKeyViolationError(f"{what} writes a null primary key ({_shown(keys, row)})")
+
+
+def check_not_null(rows: pa.Table, target: WriteTarget, what: str, deletes: np.ndarray | None = None) -> None:
+    """Refuse a NULL in a NOT NULL column (``rows`` conformed to the table; ``deletes`` marks rows that
+    delete their key, which carry nothing but the key). The key columns are checked apart."""
+    for field in target.schema.fields:
+        if not field.required or field.name in target.keys:
+            continue
+        column = rows.column(field.name)
+        if not column.null_count:
+            continue
+        nulls = ~np.asarray(column.is_valid())
+        if deletes is not None:
+            nulls &= ~deletes
+        if nulls.any():
+            shown = _shown(rows.select(list(target.keys)), int(np.nonzero(nulls)[0][0])) if target.keys else ""
+            raise InvalidArgumentError(f"{what} writes NULL into NOT NULL column '{field.name}'"
+                                       + (f" ({shown})" if shown else ""))
 
 
 def newest_per_key(keys: pa.Table, sequence: pa.Array | None, what: str, scope: str,

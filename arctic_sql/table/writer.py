@@ -38,16 +38,25 @@ def max_rows_per_file(table: ArcticTable) -> int:
     return max(1, target_size // _ASSUMED_ROW_BYTES)
 
 
-def align(df: DataFrame, schema: Schema, *, all_nullable: bool = False) -> DataFrame:
-    """Cast ``df``'s columns (the table's, by name) to the table types, with Iceberg field ids attached."""
+def align(df: DataFrame, schema: Schema, *, all_nullable: bool = False, what: str | None = None) -> DataFrame:
+    """Cast ``df``'s columns (the table's, by name) to the table types, with Iceberg field ids attached.
+
+    ``what`` (``INSERT into db.t``): fail the job at a NULL in a NOT NULL column, which Spark's writer
+    lets through (it goes by the DataFrame's types). The error is arctic-sql's, on a line of its own
+    as a worker's would be, where spark.translate finds it.
+    """
     from pyspark.sql import functions as F
 
     target = spark_schema(schema, all_nullable=all_nullable)
     extra = [c for c in df.columns if c.startswith("arctic_")]
-    return df.select(
-        *[F.col(f"`{f.name}`").cast(f.dataType).alias(f.name, metadata=f.metadata) for f in target.fields],
-        *extra,
-    )
+    columns = []
+    for f, field in zip(target.fields, schema.fields, strict=True):
+        column = F.col(f"`{f.name}`").cast(f.dataType)
+        if what is not None and field.required:
+            message = f"\narctic_sql.errors.InvalidArgumentError: {what} writes NULL into NOT NULL column '{f.name}'\n"
+            column = F.when(column.isNull(), F.raise_error(F.lit(message))).otherwise(column)
+        columns.append(column.alias(f.name, metadata=f.metadata))
+    return df.select(*columns, *extra)
 
 
 def laid_out(df: DataFrame, table: ArcticTable, store: str) -> tuple[DataFrame, list[str]]:

@@ -73,7 +73,8 @@ def commit_overwrite(table: ArcticTable, paths: list[str], operation: str) -> No
 def append_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Append rows to a table without a primary key."""
     with leases.writing(table, operation):
-        paths = writer.write_files(writer.align(rows, table.schema), table, store=Store.BASE)
+        rows = writer.align(rows, table.schema, what=f"{operation.upper()} into {table.identifier}")
+        paths = writer.write_files(rows, table, store=Store.BASE)
         if paths:
             commit_append(table, paths, operation)
 
@@ -99,7 +100,8 @@ def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # no
     def once(version: int) -> None:
         snapshot = table.base.current_snapshot()
         read_id = snapshot.snapshot_id if snapshot else None
-        paths = writer.write_files(writer.align(build_rows(version), table.schema), table, store=Store.BASE)
+        rows = writer.align(build_rows(version), table.schema, what=f"{operation.upper()} into {table.identifier}")
+        paths = writer.write_files(rows, table, store=Store.BASE)
         new_files = commit.data_files(table.base, paths)
 
         def build(store: Table) -> commit.BaseChange:

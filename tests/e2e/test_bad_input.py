@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -137,3 +138,34 @@ def test_a_null_key_is_shown_as_sql_null(table, warehouse):
 def test_transactional_with_a_key_is_a_primary_key_table(arctic):
     arctic.sql("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('transactional' = 'true')")
     assert arctic.table("db.u").primary_key == ["id"]
+
+
+def test_a_null_in_a_not_null_column_is_refused_on_every_write_path(arctic, warehouse):
+    # A NULL that got in would make the keyed table unreadable (its merge casts to the table's types).
+    arctic.sql("CREATE TABLE db.nn (id INT, must INT NOT NULL, v STRING, PRIMARY KEY (id))")
+    arctic.sql("CREATE TABLE db.plain (id INT, must INT NOT NULL)")
+    arctic.sql("INSERT INTO db.nn VALUES (1, 1, 'a'), (2, 2, 'b')")
+    arctic.sql("INSERT INTO db.plain VALUES (1, 1)")
+    before = _files(warehouse)
+    cases = [
+        ("INSERT INTO db.nn VALUES (3, NULL, 'c')", "INSERT into db.nn writes NULL into NOT NULL column 'must' (id=3)"),
+        ("UPDATE db.nn SET must = NULL WHERE id = 1", "(id=1)"),
+        ("MERGE INTO db.nn t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.must = NULL",
+         "(id=2)"),
+        ("INSERT OVERWRITE db.nn VALUES (5, NULL, 'z')", "(id=5)"),
+        ("INSERT INTO db.plain VALUES (2, NULL)", "INSERT into db.plain writes NULL into NOT NULL column 'must'"),
+        ("UPDATE db.plain SET must = NULL", "NOT NULL column 'must'"),
+    ]
+    for sql, message in cases:
+        with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+            arctic.sql(sql)
+    spark = arctic.spark
+    for name in ("db.nn", "db.plain"):
+        with pytest.raises(Exception, match="NOT NULL column 'must'"):
+            spark.createDataFrame([(9, None)], "id int, must int").write.format("arctic").mode("append").save(name)
+    assert _files(warehouse) - before == set()  # nothing written survives
+    # A delete needs only the key, even where other columns are NOT NULL.
+    spark.createDataFrame([(2, "delete")], "id int, _change_type string").write.format("arctic") \
+        .mode("append").save("db.nn")
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.nn").collect()) == [(1, 1, "a")]
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.plain").collect()) == [(1, 1)]

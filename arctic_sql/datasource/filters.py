@@ -18,6 +18,8 @@ from pyiceberg import expressions as ie
 from pyiceberg.expressions.visitors import bind
 from pyspark.sql import datasource as ds
 
+from arctic_sql.table.types import prunable_columns
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
@@ -72,7 +74,7 @@ def convert(f: ds.Filter, names: set[str]) -> ie.BooleanExpression | None:
 def row_filter(filters: Iterable[ds.Filter], schema: Schema, allowed: set[str] | None = None
                ) -> ie.BooleanExpression:
     """The AND of the filters pyiceberg can prune by (on ``allowed`` columns only, when given)."""
-    names = {f.name for f in schema.fields} if allowed is None else set(allowed)
+    names = set(prunable_columns(schema)) if allowed is None else set(allowed) & set(prunable_columns(schema))
     result: ie.BooleanExpression = ie.AlwaysTrue()
     for f in filters:
         converted = convert(f, names)

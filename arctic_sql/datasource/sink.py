@@ -25,7 +25,7 @@ from arctic_sql.errors import CommitStateUnknownError
 from arctic_sql.faults import fault_point
 from arctic_sql.table import leases, storage
 from arctic_sql.table.arrow_writer import WrittenFile
-from arctic_sql.table.arrow_writes import WritePlan, discard, write_task
+from arctic_sql.table.arrow_writes import OVERWRITE, WritePlan, discard, write_task
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +84,15 @@ def _release(plan: WritePlan, tasks: list[TaskFiles]) -> None:
 
 
 def commit_tasks(plan: WritePlan, load_table, tasks: list[TaskFiles], stream=None) -> None:  # noqa: ANN001
-    """Commit what the tasks wrote as one version (nothing if they wrote nothing)."""
-    from arctic_sql.table.arrow_commit import commit_write
+    """Commit what the tasks wrote as one version (nothing if they wrote nothing, unless an overwrite
+    of an unpartitioned table: that empties it, as INSERT OVERWRITE does)."""
+    from arctic_sql.table.arrow_commit import commit_write, empties_table
 
     files = [f for t in tasks for f in t.files]
-    if not files:
+    table = load_table() if files or plan.mode == OVERWRITE else None
+    if not files and (table is None or not empties_table(table, plan)):
         _release(plan, tasks)
         return
-    table = load_table()
     _mark_committing(plan, tasks)
     try:
         commit_write(table, plan, files, stream, fresh=True)

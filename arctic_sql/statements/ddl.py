@@ -196,7 +196,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
 
 def _check_key_types(struct: StructType, primary_key: list[str]) -> None:
     """Iceberg identifier fields must be primitive and not floating point (equality is not exact)."""
-    from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType
+    from pyspark.sql.types import ArrayType, DecimalType, DoubleType, FloatType, MapType
     from pyspark.sql.types import StructType as SparkStruct
 
     for field in struct.fields:
@@ -211,6 +211,11 @@ def _check_key_types(struct: StructType, primary_key: list[str]) -> None:
         if isinstance(field.dataType, (ArrayType, MapType, SparkStruct)):
             raise InvalidArgumentError(
                 f"Primary key column '{field.name}' has type {shown}; keys must have a primitive type"
+            )
+        if isinstance(field.dataType, DecimalType) and field.dataType.precision > 18:
+            # The writers hash a key as Spark does; a DECIMAL over 18 digits is Spark's bytes, not a long.
+            raise InvalidArgumentError(
+                f"Primary key column '{field.name}' has type {shown}; a DECIMAL key may have at most 18 digits"
             )
 
 

@@ -20,6 +20,7 @@ from pyiceberg.schema import Schema
 from sqlglot import exp
 
 from arctic_sql.table.format.keyhash import key_combinations
+from arctic_sql.table.types import prunable_columns
 
 _COMPARISONS = {
     exp.EQ: (ie.EqualTo, ie.EqualTo),
@@ -146,7 +147,7 @@ def row_filter(
 
     A conjunct pyiceberg cannot bind (a literal it cannot read as the column's type, say) is left out.
     """
-    columns = [f.name for f in schema.fields]
+    columns = prunable_columns(schema)
     converter = _Converter({c.lower(): c for c in columns}, {q.lower() for q in qualifiers}, allowed)
     result: ie.BooleanExpression = ie.AlwaysTrue()
     for conjunct in conjuncts(where):

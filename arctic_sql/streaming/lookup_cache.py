@@ -44,6 +44,9 @@ def sql_value(value: object) -> object:
         return int(value)
     if isinstance(value, _NATIVE):  # a subclass (an IntEnum, a str enum) compares as its base
         return value
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        # One instant, one text: facts reach the task in the session's time zone, dimension rows in UTC.
+        return str(value.astimezone(datetime.UTC))
     if isinstance(value, datetime.date | decimal.Decimal):
         return str(value)
     return repr(value)

@@ -63,7 +63,7 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
     except BaseException:
         discard(files)
         raise
-    if not files:
+    if not files and not empties_table(table, plan):
         return None
     paths = [f.path for f in files]
     footers = {f.path: (f.size, f.footer) for f in files if f.size is not None and f.footer is not None}
@@ -79,6 +79,12 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
         return None  # commit_loop deleted the files: nothing was sent
     finally:
         storage.delete_files([sidecar_path(p) for p in paths])
+
+
+def empties_table(table: ArcticTable, plan: WritePlan) -> bool:
+    """Whether ``plan`` commits even without rows: an overwrite of an unpartitioned table replaces it all
+    (of a partitioned one, only the partitions its rows fall in: none)."""
+    return plan.mode == OVERWRITE and not table.spec.fields
 
 
 def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:

@@ -238,7 +238,8 @@ def write_folder(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UU
             part = part.drop_columns([sidecar])
         footer: list[pq.FileMetaData] = []
         with fs.open_output_stream(f"{path}/{name}") as out:
-            pq.write_table(part, out, compression="snappy", store_schema=False, metadata_collector=footer)
+            pq.write_table(part, out, compression="snappy", store_schema=False, metadata_collector=footer,
+                           write_statistics=statistics_columns(part.schema))
             size = out.tell()
         hashes = _key_hashes(part, target) if key_hashes else None
         written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows, hashes, size, footer[0]))
@@ -249,6 +250,16 @@ def _key_hashes(part: pa.Table, target: WriteTarget) -> bytes | None:
     if not target.keys or part.num_rows > MAX_HASHED_ROWS:
         return None
     return spark_xxhash64([part.column(k).combine_chunks() for k in target.keys]).tobytes()
+
+
+def statistics_columns(schema: pa.Schema) -> bool | list[str]:
+    """What ``pq.write_table(write_statistics=...)`` gets: no min/max for top-level FLOAT and DOUBLE
+    columns, as their bounds leave NaN out and Spark's Parquet reader would skip a row group holding
+    one for ``d > 1.0`` (types.prunable_columns); everything else keeps its statistics."""
+    floating = [f.name for f in schema if pa.types.is_floating(f.type)]
+    if not floating:
+        return True
+    return [f.name for f in schema if f.name not in floating]
 
 
 def conform(rows: pa.Table, target: WriteTarget) -> pa.Table:

@@ -17,7 +17,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from arctic_sql.table import storage
-from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile, conform, sidecar_path, write_table
+from arctic_sql.table.arrow_writer import (
+    WriteTarget,
+    WrittenFile,
+    conform,
+    sidecar_path,
+    statistics_columns,
+    write_table,
+)
 from arctic_sql.table.change_rows import (
     CHANGE_TYPE,
     SEQUENCE_HINT,
@@ -150,7 +157,8 @@ def _rewrite(f: WrittenFile, mask: np.ndarray) -> list[WrittenFile]:
     path = f"{folder}/{name.replace('part-', 'part-r', 1)}"
     fs, inner = storage.filesystem(path)
     with fs.open_output_stream(inner) as out:
-        pq.write_table(rows, out, compression="snappy", store_schema=False)
+        pq.write_table(rows, out, compression="snappy", store_schema=False,
+                       write_statistics=statistics_columns(rows.schema))
     return [WrittenFile(path, rows.num_rows)]
 
 

@@ -39,6 +39,7 @@ from pyiceberg.types import NestedField
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table import position_deletes, storage
+from arctic_sql.table.arrow_writer import statistics_columns
 from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
@@ -416,7 +417,8 @@ def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: in
     for i, (start, stop) in enumerate(zip(bounds, bounds[1:])):
         chunk = rows.slice(start, stop - start)
         file_path = f"{path.rstrip('/')}/part-{i:05d}-{name}.parquet"
-        pq.write_table(chunk, file_path, filesystem=fs, use_dictionary=dictionary_columns(chunk))
+        pq.write_table(chunk, file_path, filesystem=fs, use_dictionary=dictionary_columns(chunk),
+                       write_statistics=statistics_columns(chunk.schema))
         written.append(scheme + file_path)
     return written
 

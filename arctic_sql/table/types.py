@@ -129,3 +129,10 @@ def spark_schema(schema: Schema, *, all_nullable: bool = False) -> st.StructType
 def type_string(iceberg_type: it.IcebergType) -> str:
     """How DESCRIBE shows a column type: Spark's names, as Spark users know them."""
     return to_spark_type(iceberg_type).simpleString()
+
+
+def prunable_columns(schema: Schema) -> list[str]:
+    """The top-level columns whose file and row-group bounds may prune a filter: all but FLOAT and
+    DOUBLE. Spark orders NaN above every number and equal to itself, while Parquet statistics and
+    Iceberg bounds leave NaN out, so ``d > 1.0`` or ``d = NaN`` would skip a file that holds a NaN."""
+    return [f.name for f in schema.fields if not isinstance(f.field_type, it.FloatType | it.DoubleType)]

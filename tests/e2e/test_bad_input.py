@@ -110,6 +110,8 @@ def test_bad_create_table_creates_nothing(arctic, warehouse, ddl, needle):
         ("CREATE TABLE db.u (x DOUBLE, PRIMARY KEY (x))",
          "Primary key column 'x' has type DOUBLE; keys must be exact types (integers, DECIMAL, STRING, DATE, "
          "TIMESTAMP, ...), not FLOAT or DOUBLE"),
+        ("CREATE TABLE db.u (k DECIMAL(30,4), PRIMARY KEY (k))",
+         "Primary key column 'k' has type DECIMAL(30,4); a DECIMAL key may have at most 18 digits"),
         ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) PARTITIONED BY (bucket(0, id))",
          "Partition transform bucket(0, id) needs a positive number of buckets, not 0"),
         ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('write.bucket.num' = '10')",

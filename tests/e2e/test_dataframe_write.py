@@ -49,6 +49,20 @@ def test_upserts_deletes_and_overwrite_follow_the_model(arctic):
     assert _versions(arctic) == ["write", "write", "overwrite"]
 
 
+def test_an_empty_overwrite_empties_an_unpartitioned_table_as_insert_overwrite_does(arctic):
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, day STRING, PRIMARY KEY (id))")
+    arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
+    arctic.sql("CREATE TABLE db.parts (id BIGINT, v STRING, day STRING, PRIMARY KEY (id, day)) PARTITIONED BY (day)")
+    for table in ("db.t", "db.log", "db.parts"):
+        arctic.sql(f"INSERT INTO {table} SELECT 1, 'a'" + (", 'mon'" if table != "db.log" else ""))
+    _write(arctic, [], mode="overwrite")
+    _write(arctic, [], schema="id long, v string", mode="overwrite", table="db.log")
+    _write(arctic, [], mode="overwrite", table="db.parts")  # no rows: no partition is replaced
+    assert _rows(arctic) == {} and _rows(arctic, "db.log") == {}
+    assert _versions(arctic) == ["insert", "overwrite"]
+    assert _rows(arctic, "db.parts") == {1: ("a", "mon")} and _versions(arctic, "db.parts") == ["insert"]
+
+
 def test_missing_nullable_columns_are_null_and_names_match_in_any_case(arctic):
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, day STRING, PRIMARY KEY (id))")
     _write(arctic, [(1, "a")], schema="ID long, V string")

@@ -95,3 +95,12 @@ def test_options_take_the_peers_words_and_refuse_bad_values():
                        ({"lookup.cache-max-memory-size": "0"}, "size"), ({"lookup.cache": "full"}, "Unknown")]:
         with pytest.raises(InvalidArgumentError, match=words):
             _options(bad)
+
+
+def test_one_instant_is_one_key_in_any_time_zone():
+    # Facts reach a task in the session's time zone, the dimension's rows in UTC.
+    new_york = datetime.timezone(datetime.timedelta(hours=-5))
+    local = datetime.datetime(2024, 3, 10, 1, 30, tzinfo=new_york)
+    utc = datetime.datetime(2024, 3, 10, 6, 30, tzinfo=datetime.UTC)
+    assert sql_value(local) == sql_value(utc)
+    assert sql_value(datetime.datetime(2024, 3, 10, 1, 30)) != sql_value(utc)  # NTZ: the wall clock is the value

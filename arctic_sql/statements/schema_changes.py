@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 def apply_alter(ctx: StatementContext, table: ArcticTable, expression: exp.Alter) -> None:
     for action in expression.args.get("actions") or []:
+        _refuse_nested(table, action)
+    for action in expression.args.get("actions") or []:
         if isinstance(action, exp.AlterSet):
             _set_properties(table, action)
         elif isinstance(action, (exp.Schema, exp.ColumnDef)):
@@ -41,6 +43,23 @@ def apply_alter(ctx: StatementContext, table: ArcticTable, expression: exp.Alter
             _drop_columns(table, [c.name for c in action.args.get("tables") or []], bool(action.args.get("exists")))
         else:
             raise UnsupportedOperationError(f"ALTER TABLE action not supported on arctic tables: {action.sql()}")
+
+
+def _refuse_nested(table: ArcticTable, action: exp.Expression) -> None:
+    """A field inside a struct (``st.z``) cannot be added, renamed or dropped yet: refused before any
+    change, rather than read as the top-level column of its last name."""
+    if isinstance(action, (exp.Schema, exp.ColumnDef)):
+        names = [c.this for c in (action.expressions if isinstance(action, exp.Schema) else [action])]
+    elif isinstance(action, exp.RenameColumn):
+        names = [action.this, action.args["to"]]
+    elif isinstance(action, exp.Drop):
+        names = list(action.args.get("tables") or [])
+    else:
+        return
+    for name in names:
+        if isinstance(name, exp.Dot) or (isinstance(name, exp.Column) and name.table):
+            raise UnsupportedOperationError(f"Cannot change nested field {name.sql()} of {table.identifier}: "
+                                            "only top-level columns can be added, renamed or dropped")
 
 
 def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:

@@ -1,6 +1,7 @@
 """``spark.readStream.format("arctic").option("readChangeFeed", "true").load("db.t")``: a table's changes.
 
-Offsets are table versions, as JSON: ``{"version": v}`` means every change up to ``v`` was read.
+Offsets are table versions, as JSON: ``{"version": v, "table": id}`` means every change up to ``v``
+of the table with that id was read (checkpoints written before the id was kept have none).
 ``{"version": -1}`` is the start of a stream that first reads the table's rows: its first
 micro-batch is the newest version's rows as upserts (inserts on a table without a key), and every
 later micro-batch the changes of the versions in ``(start, end]``: per key, its last change there,
@@ -38,7 +39,7 @@ from pyspark.sql.streaming.datasource import (
 
 from arctic_sql.datasource import partitions
 from arctic_sql.datasource.batch_read import change_partitions, first_change, start_after
-from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table import consumers
 from arctic_sql.table.changes import Range, carries_changes, commit_files
 from arctic_sql.table.format import versions
@@ -56,11 +57,12 @@ if TYPE_CHECKING:
 
 SNAPSHOT = -1  # the offset before a stream's first batch of the table's rows
 VERSION = "version"
+TABLE = "table"  # the table's id (its base store's uuid): a checkpoint belongs to one table
 NO_LIMIT = 2**31 - 1
 
 
 class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """A table's change stream; offsets ``{"version": v}``."""
+    """A table's change stream; offsets ``{"version": v, "table": id}``."""
 
     def __init__(self, spec: CatalogSpec, table_name: str, options: ReadOptions, schema: StructType) -> None:
         self.spec, self.table_name, self.options, self.schema = spec, table_name, options, schema
@@ -78,7 +80,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if known is not None:
                 _check_retained(table, history, known.version)
                 consumers.record(table, known.consumer_id, known.version)  # live again: holds history back
-                return {VERSION: known.version}
+                return _offset(table, known.version)
         offset = self._start(table, history)
         if self.options.consumer_id is not None and offset[VERSION] >= 0:
             consumers.record(table, self.options.consumer_id, offset[VERSION])
@@ -87,7 +89,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _start(self, table: ArcticTable, history: versions.History) -> dict:
         options = self.options
         if options.starting_latest:
-            return {VERSION: history.latest}
+            return _offset(table, history.latest)
         if options.starting_version is not None:
             start = first_change(table, history, options.starting_version, "startingVersion")
             if start > history.latest:
@@ -95,10 +97,10 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"startingVersion {options.starting_version} of {table.identifier} does not exist yet "
                     f"(newest version {history.latest}); use startingVersion \"latest\" to wait for new versions"
                 )
-            return {VERSION: start}
+            return _offset(table, start)
         if options.starting_timestamp is not None:
-            return {VERSION: start_after(table, history, options.starting_timestamp)}
-        return {VERSION: SNAPSHOT}
+            return _offset(table, start_after(table, history, options.starting_timestamp))
+        return _offset(table, SNAPSHOT)
 
     def prepareForTriggerAvailableNow(self) -> None:
         _, history = self._table()
@@ -113,15 +115,35 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         table, history = self._table()
+        self._check_same(table, start)
         newest = history.latest if self.target is None else min(self.target, history.latest)
         begin = int(start[VERSION])
         if begin == SNAPSHOT:
-            return {VERSION: newest}  # the table's rows: one batch, whatever the limits
+            return _offset(table, newest)  # the table's rows: one batch, whatever the limits
         _check_retained(table, history, begin)
         pending = [c for c in history.commits if begin < c.version <= newest]
         if not pending:
             return start
-        return {VERSION: self._admit(table, pending, limit)[-1].version}
+        return _offset(table, self._admit(table, pending, limit)[-1].version)
+
+    def _check_same(self, table: ArcticTable, offset: dict) -> None:
+        """Fail the stream, as Delta does, when the table is not the one its checkpoint read (dropped
+        and created again: its versions start over) or its columns changed since the query started
+        (rows would come out with a renamed column NULL, an added one missing). A restarted query
+        reads every version in the table's columns as they are then."""
+        from arctic_sql.datasource import read_options
+
+        checkpointed = offset.get(TABLE)
+        if checkpointed is not None and checkpointed != _table_id(table):
+            raise InvalidArgumentError(
+                f"The checkpoint of this stream read another table named {table.identifier} (id {checkpointed}; "
+                f"now {_table_id(table)}): the table was dropped and created again; start the query from a "
+                "new checkpoint")
+        now = read_options.output_schema(table, self.options)
+        if _columns(now) != _columns(self.schema):
+            raise InvalidArgumentError(
+                f"The columns of {table.identifier} changed while the stream ran ({_shown(self.schema)} -> "
+                f"{_shown(now)}); restart the query to read on in the new columns")
 
     def _admit(self, table: ArcticTable, pending: list[versions.Commit], limit: ReadLimit) -> list[versions.Commit]:
         """The versions of the next micro-batch: whole versions, at least one, within the rate
@@ -159,6 +181,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if begin == finish:
             return []
         table, history = self._table()
+        self._check_same(table, start)
         if begin == SNAPSHOT:
             return snapshot_partitions(table, history, finish)
         _check_retained(table, history, begin)
@@ -173,6 +196,22 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         version = int(end[VERSION])
         if self.options.consumer_id is not None and version >= 0:
             consumers.record(self.spec.load_table(self.table_name), self.options.consumer_id, version)
+
+
+def _offset(table: ArcticTable, version: int) -> dict:
+    return {VERSION: version, TABLE: _table_id(table)}
+
+
+def _table_id(table: ArcticTable) -> str:
+    return str(table.base.metadata.table_uuid)
+
+
+def _columns(schema: StructType) -> list[tuple[str, str]]:
+    return [(f.name.lower(), f.dataType.simpleString()) for f in schema.fields]
+
+
+def _shown(schema: StructType) -> str:
+    return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields if not f.name.startswith("_"))
 
 
 def snapshot_partitions(table: ArcticTable, history: versions.History, version: int) -> list[InputPartition]:

@@ -136,6 +136,32 @@ def test_overwrite_fails_the_stream_unless_skipped(five_versions, spark, tmp_pat
     assert sorted((r["id"], r["_change_version"]) for _, rows in batches for r in rows) == [(5, 5), (15, 5), (50, 7)]
 
 
+def test_a_stream_fails_on_another_table_of_its_name_or_changed_columns(five_versions, spark, tmp_path):
+    arctic = five_versions
+    checkpoint = str(tmp_path / "c")
+    assert len(_stream(spark, checkpoint)) == 1  # the table's rows
+    # Renamed: the next changes would come out with v NULL. The stream fails; a restart reads on.
+    arctic.sql("ALTER TABLE db.t RENAME COLUMN v TO label")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'renamed')")
+    query = (spark.readStream.format("arctic").option("readChangeFeed", "true").load("db.t").writeStream
+             .option("checkpointLocation", checkpoint).format("noop").start())
+    arctic.sql("ALTER TABLE db.t ADD COLUMNS (extra INT)")
+    arctic.sql("INSERT INTO db.t VALUES (2, 'added', 7)")
+    error = _error(query.processAllAvailable)
+    assert isinstance(error, InvalidArgumentError) and "columns of db.t changed" in str(error), error
+    assert "\n" not in str(error)
+    batches = _stream(spark, checkpoint)
+    assert sorted((r["id"], r["label"], r["extra"]) for _, rows in batches for r in rows) == [
+        (1, "renamed", None), (2, "added", 7)]
+    # Dropped and created again: its versions start over, and the checkpoint's offsets mean nothing.
+    arctic.sql("DROP TABLE db.t PURGE")
+    arctic.sql("CREATE TABLE db.t (id BIGINT, label STRING, extra INT, PRIMARY KEY (id))")
+    for version in range(1, 8):
+        arctic.sql(f"INSERT INTO db.t VALUES ({version}, 'new', 0)")
+    error = _error(lambda: _stream(spark, checkpoint))
+    assert isinstance(error, InvalidArgumentError) and "dropped and created again" in str(error), error
+
+
 def test_expired_start_and_bad_options_are_one_line_errors(five_versions, spark, tmp_path):
     from arctic_sql.table import maintenance
 

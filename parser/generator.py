@@ -111,6 +111,13 @@ class ArcticGenerator(SparkGenerator):
             return f"{expression.name} BETWEEN {self.sql(start)} AND {self.sql(end)}"
         return super().version_sql(expression)
 
+    def neg_sql(self, expression: exp.Neg) -> str:
+        # -128Y reads as -(CAST(128 AS TINYINT)), and 128 is no TINYINT: the minus goes inside.
+        inner = expression.this
+        if isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal) and not inner.this.is_string:
+            return self.sql(exp.cast(exp.Literal.number(f"-{inner.this.this}"), inner.to))
+        return super().neg_sql(expression)
+
     def describe_sql(self, expression: exp.Describe) -> str:
         # sqlglot drops the kind; in Spark it matters (DESCRIBE FUNCTION f, DESCRIBE DATABASE db).
         sql = super().describe_sql(expression)

@@ -105,6 +105,12 @@ def change_feed_range(table: ArcticTable, history: versions.History, options: Re
         end = options.ending_version
     elif options.ending_timestamp is not None:
         end = version_at(history, options.ending_timestamp) or 0
+    if options.starting_version is not None and options.starting_version > end:  # Delta's check, in the user's words
+        if options.ending_version is not None:
+            raise InvalidArgumentError(f"{where}: startingVersion {options.starting_version} is after endingVersion "
+                                       f"{options.ending_version}")
+        raise VersionNotFoundError(f"{where}: startingVersion {options.starting_version} is after the newest "
+                                   f"version, {history.latest} (available: {history.describe()})")
     if start > end:
         kind = VersionNotFoundError if start > history.latest else InvalidArgumentError
         raise kind(f"{where}: it starts after version {start}, which is after its end, version {end} "

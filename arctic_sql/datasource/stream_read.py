@@ -239,7 +239,7 @@ def _check_retained(table: ArcticTable, history: versions.History, start: int) -
 
 def _overwrite_error(table: ArcticTable, commit: versions.Commit) -> VersionNotFoundError:
     return VersionNotFoundError(
-        f"The stream of {table.identifier} reached version {commit.version}, an {commit.operation.upper()} "
+        f"The stream of {table.identifier} reached version {commit.version} ({commit.operation.upper()}), "
         f"that replaced rows without per-key changes: set skipOverwrites=true to skip such versions, or "
         f"restart from a new checkpoint to read the table's rows again"
     )

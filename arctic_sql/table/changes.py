@@ -67,8 +67,9 @@ def _crossing_error(table: ArcticTable, span: Range, commit: versions.Commit) ->
     return VersionNotFoundError(
         f"Incremental read of {table.identifier} over ({span.start}, {span.end}] crosses the "
         f"{commit.operation.upper()} at version {commit.version}, which replaced rows without per-key "
-        f"changes; read ({commit.version}, {span.end}] for the changes after it, or VERSION AS OF "
-        f"{commit.version} for the rows it wrote"
+        f"changes; read the changes after it (VERSION BETWEEN {commit.version} AND {span.end}, or "
+        f"startingVersion {commit.version + 1}), or the rows it wrote (VERSION AS OF {commit.version}, or "
+        f"versionAsOf {commit.version})"
     )
 
 

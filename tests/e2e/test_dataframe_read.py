@@ -154,7 +154,11 @@ BAD_OPTIONS = [
     ({"maxFilesPerTrigger": "2"}, InvalidArgumentError, "only a stream"),
     ({"versionAsOf": "99"}, VersionNotFoundError, "Version 99 of db.t does not exist"),
     ({"timestampAsOf": "2000-01-01"}, VersionNotFoundError, "before the oldest retained commit"),
-    ({"readChangeFeed": "true", "startingVersion": "9"}, VersionNotFoundError, "after its end, version 4"),
+    ({"readChangeFeed": "true", "startingVersion": "9"}, VersionNotFoundError,
+     "startingVersion 9 is after the newest version, 4"),
+    ({"readChangeFeed": "true", "startingVersion": "5"}, VersionNotFoundError, "after the newest version, 4"),
+    ({"readChangeFeed": "true", "startingVersion": "3", "endingVersion": "2"}, InvalidArgumentError,
+     "startingVersion 3 is after endingVersion 2"),
 ]
 
 

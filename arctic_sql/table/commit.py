@@ -47,7 +47,7 @@ from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 
-from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
+from arctic_sql.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError
 from arctic_sql.faults import fault_point
 from arctic_sql.table import position_deletes, storage
 from arctic_sql.table.format import versions
@@ -83,7 +83,11 @@ def data_files(store: Table, paths: Iterable[str],
             return len(input_file), pq.read_metadata(stream)
 
     def one(path: str, size: int, metadata: pq.FileMetaData) -> DataFile:
-        stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, mapping)
+        try:
+            stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, mapping)
+        except OverflowError as e:  # Python's dates stop at years 1 and 9999; Spark's do not
+            raise InvalidArgumentError(f"A DATE or TIMESTAMP outside the years 1 to 9999 cannot be written ({e}); "
+                                       "nothing was committed") from None
         return DataFile.from_args(
             content=DataFileContent.DATA,
             file_path=path,

@@ -176,3 +176,11 @@ def test_a_null_in_a_not_null_column_is_refused_on_every_write_path(arctic, ware
         .mode("append").save("db.nn")
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.nn").collect()) == [(1, 1, "a")]
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.plain").collect()) == [(1, 1)]
+
+
+def test_a_date_past_year_9999_is_a_one_line_error(arctic):
+    # Spark computes such dates; Iceberg's statistics (Python dates) cannot hold them.
+    arctic.sql("CREATE TABLE db.dd (id INT, d DATE, PRIMARY KEY (id))")
+    with pytest.raises(InvalidArgumentError, match="outside the years 1 to 9999"):
+        arctic.sql("INSERT INTO db.dd SELECT 1, date_add(DATE'9999-12-31', 1)")
+    assert arctic.sql("SELECT count(*) FROM db.dd").collect()[0][0] == 0

@@ -279,6 +279,8 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
 
 # ALTER -------------------------------------------------------------------------------------------
 def alter(ctx: StatementContext, expression: exp.Alter, text: str) -> DataFrame | None:
+    if (expression.args.get("kind") or "").upper() == "VIEW":
+        return views.alter(ctx, expression)
     table = ctx.arctic_table(expression.this)
     if table is None:
         return None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arctic_sql.errors import InvalidArgumentError, TableAlreadyExistsError
+from arctic_sql.errors import InvalidArgumentError, TableAlreadyExistsError, UnsupportedOperationError
 from arctic_sql.parser import parse_one, to_spark_sql
 from arctic_sql.statements.metadata_tables import METADATA_TABLES
 from arctic_sql.table.catalog import TableIdentifier, ViewDefinition
@@ -60,6 +60,26 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
     return ctx.ok()
 
 
+def alter(ctx: StatementContext, expression: exp.Alter) -> DataFrame | None:
+    """``ALTER VIEW v AS query`` of an arctic view (a new query, checked as CREATE checks it); None for
+    Spark's views. Other ALTER VIEW forms are refused."""
+    identifier = TableIdentifier.parse(".".join(p.name for p in expression.this.parts), ctx.current_database)
+    if ctx.catalog.load_view(identifier) is None:
+        return None
+    actions = expression.args.get("actions") or []
+    if len(actions) != 1 or not isinstance(actions[0], exp.Query):
+        raise UnsupportedOperationError(f"ALTER VIEW {identifier} takes only AS query here; use CREATE OR REPLACE "
+                                        "VIEW or DROP VIEW")
+    replace = exp.Create(this=expression.this.copy(), kind="VIEW", replace=True, expression=actions[0].copy())
+    return create(ctx, replace)
+
+
+def create_statement(identifier: TableIdentifier, view: ViewDefinition) -> str:
+    """What SHOW CREATE TABLE gives for a view: the statement that makes it again."""
+    columns = f" ({', '.join(_quoted_name(c) for c in view.columns)})" if view.columns else ""
+    return f"CREATE VIEW {_quoted(identifier)}{columns} AS {view.sql}"
+
+
 def drop(ctx: StatementContext, identifier: TableIdentifier, if_exists: bool) -> DataFrame | None:
     """``DROP VIEW``: None when the name is not an arctic view (Spark drops its own, or reports it missing)."""
     if ctx.catalog.drop_view(identifier):
@@ -84,7 +104,11 @@ def information(ctx: StatementContext, identifier: TableIdentifier, view: ViewDe
 
 
 def _quoted(identifier: TableIdentifier) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in (identifier.database, identifier.name))
+    return ".".join(_quoted_name(part) for part in (identifier.database, identifier.name))
+
+
+def _quoted_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def read(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:

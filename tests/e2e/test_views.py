@@ -37,9 +37,14 @@ def test_a_view_reads_its_tables_as_they_are_now(people):
     assert ("db", "initials", False) in rows(people, "SHOW TABLES IN db")
     (_, _, _, information), = rows(people, "SHOW TABLE EXTENDED IN db LIKE 'initials'")
     assert "Type: VIEW" in information and "FROM db.oslo" in information
-    # OR REPLACE changes what it reads; DROP VIEW removes it.
+    (statement,), = rows(people, "SHOW CREATE TABLE db.initials")
+    assert statement == ("CREATE VIEW `db`.`initials` (`person`, `initial`) AS "
+                         "SELECT id, UPPER(SUBSTRING(name, 1, 1)) FROM db.oslo")
+    # OR REPLACE and ALTER VIEW ... AS change what it reads; DROP VIEW removes it.
     people.sql("CREATE OR REPLACE VIEW db.oslo AS SELECT id, name FROM db.people WHERE city = 'rome'")
     assert rows(people, "SELECT * FROM db.initials") == [(2, "B")]
+    people.sql("ALTER VIEW db.oslo AS SELECT id, name FROM db.people WHERE id = 3")
+    assert rows(people, "SELECT * FROM db.initials") == [(3, "C")]
     people.sql("DROP VIEW db.initials")
     people.sql("DROP VIEW IF EXISTS db.initials")
     assert ("db", "initials", False) not in rows(people, "SHOW TABLES IN db")

@@ -180,6 +180,10 @@ def _parse_chunk(text: str, chunk: list[Token], tokens: list[Token]) -> exp.Expr
         expressions = _DIALECT.parser().parse(chunk, text)
     except ParseError as e:
         raise parse_error_to_arctic(e, text, tokens) from e
+    except (AttributeError, IndexError, TypeError, ValueError) as e:  # sqlglot failing on a form it half knows
+        line, column = line_and_column(text, chunk[0].start)
+        raise SqlParseError(f"Invalid SQL: this statement's form is not supported here ({type(e).__name__})",
+                            line, column) from e
     (expression,) = expressions
     assert isinstance(expression, exp.Expression), expression
     return expression

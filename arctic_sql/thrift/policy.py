@@ -11,15 +11,17 @@ A client of ``arctic-sql thriftserver`` gets SQL on the warehouse, not the machi
 - **code** stays out of the server: ``reflect``/``java_method``/``try_reflect``, ``ADD JAR/FILE/ARCHIVE``
   and functions made from a class or a jar are refused (``--allow-unsafe-functions``).
 - **settings**: ``SET key=value`` (and session settings sent with OpenSession or a statement) only for
-  the keys of :data:`SETTABLE`; reading a setting, ``SET -v`` and ``RESET`` are fine
-  (``--allow-set-any``).
+  the keys of :data:`SETTABLE`; reading a setting, ``SET -v`` and ``RESET key`` are fine, a bare
+  ``RESET`` (or one of the settings below) is not (``--allow-set-any``).
 
 Every client session also runs with ``spark.sql.runSQLOnFiles`` off (unless paths may leave the
 warehouse) and ``spark.sql.variable.substitute`` off (``${env:X}`` would read the server's
 environment; unless unsafe functions are allowed).
 
 Dynamic SQL the server cannot check (``EXECUTE IMMEDIATE``, ``IDENTIFIER(<expression>)``) is refused
-unless ``--trusted``, which relaxes all three rules. Each refusal is one line naming the rule and the option.
+unless ``--trusted``, which relaxes all three rules; so is a statement arctic-sql's parser cannot
+read (Spark would run it unchecked). ``SELECT TRANSFORM ... USING`` runs a program: refused as unsafe.
+Each refusal is one line naming the rule and the option.
 
 >>> policy = StatementPolicy(warehouse="/data/warehouse")
 >>> try:
@@ -39,6 +41,7 @@ from urllib.parse import unquote, urlparse
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
+from arctic_sql.errors import SqlParseError
 from arctic_sql.parser import Arctic, ParsedStatement, parse
 from arctic_sql.thrift.operations import OperationError
 
@@ -106,8 +109,17 @@ class StatementPolicy:
 
     # checks --------------------------------------------------------------------------------
     def check_sql(self, text: str) -> None:
-        """Parse ``text`` and check every statement in it; raises :class:`PolicyViolation`."""
-        self.check(parse(text))
+        """Parse ``text`` and check every statement in it; raises :class:`PolicyViolation`.
+
+        A statement arctic-sql's parser cannot read would go to Spark unchecked (whose grammar is
+        wider: pipe syntax, IDENTIFIER('reflect')(...)): it is refused unless the server is trusted.
+        """
+        try:
+            statements = parse(text)
+        except SqlParseError as e:
+            self._dynamic(f"The server cannot check a statement it cannot parse ({e})")
+            return
+        self.check(statements)
 
     def check(self, statements: Sequence[ParsedStatement]) -> None:
         for statement in statements:
@@ -166,6 +178,8 @@ class StatementPolicy:
                 self._check_set_item(node)
             elif isinstance(node, exp.Create) and node.kind == "FUNCTION":
                 self._check_function(node)
+            elif isinstance(node, exp.QueryTransform):
+                self._unsafe("SELECT TRANSFORM ... USING runs a program on the server")
 
     def _check_function_call(self, call: exp.Anonymous) -> None:
         name = call.name.lower()
@@ -223,6 +237,12 @@ class StatementPolicy:
             self.check_setting(rest.partition("=")[0])
         if head == "SET" and rest.upper().startswith("TIME ZONE"):
             self.check_setting("spark.sql.session.timeZone")
+        if head == "RESET" and not self.allow_set_any:
+            key = rest.strip().strip("`").strip()
+            if not key or key in self.session_conf():  # back to Spark's defaults: files and ${env:} readable
+                raise PolicyViolation(f"RESET {key or '(every setting)'} would turn back on what the server turns "
+                                      f"off for clients ({', '.join(sorted(self.session_conf()))}); RESET one "
+                                      "setting by name instead", SET_ANY)
         tokens = list(_DIALECT.tokenize(sql))
         for index, (previous, token) in enumerate(zip(tokens, tokens[1:])):
             word = previous.text.lower()
@@ -234,6 +254,8 @@ class StatementPolicy:
                 self._external(f"The statement reads or writes files by path ({previous.text}.`...`)")
             elif previous.token_type == TokenType.USING and head in ("CREATE", "REPLACE"):
                 self._check_provider(_dotted_name(tokens, index + 1))
+            elif word == "transform" and token.token_type == TokenType.L_PAREN:
+                self._unsafe("SELECT TRANSFORM ... USING runs a program on the server")
 
     def _external(self, what: str) -> None:
         if not self.allow_external_locations:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from TCLIService import ttypes as tt
 
-from arctic_sql.parser import ParsedStatement, parse
 from arctic_sql.thrift import metadata
 from arctic_sql.thrift.operations import Operation, OperationError, StatementOperation, describe_error
 from arctic_sql.thrift.policy import PolicyViolation
@@ -82,15 +81,6 @@ def _metadata_call(name: str, kind: int, columns: list, rows_of: Callable[[Sessi
     return _rpc(response)(call)
 
 
-def _parsed(text: str) -> list[ParsedStatement]:
-    """The statements of ``text``; none if it does not parse (it then fails as its operation's error,
-    since the session parses it the same way before anything runs)."""
-    from arctic_sql.errors import SqlParseError
-
-    try:
-        return parse(text)
-    except SqlParseError:
-        return []
 
 
 def use_statement(database: str) -> str:
@@ -233,7 +223,7 @@ class ArcticThriftService:
         self._check_settings(overlay)
         if self._policy is not None:
             try:
-                self._policy.check(_parsed(req.statement))
+                self._policy.check_sql(req.statement)
             except PolicyViolation as e:
                 log.warning("statement refused for %s: %s", session.user, e.message)
                 raise

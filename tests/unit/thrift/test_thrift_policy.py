@@ -43,6 +43,8 @@ def _refusal(policy: StatementPolicy, sql: str) -> str:
     "add archive '/tmp/x.zip'",
     "CREATE FUNCTION f AS 'com.evil.F' USING JAR '/tmp/evil.jar'",
     "CREATE TEMPORARY FUNCTION f AS 'com.evil.F'",
+    "SELECT TRANSFORM(id) USING 'id' AS (a STRING) FROM range(1)",  # runs a program on the server
+    "SELECT TRANSFORM('x') USING 'cat /etc/hostname' AS (a STRING)",
 ])
 def test_code_that_reaches_java_or_jars_is_refused(policy, sql):
     assert "--allow-unsafe-functions relaxes this" in _refusal(policy, sql)
@@ -136,7 +138,7 @@ def test_ordinary_statements_pass(policy, warehouse, sql):
     "set spark.sql.sources.partitionOverwriteMode = DYNAMIC",  # dbt-spark's insert_overwrite
     "SET spark.sql.session.timeZone = UTC",
     "SET TIME ZONE 'UTC'",
-    "SET", "SET -v", "SET spark.sql.runSQLOnFiles", "RESET", "RESET spark.sql.shuffle.partitions",
+    "SET", "SET -v", "SET spark.sql.runSQLOnFiles", "RESET spark.sql.shuffle.partitions",
     "SET VAR x = 1",
 ])
 def test_harmless_settings_and_reading_settings_pass(policy, sql):
@@ -152,6 +154,23 @@ def test_harmless_settings_and_reading_settings_pass(policy, sql):
 def test_settings_outside_the_allow_list_are_refused(policy, sql):
     message = _refusal(policy, sql)
     assert message.startswith("SET spark.") and message.endswith("(--allow-set-any relaxes this)")
+
+
+@pytest.mark.parametrize("sql", ["RESET", "reset", "RESET spark.sql.runSQLOnFiles", "RESET spark.sql.variable.substitute"])
+def test_reset_may_not_turn_the_servers_settings_back_on(policy, warehouse, sql):
+    # Spark's defaults would make files (text.`x`) and ${env:X} readable again.
+    assert "(--allow-set-any relaxes this)" in _refusal(policy, sql)
+    StatementPolicy(warehouse, allow_set_any=True).check_sql(sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT IDENTIFIER('reflect')('java.lang.System', 'getProperty', 'user.home')",
+    "INSERT OVERWRITE DIRECTORY '/tmp/out' USING csv SELECT 1 AS a",
+    "SELECT * FROM s.t |> LIMIT 1",
+])
+def test_a_statement_the_parser_cannot_read_is_refused_unless_trusted(policy, warehouse, sql):
+    # Spark's grammar is wider than arctic-sql's: such a statement would reach Spark unchecked.
+    assert "(--trusted relaxes this)" in _refusal(policy, sql)
 
 
 def test_dynamic_sql_is_refused_unless_trusted(policy, warehouse):

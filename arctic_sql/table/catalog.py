@@ -368,6 +368,9 @@ class ArcticCatalog:
             root = location.rstrip("/")
             if not _purge.is_empty(root):
                 raise InvalidArgumentError(f"Cannot create table {identifier} at '{location}': the location is not empty")
+            if (outer := _purge.enclosing_table(root)) is not None:
+                raise InvalidArgumentError(f"Cannot create table {identifier} at '{location}': it is inside the "
+                                           f"folder of another table ({outer})")
             return root
         warehouse = self.iceberg.properties.get("warehouse")
         if not warehouse:

@@ -365,8 +365,8 @@ def safety_window_ms(table: ArcticTable) -> int:
 def _owned(relative: str) -> bool:
     """Whether a file at ``relative`` (to the store's folder) is of a kind the table writes itself."""
     parts = relative.split("/")
-    if parts[0] == "data":
-        return len(parts) > 2 and bool(_WRITE_FOLDER.match(parts[1]))
+    if parts[0] == "data":  # data/<write folder>/[<column>=<value>/...]<file>: nothing else is the table's
+        return len(parts) > 2 and bool(_WRITE_FOLDER.match(parts[1])) and all("=" in p for p in parts[2:-1])
     return parts[0] == "metadata" and len(parts) == 2 and bool(_METADATA_FILE.search(parts[1]))
 
 

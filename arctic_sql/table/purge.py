@@ -178,6 +178,21 @@ def remove_empty_folders(location: str) -> None:
             pass
 
 
+def enclosing_table(location: str) -> str | None:
+    """The folder of an Iceberg table (a store: it has ``metadata/*.metadata.json``) that holds
+    ``location``, or None. A table put there would have its files taken for that table's orphans."""
+    fs, path = storage.filesystem(location)
+    folder = path.rstrip("/")
+    while "/" in folder.strip("/"):
+        folder = folder.rsplit("/", 1)[0] or "/"
+        metadata = f"{folder.rstrip('/')}/metadata"
+        if fs.get_file_info(metadata).type == pafs.FileType.Directory:
+            infos = fs.get_file_info(pafs.FileSelector(metadata, allow_not_found=True))
+            if any(i.path.endswith(".metadata.json") for i in infos):
+                return storage.prefix(location, path) + folder
+    return None
+
+
 def is_empty(location: str) -> bool:
     """Whether ``location`` holds no file at any depth (a missing folder is empty)."""
     fs, path = storage.filesystem(location)

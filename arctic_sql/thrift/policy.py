@@ -153,6 +153,9 @@ class StatementPolicy:
         if not read_only and any(_holds_files(path) for path in resolved):
             raise PolicyViolation(f"{clause} '{location}' already holds files; clients may only put tables "
                                   f"in new folders of the warehouse", EXTERNAL)
+        if not read_only and any(_in_a_table(path) for path in resolved):
+            raise PolicyViolation(f"{clause} '{location}' is inside another table's folder, whose maintenance "
+                                  "would take its files for that table's own", EXTERNAL)
 
     # the parsed statement ------------------------------------------------------------------
     def _check_tree(self, tree: exp.Expression) -> None:
@@ -294,6 +297,18 @@ def _resolve(location: str) -> list[str] | None:
 
 def _below(root: str, path: str) -> bool:
     return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _in_a_table(path: str) -> bool:
+    """Whether a folder above ``path`` is an Iceberg table's (it has ``metadata/*.metadata.json``):
+    that table's orphan removal would take what is put there for its own files."""
+    folder = os.path.dirname(path)
+    while folder and folder != os.path.dirname(folder):
+        metadata = os.path.join(folder, "metadata")
+        if os.path.isdir(metadata) and any(n.endswith(".metadata.json") for n in os.listdir(metadata)):
+            return True
+        folder = os.path.dirname(folder)
+    return False
 
 
 def _holds_files(path: str) -> bool:

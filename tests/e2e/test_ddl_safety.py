@@ -225,6 +225,18 @@ def test_create_at_a_location_with_files_is_refused(arctic, tmp_path):
     assert _stores(arctic) == []
 
 
+def test_create_inside_another_tables_folder_is_refused(arctic):
+    # Its files would sit among that table's own, and that table's orphan removal would take them.
+    arctic.sql("CREATE TABLE db.host (id BIGINT, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.host VALUES (1)")
+    store = arctic.table("db.host").change.location().removeprefix("file://")
+    inner = f"{store}/data/{'ef' * 16}/k=1/nested"
+    with pytest.raises(InvalidArgumentError, match=f"^Cannot create table db.t at '{inner}': it is inside the folder "
+                                                   f"of another table \\(.*{store}\\)$"):
+        arctic.sql(f"CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id)) LOCATION '{inner}'")
+    assert "t" not in [r[1] for r in arctic.sql("SHOW TABLES IN db").collect()]
+
+
 def test_drop_purge_deletes_the_tables_files_and_nothing_else(arctic, tmp_path):
     folder = tmp_path / "place"
     arctic.sql(f"CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) LOCATION '{folder}'")

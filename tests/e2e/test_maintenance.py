@@ -183,7 +183,10 @@ def test_orphan_removal_deletes_only_old_unreferenced_files(table_with_history, 
     with open(record_file, "w") as f:
         f.write("{}")
     # Files the table's writes never make are not its own, however old: someone else's.
+    # Nor are files below a write folder in a folder the writers never make (only column=value ones),
+    # such as another table a client put there.
     foreign = [f"{_local(table.base.location())}/data/exports/report.parquet",
+               f"{_local(table.base.location())}/data/{'cd' * 16}/nested/base/data/x=1/part-0.parquet",
                f"{_local(table.base.location())}/data/notes.txt",
                f"{_local(table.change.location())}/metadata/README.txt"]
     for path in foreign:

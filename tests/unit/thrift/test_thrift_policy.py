@@ -173,6 +173,16 @@ def test_a_statement_the_parser_cannot_read_is_refused_unless_trusted(policy, wa
     assert "(--trusted relaxes this)" in _refusal(policy, sql)
 
 
+def test_a_location_inside_a_tables_folder_is_refused(policy, warehouse):
+    # Another table's orphan removal would take the new table's files for its own.
+    metadata = Path(warehouse) / "db" / "t" / "base" / "metadata"
+    metadata.mkdir(parents=True)
+    (metadata / "00000-a.metadata.json").write_text("{}")
+    inside = f"{warehouse}/db/t/base/data/{'ab' * 16}/k=1"
+    assert "inside another table's folder" in _refusal(policy, f"CREATE TABLE x (a INT) USING parquet LOCATION '{inside}'")
+    policy.check_sql(f"CREATE TABLE x (a INT) USING parquet LOCATION '{warehouse}/db/t2'")
+
+
 def test_dynamic_sql_is_refused_unless_trusted(policy, warehouse):
     assert "(--trusted relaxes this)" in _refusal(policy, "EXECUTE IMMEDIATE 'SELECT reflect(''a'', ''b'')'")
     assert "(--trusted relaxes this)" in _refusal(policy, "SELECT * FROM IDENTIFIER(name_var)")

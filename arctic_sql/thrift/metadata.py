@@ -119,6 +119,9 @@ def _tables(session: Session, database: str) -> Iterator[tuple[str, str, str, An
         for name in session.catalog.list_tables(database):
             arctic_names.add(name)
             yield name, "TABLE", "", ("arctic", database, name)
+        for name in session.catalog.list_views(database):  # views over arctic tables, kept by arctic
+            arctic_names.add(name)
+            yield name, "VIEW", "", ("arctic view", database, name)
     if session.spark.catalog.databaseExists(database):
         for table in session.spark.catalog.listTables(database):
             if table.isTemporary or table.name in arctic_names:
@@ -149,6 +152,8 @@ def _schema_of(session: Session, handle: tuple[str, str, str]) -> st.StructType 
     if source == "arctic":
         return session.table(f"{database}.{name}").spark_schema
     try:
+        if source == "arctic view":  # its query, analysed (no job runs)
+            return session.sql(f"SELECT * FROM `{database}`.`{name}`").schema
         return session.spark.table(f"`{database}`.`{name}`").schema
     except Exception:  # noqa: BLE001 - a view whose definition no longer resolves: list no columns
         return None

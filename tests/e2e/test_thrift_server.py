@@ -264,6 +264,16 @@ def test_metadata_calls_list_arctic_tables_and_columns(server, shop):
         assert names == ["TABLE_CAT"] and catalogs == []
         _, table_types = _metadata(conn, "GetTableTypes")
         assert ("TABLE",) in table_types
+        # A view over an arctic table is arctic's: a BI tool's browser sees it and its columns.
+        cur = conn.cursor()
+        cur.execute("CREATE VIEW shop.paid_orders AS SELECT id, amount FROM shop.orders WHERE status = 'paid'")
+        try:
+            _, views = _metadata(conn, "GetTables", schemaName="shop", tableName="%", tableTypes=["VIEW"])
+            assert [t[1:4] for t in views] == [("shop", "paid_orders", "VIEW")]
+            names, columns = _metadata(conn, "GetColumns", schemaName="shop", tableName="paid_orders", columnName="%")
+            assert [c[names.index("COLUMN_NAME")] for c in columns] == ["id", "amount"]
+        finally:
+            cur.execute("DROP VIEW shop.paid_orders")
 
 
 def test_sqlalchemy_hive_dialect_inspects_and_queries(server, shop):

@@ -107,13 +107,20 @@ def _options(given: Mapping[str, str]) -> dict:
             CACHE_DIR: os.path.abspath(cache_dir)}
 
 
-_UNITS_MS = {"ms": 1, "s": 1000, "sec": 1000, "min": 60_000, "h": 3_600_000}
+# Flink's and Spark's spellings of a duration's unit (10 s, 10 sec, 10 seconds, 2 min, 2 minutes, ...)
+_UNITS_MS = {unit: ms for ms, units in ((1, ("ms", "milli", "millis", "millisecond", "milliseconds")),
+                                        (1000, ("s", "sec", "secs", "second", "seconds")),
+                                        (60_000, ("m", "min", "mins", "minute", "minutes")),
+                                        (3_600_000, ("h", "hour", "hours")),
+                                        (86_400_000, ("d", "day", "days")))
+             for unit in units}
 
 
 def _duration_ms(text: str) -> int:
-    found = re.fullmatch(r"\s*(\d+)\s*(ms|s|sec|min|h)?\s*", text.lower())
-    if not found:
-        raise InvalidArgumentError(f"Option {INTERVAL} must be a duration such as 10 s or 500 ms, got {text!r}")
+    found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
+    if not found or (found.group(2) and found.group(2) not in _UNITS_MS):
+        raise InvalidArgumentError(f"Option {INTERVAL} must be a duration such as 10 s, 500 ms or 10 minutes, "
+                                   f"got {text!r}")
     return int(found.group(1)) * _UNITS_MS[found.group(2) or "ms"]
 
 

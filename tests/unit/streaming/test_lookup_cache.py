@@ -90,6 +90,9 @@ def test_options_take_the_peers_words_and_refuse_bad_values():
                        "lookup.buckets": "32"})
     assert (parsed[INTERVAL], parsed[MEMORY], parsed[BUCKETS]) == (10_000, 64 << 20, 32)
     assert _options({})[INTERVAL] == 0
+    for spelled, ms in [("10 minutes", 600_000), ("2min", 120_000), ("1 hour", 3_600_000), ("1d", 86_400_000),
+                        ("250", 250), ("30 seconds", 30_000)]:
+        assert _options({"lookup.reloading.interval": spelled})[INTERVAL] == ms
     for bad, words in [({"lookup.buckets": "12"}, "power of two"), ({"lookup.buckets": "0"}, "power of two"),
                        ({"lookup.reloading.interval": "1 week"}, "duration"),
                        ({"lookup.cache-max-memory-size": "0"}, "size"), ({"lookup.cache": "full"}, "Unknown")]:

@@ -49,16 +49,13 @@ def truncate(ctx: StatementContext, expression: exp.TruncateTable, text: str) ->
 def truncate_table(table: ArcticTable, wanted: dict[str, str]) -> None:
     """Commit a version of ``table`` without rows in the partitions matching ``wanted`` (all if empty)."""
     with leases.writing(table, OPERATION):
-        txn = commit.reserve_transaction(table, OPERATION) if table.is_keyed else None
-        # Every change committed before the reserved transaction is in the change store now; those
-        # committed after it carry higher numbers and stay above the new watermark.
-        change_partitions: set[str] = set()
-        if table.change is not None:
-            table.change.refresh()
-            snapshot = table.change.current_snapshot()
-            change_partitions = {f.partition for f in live_files(table.change, snapshot, Store.CHANGE)}
-
-        def build(store: Table) -> commit.BaseChange:
+        def build(store: Table, txn: int | None) -> commit.BaseChange:
+            # Every change committed before the reserved transaction is in the change store now
+            # (commit_reserved refreshed it); none committed after it (it would have taken another).
+            change_partitions: set[str] = set()
+            if table.change is not None:
+                snapshot = table.change.current_snapshot()
+                change_partitions = {f.partition for f in live_files(table.change, snapshot, Store.CHANGE)}
             current = store.current_snapshot()
             base = [f for f in live_entries(store, current, Store.BASE) if matches(f.partition, wanted)]
             marks = versions.watermarks_of(current)
@@ -72,4 +69,7 @@ def truncate_table(table: ArcticTable, wanted: dict[str, str]) -> None:
                 summary[versions.TXN] = str(txn)
             return commit.BaseChange(delete=[f.data_file for f in base], watermarks=marks, summary=summary)
 
-        commit.commit_base(table, build, [])
+        if table.is_keyed:
+            commit.commit_reserved(table, OPERATION, build, [])
+        else:
+            commit.commit_base(table, lambda store: build(store, None), [])

@@ -388,6 +388,36 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
     return commit_loop(table, store, apply, written)
 
 
+def commit_reserved(table: ArcticTable, operation: str, build: Callable[[Table, int], BaseChange],
+                    written: list[str]) -> tuple[Snapshot, int]:
+    """Commit to a keyed table's base store under a reserved transaction number (INSERT OVERWRITE,
+    TRUNCATE, rollback); return the snapshot and the number.
+
+    A change committed after the reservation carries a higher number than this commit's rows and
+    would win over them, though it was made from the version before (an UPDATE racing an INSERT
+    OVERWRITE would bring back what the overwrite replaced). So every attempt first looks at the
+    change store, and takes a new number when such a change landed: the commit then comes after it.
+    """
+    assert table.change is not None
+    reserved = [reserve_transaction(table, operation)]
+
+    def checked(store: Table) -> BaseChange:
+        table.change.refresh()
+        if _data_committed_after(table.change, reserved[-1]):
+            reserved.append(reserve_transaction(table, operation))
+        return build(store, reserved[-1])
+
+    return commit_base(table, checked, written), reserved[-1]
+
+
+def _data_committed_after(change: Table, txn: int) -> bool:
+    """Whether a data commit (not a reservation, optimizing or TTL) landed in the change store after ``txn``."""
+    return any(s.sequence_number > txn
+               and (s.summary.additional_properties.get(versions.OPERATION) if s.summary else None)
+               not in versions.NON_DATA_OPERATIONS
+               for s in change.metadata.snapshots)
+
+
 # metadata-only changes ----------------------------------------------------------------------------
 def set_properties(store: Table, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()) -> None:
     """Set ``updates`` and remove ``removals`` (those present) in one commit of ``store``'s metadata."""

@@ -480,9 +480,8 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
             new_files = [f.data_file for f in plan.base_files]
             new_files += list({d.file_path: d for f in plan.base_files for d in f.deletes}.values())
         spec, schema = table.spec, table.schema
-        txn = commit.reserve_transaction(table, ROLLBACK) if table.change is not None else None
 
-        def build(store: Table) -> commit.BaseChange:
+        def build(store: Table, txn: int | None) -> commit.BaseChange:
             current = store.current_snapshot()
             live = live_entries(store, current, Store.BASE)  # delete files too
             live_paths = {f.path for f in live}
@@ -491,19 +490,34 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
             marks = None
             if txn is not None:
                 assert table.change is not None
-                table.change.refresh()
                 changed = live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
                 partitions = (set(versions.watermarks_of(current)) | {f.partition for f in live}
                               | {f.partition for f in changed}
                               | {partition_path(spec, schema, f.partition) for f in new_files})
                 marks = {p: txn for p in partitions}
                 summary[versions.TXN] = str(txn)
-            return commit.BaseChange(delete=[f.data_file for f in live if f.path not in keep],
-                                     add=[f for f in new_files if f.file_path not in live_paths],
+            added = [f for f in new_files if f.file_path not in live_paths]
+            _check_still_there(table, version, added)
+            return commit.BaseChange(delete=[f.data_file for f in live if f.path not in keep], add=added,
                                      watermarks=marks, summary=summary)
 
-        snapshot = commit.commit_base(table, build, written)
-        return RollbackResult(previous, version, txn if txn is not None else snapshot.sequence_number)
+        if table.change is not None:
+            _, txn = commit.commit_reserved(table, ROLLBACK, build, written)
+            return RollbackResult(previous, version, txn)
+        snapshot = commit.commit_base(table, lambda store: build(store, None), written)
+        return RollbackResult(previous, version, snapshot.sequence_number)
+
+
+def _check_still_there(table: ArcticTable, version: int, files: list) -> None:  # noqa: ANN001 - DataFiles
+    """Refuse to commit again files that expiration removed while the rollback ran (one batched stat)."""
+    if not files:
+        return
+    fs, first = storage.filesystem(files[0].file_path)
+    head = storage.prefix(files[0].file_path, first)
+    for f, info in zip(files, fs.get_file_info([f.file_path[len(head):] for f in files]), strict=True):
+        if info.type != pafs.FileType.File:
+            raise VersionNotFoundError(f"Cannot roll {table.identifier} back to version {version}: it expired while "
+                                       f"the rollback ran ({f.file_path} is gone); nothing was committed")
 
 
 def rollback_to_timestamp(spark: SparkSession, table: ArcticTable, timestamp_ms: int) -> RollbackResult:

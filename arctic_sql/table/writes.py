@@ -55,9 +55,8 @@ def commit_overwrite(table: ArcticTable, paths: list[str], operation: str) -> No
         affected = {""}
     if not affected:
         return
-    txn = commit.reserve_transaction(table, operation) if table.is_keyed else None
 
-    def build(store: Table) -> commit.BaseChange:
+    def build(store: Table, txn: int | None) -> commit.BaseChange:
         current = store.current_snapshot()
         old = [f.data_file for f in live_entries(store, current, Store.BASE) if f.partition in affected]
         marks = versions.watermarks_of(current)
@@ -67,7 +66,10 @@ def commit_overwrite(table: ArcticTable, paths: list[str], operation: str) -> No
             summary[versions.TXN] = str(txn)
         return commit.BaseChange(delete=old, add=new_files, watermarks=marks, summary=summary)
 
-    commit.commit_base(table, build, paths)
+    if table.is_keyed:
+        commit.commit_reserved(table, operation, build, paths)
+    else:
+        commit.commit_base(table, lambda store: build(store, None), paths)
 
 
 def append_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:

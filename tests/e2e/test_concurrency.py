@@ -70,3 +70,31 @@ def test_two_writer_processes_lose_nothing(arctic, warehouse):
     assert rows == expected
     operations = [r[0] for r in arctic.sql("SELECT operation FROM db.t.history").collect()]
     assert operations.count("insert") == 2 * commits and operations.count("update") == commits
+
+
+@pytest.mark.parametrize(("statement", "expected"), [
+    ("INSERT OVERWRITE db.race VALUES (2, 100), (5, 100)", [(2, 100), (5, 100)]),
+    ("TRUNCATE TABLE db.race", []),
+])
+def test_a_change_landing_inside_an_overwrite_comes_before_it(arctic, monkeypatch, statement, expected):
+    # An overwrite reserves its version in the change store, then commits to the base store. An UPDATE
+    # that lands in between read the version before: it must not win over the overwrite's rows (it
+    # brought back what the overwrite replaced). The overwrite takes a new number and comes after it.
+    from arctic_sql.table import commit
+
+    arctic.sql("CREATE TABLE db.race (k INT, v INT, PRIMARY KEY (k))")
+    arctic.sql("INSERT INTO db.race VALUES (1, 1), (2, 1), (3, 1)")
+    reserve, raced = commit.reserve_transaction, []
+
+    def reserve_then_race(table, operation):  # noqa: ANN001, ANN202
+        txn = reserve(table, operation)
+        if not raced:
+            raced.append(txn)
+            arctic.sql("UPDATE db.race SET v = v + 10 WHERE k = 2")
+        return txn
+
+    monkeypatch.setattr(commit, "reserve_transaction", reserve_then_race)
+    arctic.sql(statement)
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.race").collect()) == expected
+    operations = [r[0] for r in arctic.sql("SELECT operation FROM db.race.history ORDER BY version").collect()]
+    assert operations[-2] == "update" and operations[-1] in ("overwrite", "truncate")

@@ -52,6 +52,11 @@ def json_records(folder: str) -> list[dict]:
                 found.append(json.loads(stream.read()))
         except FileNotFoundError:
             continue  # removed while we listed
+        except ValueError as e:  # not JSON: refuse to guess what it was protecting, and say where it is
+            from arctic_sql.errors import ExecutionError
+
+            raise ExecutionError(f"Cannot read the record {prefix(folder, path)}{info.path}: {e}; "
+                                 "remove or repair it") from None
     return found
 
 

@@ -46,6 +46,11 @@ log = logging.getLogger(__name__)
 # its lease records, so writers and removers need not agree on it).
 LEASE_MS = int(float(os.environ.get("ARCTIC_WRITE_LEASE_SECONDS", "600")) * 1000)
 RENEW_MS = max(LEASE_MS // 4, 100)  # a running write renews its lease this often
+# A task's lease (DataFrame writer, streaming sink) has no renewal thread: its process ends before the
+# job commits, which may be much later. So it holds a day (or LEASE_MS if longer) unless released;
+# a driver killed before its commit keeps orphan removal off the files made since for that long
+# (orphan removal's default safety window is two days anyway).
+TASK_LEASE_MS = max(LEASE_MS, 24 * 3_600_000)
 CLOCK_SKEW_MS = 60_000  # nor files this much older than a lease's start (the clocks of writers and storage)
 FOLDER = "writes"
 
@@ -85,10 +90,10 @@ def _remove(table_root: str, lease: Lease) -> None:
 
 def take(table_root: str, operation: str) -> Lease:
     """A lease for a write whose files one process writes and another commits (a task of the
-    DataFrame writer or the streaming sink): no renewal thread; it holds for :data:`LEASE_MS`
-    unless :func:`release` ends it."""
+    DataFrame writer or the streaming sink): no renewal thread; it holds for :data:`TASK_LEASE_MS`
+    unless :func:`release` ends it (the commit or the abort does)."""
     started = now_ms()
-    lease = Lease(uuid.uuid4().hex, operation, started, started + LEASE_MS, socket.gethostname(), os.getpid())
+    lease = Lease(uuid.uuid4().hex, operation, started, started + TASK_LEASE_MS, socket.gethostname(), os.getpid())
     save(table_root, lease)
     return lease
 

@@ -80,6 +80,17 @@ class ExecutionError(ArcticError):
     """Spark failed while running a statement (bad cast, division by zero, ...)."""
 
 
+def report(error: ArcticError) -> str:
+    """``error`` as one line a Spark task hands back to the driver (``from_report`` reads it)."""
+    return f"{type(error).__name__}: {error}"
+
+
+def from_report(text: str) -> ArcticError:
+    """The error a task's ``report`` line names (an ExecutionError holding the line if it names none)."""
+    name, _, message = text.partition(": ")
+    return by_name(name, message) or ExecutionError(text)
+
+
 def by_name(name: str, message: str) -> ArcticError | None:
     """The arctic-sql error class ``name`` holding ``message`` (as a worker process reports one), or
     None if ``name`` names none."""

@@ -32,9 +32,14 @@ class StatementContext:
     current_database: str = "default"
     _ok: DataFrame | None = field(default=None, repr=False)
 
+    def identifier(self, node: exp.Table) -> TableIdentifier:
+        """The table a name in a statement means (``t`` in the current database); InvalidArgumentError
+        for a name of more than ``catalog.db.t``."""
+        return TableIdentifier.parse(".".join(p.name for p in node.parts), self.current_database)
+
     def arctic_table(self, node: exp.Table) -> ArcticTable | None:
         """The arctic table a table name in a statement stands for, or None if it is not arctic's."""
-        identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), self.current_database)
+        identifier = self.identifier(node)
         try:
             return self.catalog.load_table(identifier)
         except NoSuchTableError:

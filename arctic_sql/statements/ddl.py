@@ -112,7 +112,7 @@ def _partition_terms(expression: exp.Create) -> list[PartitionTerm]:
 def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     target = expression.this
     table_node = target.this if isinstance(target, exp.Schema) else target
-    identifier = TableIdentifier.parse(".".join(p.name for p in table_node.parts), ctx.current_database)
+    identifier = ctx.identifier(table_node)
     column_defs = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
                    if isinstance(c, exp.ColumnDef)]
     keys_nodes = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
@@ -231,7 +231,7 @@ def _check_transactional(user_props: dict[str, str], primary_key: list[str], ide
 
 def _identifier_of(ctx: StatementContext, node: exp.Table) -> TableIdentifier | None:
     try:
-        return TableIdentifier.parse(".".join(p.name for p in node.parts), ctx.current_database)
+        return ctx.identifier(node)
     except InvalidArgumentError:
         return None
 
@@ -264,7 +264,7 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
         return ctx.ok()
     if kind not in ("TABLE", "VIEW"):
         return None
-    identifier = TableIdentifier.parse(".".join(p.name for p in targets[0].parts), ctx.current_database)
+    identifier = ctx.identifier(targets[0])
     if kind == "VIEW":
         return None if expression.args.get("temporary") else views.drop(ctx, identifier, bool(expression.args.get("exists")))
     if ctx.catalog.load_view(identifier) is not None:

@@ -18,7 +18,6 @@ from arctic_sql.parser import statements
 from arctic_sql.spark import translate
 from arctic_sql.statements import ddl, dml, show, truncate
 from arctic_sql.statements.metadata_tables import metadata_table
-from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -103,7 +102,7 @@ def _table_command(ctx: StatementContext, expression: exp.Expression, text: str)
 
 def _is_arctic(ctx: StatementContext, node: exp.Table) -> bool:
     try:
-        identifier = TableIdentifier.parse(".".join(p.name for p in node.parts), ctx.current_database)
+        identifier = ctx.identifier(node)
     except ArcticError:
         return False
     return ctx.catalog.table_exists(identifier) or ctx.catalog.load_view(identifier) is not None

@@ -17,7 +17,7 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.parser import statements
 from arctic_sql.statements import views
 from arctic_sql.table import properties as props
-from arctic_sql.table.catalog import ArcticTable, TableIdentifier
+from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.scan import plan_read
 from arctic_sql.table.types import to_spark_type
 
@@ -116,7 +116,7 @@ def show_create_table(ctx: StatementContext, expression: statements.ShowCreateTa
     """``SHOW CREATE TABLE t``: one ``createtab_stmt`` row that recreates the table when run."""
     table = ctx.arctic_table(expression.this)
     if table is None:
-        identifier = TableIdentifier.parse(".".join(p.name for p in expression.this.parts), ctx.current_database)
+        identifier = ctx.identifier(expression.this)
         view = ctx.catalog.load_view(identifier)
         if view is None:
             return None

@@ -39,7 +39,7 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
     query = expression.expression
     if not isinstance(target, exp.Table) or query is None:
         return None
-    identifier = TableIdentifier.parse(".".join(p.name for p in target.parts), ctx.current_database)
+    identifier = ctx.identifier(target)
     exists = ctx.catalog.load_view(identifier) is not None
     if not exists and not _names_arctic(ctx, query):
         return None
@@ -63,7 +63,7 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
 def alter(ctx: StatementContext, expression: exp.Alter) -> DataFrame | None:
     """``ALTER VIEW v AS query`` of an arctic view (a new query, checked as CREATE checks it); None for
     Spark's views. Other ALTER VIEW forms are refused."""
-    identifier = TableIdentifier.parse(".".join(p.name for p in expression.this.parts), ctx.current_database)
+    identifier = ctx.identifier(expression.this)
     if ctx.catalog.load_view(identifier) is None:
         return None
     actions = expression.args.get("actions") or []
@@ -76,7 +76,8 @@ def alter(ctx: StatementContext, expression: exp.Alter) -> DataFrame | None:
 
 def create_statement(identifier: TableIdentifier, view: ViewDefinition) -> str:
     """What SHOW CREATE TABLE gives for a view: the statement that makes it again."""
-    columns = f" ({', '.join(_quoted_name(c) for c in view.columns)})" if view.columns else ""
+    names = ", ".join(to_spark_sql(exp.to_identifier(c, quoted=True)) for c in view.columns)
+    columns = f" ({names})" if names else ""
     return f"CREATE VIEW {_quoted(identifier)}{columns} AS {view.sql}"
 
 
@@ -89,7 +90,8 @@ def drop(ctx: StatementContext, identifier: TableIdentifier, if_exists: bool) ->
     return ctx.ok() if if_exists and not ctx.spark.catalog.tableExists(str(identifier)) else None
 
 
-def schema_rows(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> list[tuple[str, str, None]]:
+def schema_rows(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition
+                ) -> list[tuple[str, str, None]]:
     """DESCRIBE of a view: its columns and their Spark types."""
     return [(f.name, f.dataType.simpleString(), None) for f in read(ctx, identifier, view).schema.fields]
 
@@ -104,11 +106,7 @@ def information(ctx: StatementContext, identifier: TableIdentifier, view: ViewDe
 
 
 def _quoted(identifier: TableIdentifier) -> str:
-    return ".".join(_quoted_name(part) for part in (identifier.database, identifier.name))
-
-
-def _quoted_name(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return to_spark_sql(exp.table_(identifier.name, db=identifier.database, quoted=True))
 
 
 def read(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:

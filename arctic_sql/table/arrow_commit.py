@@ -91,12 +91,7 @@ def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:
     """Raise unless every file is still there with the size its writer reported: a file deleted
     between the write and the commit (by anyone) must fail the write, not commit a reference to
     nothing. One batched stat for all of them."""
-    if not files:
-        return
-    fs, first = storage.filesystem(files[0].path)
-    head = storage.prefix(files[0].path, first)  # one write's files share it (and the filesystem)
-    infos = fs.get_file_info([f.path[len(head):] for f in files])
-    for f, info in zip(files, infos, strict=True):
+    for f, info in zip(files, storage.file_infos([f.path for f in files]), strict=True):
         if info.type != FileType.File or (f.size is not None and info.size != f.size):
             rows = sum(x.rows for x in files)
             raise ExecutionError(f"{plan.what} wrote {rows} rows in {len(files)} file(s), but {f.path} was gone "

@@ -69,8 +69,7 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     paths = [r["path"] for r in results if r["path"]]
     if problems:
         storage.delete_files(paths)  # no commit was sent: nothing can reference them
-        name, _, message = problems[0].partition(": ")
-        raise errors.by_name(name, message) or errors.ExecutionError(problems[0])
+        raise errors.from_report(problems[0])
     return paths
 
 
@@ -89,7 +88,7 @@ def write_task(plan: BulkPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
         rows = rows.take(pc.sort_indices(rows, [(c, "ascending") for c in order]))
     problem = key_problem(rows, target.keys, plan.what)
     if problem is not None:
-        problem = f"{PrimaryKeyViolationError.__name__}: {problem}"
+        problem = errors.report(PrimaryKeyViolationError(problem))
     else:
         problem = _null_problem(conform(rows, target), target, plan.what)
     if problem is not None:
@@ -117,7 +116,7 @@ def _null_problem(rows: pa.Table, target: WriteTarget, what: str) -> str | None:
     try:
         check_not_null(rows, target, what)
     except InvalidArgumentError as e:
-        return f"{type(e).__name__}: {e}"
+        return errors.report(e)
     return None
 
 

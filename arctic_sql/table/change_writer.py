@@ -172,7 +172,7 @@ def write(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
         discard(files)  # no commit was sent: nothing can reference them
         if refused:
             raise Refused()
-        raise _error(problems[0])
+        raise errors.from_report(problems[0])
     return files
 
 
@@ -219,7 +219,7 @@ def _task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
     try:
         files, problem = write_task(plan, collected, task), None
     except ArcticError as e:
-        files, problem = [], f"{type(e).__name__}: {e}"
+        files, problem = [], errors.report(e)
     if files or problem:
         yield _result(files, problem)
 
@@ -228,8 +228,3 @@ def _result(files: list[WrittenFile], problem: str | None, *, refused: bool = Fa
     return pa.RecordBatch.from_pydict({"files": pa.array([pickle.dumps(files)], pa.binary()),
                                        "problem": pa.array([problem], pa.string()),
                                        "refused": pa.array([refused], pa.bool_())})
-
-
-def _error(problem: str) -> ArcticError:
-    name, _, message = problem.partition(": ")
-    return errors.by_name(name, message) or errors.ExecutionError(problem)

@@ -510,11 +510,7 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
 
 def _check_still_there(table: ArcticTable, version: int, files: list) -> None:  # noqa: ANN001 - DataFiles
     """Refuse to commit again files that expiration removed while the rollback ran (one batched stat)."""
-    if not files:
-        return
-    fs, first = storage.filesystem(files[0].file_path)
-    head = storage.prefix(files[0].file_path, first)
-    for f, info in zip(files, fs.get_file_info([f.file_path[len(head):] for f in files]), strict=True):
+    for f, info in zip(files, storage.file_infos([f.file_path for f in files]), strict=True):
         if info.type != pafs.FileType.File:
             raise VersionNotFoundError(f"Cannot roll {table.identifier} back to version {version}: it expired while "
                                        f"the rollback ran ({f.file_path} is gone); nothing was committed")

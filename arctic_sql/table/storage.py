@@ -25,6 +25,16 @@ def prefix(location: str, path: str) -> str:
     return location[: len(location) - len(path)] if location.endswith(path) else ""
 
 
+def file_infos(locations: list[str]) -> list[pafs.FileInfo]:
+    """What the filesystem says of each of ``locations`` (files of one store: one filesystem and
+    scheme), in one batched call (on S3 a client per call would cost more than the calls)."""
+    if not locations:
+        return []
+    fs, first = filesystem(locations[0])
+    head = prefix(locations[0], first)
+    return fs.get_file_info([location[len(head):] for location in locations])
+
+
 def list_files(location: str, suffix: str = ".parquet") -> list[str]:
     """Every file under ``location`` whose name ends in ``suffix``, as full locations."""
     fs, path = filesystem(location)

@@ -16,6 +16,12 @@ it has processed it (interleaved, so machine load falls on all four alike):
 - ``no_join``: the facts alone, counted the same way: the floor a micro-batch of this query costs
   here (file listing, planning, a Spark job, the checkpoint), which no join can go under.
 
+Then, side by side, for the flatness target: one ``lookup_join`` query per size (new caches and
+checkpoints, on the same tables) and a no-join floor, nothing else running; per step every size's
+dimension takes the same changes and its query the same facts, the sizes' turns alternating, so
+whatever load the machine has falls on every size alike. Prints the median per size and the
+median of the per-step ratios of the last size to the first.
+
 Latency is the wall time from the fact file landing to ``processAllAvailable`` returning (for
 lookup_join this includes applying the step's dimension change), median over the steps after a
 first one that warms every query up and is reported apart (lookup_join's first batch loads the
@@ -144,6 +150,54 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
     return result
 
 
+def side_by_side(spark, root: str, sizes: list[int], batches: int, facts: int, changed: int) -> dict:  # noqa: ANN001
+    """lookup_join at every size at once (the tables run_size made): {size: [step latencies]}, and the floor."""
+    from pyspark.sql import functions as F
+
+    from arctic_sql.streaming import lookup_join
+
+    labels = [*sizes, "no_join"]
+    folders = {label: os.path.join(root, f"side-facts-{label}") for label in labels}
+    for folder in folders.values():
+        os.makedirs(folder)
+    running = {}
+    for label in labels:
+        stream = spark.readStream.schema("fid BIGINT, id BIGINT").option("maxFilesPerTrigger", 1)
+        stream = stream.parquet(folders[label])
+        if label != "no_join":
+            stream = lookup_join(stream, f"db.dim{label}", on="id", how="left", options={"lookup.buckets": "8"})
+        writer = stream.writeStream.foreachBatch(lambda df, _: df.agg(F.count(F.lit(1))).first())
+        running[label] = writer.option("checkpointLocation", os.path.join(root, f"side-ck-{label}")).start()
+        running[label].processAllAvailable()
+    rng = random.Random(0)
+    latency: dict = {label: [] for label in labels}
+    for step in range(batches + 1):  # step 0 warms up (loads the caches)
+        tables = {}
+        for rows in sizes:  # the same number of changes and facts at every size, keys from all its rows
+            updated = rng.sample(range(rows), changed)
+            (spark.createDataFrame([(k, f"side{step}_{k}", step) for k in updated], "id BIGINT, name STRING, tier INT")
+             .write.format("arctic").mode("append").save(f"db.dim{rows}"))
+            tables[rows] = pa.table({"fid": pa.array(range(step * facts, (step + 1) * facts), pa.int64()),
+                                     "id": pa.array([rng.randrange(rows) for _ in range(facts)], pa.int64())})
+        tables["no_join"] = tables[sizes[0]]
+        order = labels if step % 2 == 0 else list(reversed(labels))
+        for label in order:
+            path = os.path.join(folders[label], f"f{step:05d}.parquet")
+            pq.write_table(tables[label], path + ".tmp")
+            started = time.perf_counter()
+            os.rename(path + ".tmp", path)
+            running[label].processAllAvailable()
+            latency[label].append(time.perf_counter() - started)
+    for query in running.values():
+        query.stop()
+    result = {label: latency[label][1:] for label in labels}
+    for label in labels:
+        name = "no_join" if label == "no_join" else f"lookup_join at {label:,}"
+        print(f"  {name:26s} median {statistics.median(result[label]):.2f} s per step "
+              f"({', '.join(f'{x:.2f}' for x in result[label])}); warm-up {latency[label][0]:.2f} s", flush=True)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1000000,5000000")
@@ -178,7 +232,16 @@ def main() -> None:
         if len(sizes) > 1:
             first, last = results[sizes[0]]["lookup_join"][0], results[sizes[-1]]["lookup_join"][0]
             print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows = {last / first:.2f} "
-                  f"({last:.2f} s vs {first:.2f} s)")
+                  f"({last:.2f} s vs {first:.2f} s), each size in its own run above")
+            print(f"side by side, {args.batches} steps, the sizes' turns interleaved:", flush=True)
+            steps = side_by_side(spark, root, sizes, args.batches, args.facts, changed)
+            first, last = steps[sizes[0]], steps[sizes[-1]]
+            ratios = [b / a for a, b in zip(first, last, strict=True)]
+            print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows, side by side = "
+                  f"{statistics.median(last) / statistics.median(first):.2f} "
+                  f"({statistics.median(last):.2f} s vs {statistics.median(first):.2f} s; median of the "
+                  f"per-step ratios {statistics.median(ratios):.2f}); the no-join floor "
+                  f"{statistics.median(steps['no_join']):.2f} s")
         spark.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)

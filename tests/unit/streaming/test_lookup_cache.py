@@ -107,3 +107,33 @@ def test_one_instant_is_one_key_in_any_time_zone():
     utc = datetime.datetime(2024, 3, 10, 6, 30, tzinfo=datetime.UTC)
     assert sql_value(local) == sql_value(utc)
     assert sql_value(datetime.datetime(2024, 3, 10, 1, 30)) != sql_value(utc)  # NTZ: the wall clock is the value
+
+
+def test_small_changes_stay_in_the_wal_and_a_file_made_with_other_pages_still_works(tmp_path):
+    """A batch's changes are appended to the WAL and copied into the file only every 16 MB, in small
+    pages (a random key dirties a page per change); a cache made by an older release keeps its
+    4 KB pages and reads and writes as before."""
+    import sqlite3
+
+    from arctic_sql.streaming.lookup_cache import PAGE_SIZE, WAL_CHECKPOINT_BYTES
+
+    cache = _cache(tmp_path)
+    cache.reload([((k,), (), _row(f"v{k}")) for k in range(20_000)], version=1)
+    path = os.path.join(str(tmp_path), "b.sqlite")
+    assert cache.db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    assert cache.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_CHECKPOINT_BYTES // PAGE_SIZE
+    wal = os.path.getsize(path + "-wal")
+    cache.apply([((k,), (), _row("new")) for k in range(0, 20_000, 20)], [], version=2)
+    assert os.path.getsize(path + "-wal") > wal  # appended, not checkpointed into the file
+    cache.close()
+
+    older = os.path.join(str(tmp_path), "old", "b.sqlite")
+    os.makedirs(os.path.dirname(older))
+    with sqlite3.connect(older) as db:
+        db.execute("PRAGMA page_size = 4096")
+        db.execute("PRAGMA journal_mode = WAL")
+    cache = BucketCache(older, key_width=1, join_width=0, signature="s")
+    cache.reload([((1,), (), _row("one"))], version=1)
+    cache.apply([((1,), (), _row("ONE"))], [], version=2)
+    assert cache.db.execute("PRAGMA page_size").fetchone()[0] == 4096
+    assert cache.version() == 2 and [pickle.loads(r) for r in cache.lookup([(1,)])[(1,)]] == [("ONE",)]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 try:
     from IPython.core.error import UsageError
-    from IPython.core.magic import Magics, line_cell_magic, magics_class
+    from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 except ImportError as e:  # a plain `pip install arctic-sql`: say which extra brings IPython
     from arctic_sql.extras import install_hint
 
@@ -102,6 +102,7 @@ class ArcticSqlMagics(Magics):
         super().__init__(shell)
         self._session_name: str | None = None
 
+    @no_var_expand  # the SQL runs as typed: IPython would otherwise put Python values in for $x and {x}
     @line_cell_magic
     def sql(self, line: str, cell: str | None = None) -> SqlResult | None:
         if cell is None:  # line magic: options first, then the statement

@@ -14,7 +14,9 @@ it has processed it (interleaved, so machine load falls on all four alike):
 - ``static``: Spark's stream-static join with the dimension read once (it goes stale: its file
   list is fixed when the query starts);
 - ``no_join``: the facts alone, counted the same way: the floor a micro-batch of this query costs
-  here (file listing, planning, a Spark job, the checkpoint), which no join can go under.
+  here (file listing, planning, a Spark job, the checkpoint), which no join can go under;
+- ``python_floor``: the facts through a ``mapInArrow`` that returns them as they are, then counted:
+  the floor of any join done in a Python task (the hand-off to a Python worker and back).
 
 Then, side by side, for the flatness target: one ``lookup_join`` query per size (new caches and
 checkpoints, on the same tables) and a no-join floor, nothing else running; per step every size's
@@ -48,19 +50,29 @@ def _step_names(step: int) -> str:
     return f"s{step}_"
 
 
-def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changed: int) -> dict:  # noqa: ANN001
-    from pyspark.errors import StreamingQueryException
-    from pyspark.sql import functions as F
+def _as_they_are(batches):  # noqa: ANN001, ANN202
+    yield from batches
 
-    from arctic_sql.streaming import lookup_join
 
+def load(spark, session, rows: int) -> str:  # noqa: ANN001
+    """The dimension ``db.dim<rows>``: customers 0..rows-1, in one commit."""
     name = f"db.dim{rows}"
     session.sql(f"CREATE TABLE {name} (id BIGINT, name STRING, tier INT, PRIMARY KEY (id)) USING arctic")
     started = time.perf_counter()
     (spark.range(rows).selectExpr("id", "concat('init_', id) AS name", "CAST(id % 5 AS INT) AS tier")
      .write.format("arctic").mode("append").save(name))
     print(f"  loaded {rows:,} rows in {time.perf_counter() - started:.1f} s", flush=True)
-    systems = ("lookup_join", "reread", "static", "no_join")
+    return name
+
+
+def run_size(spark, session, root: str, rows: int, batches: int, facts: int, changed: int) -> dict:  # noqa: ANN001
+    from pyspark.errors import StreamingQueryException
+    from pyspark.sql import functions as F
+
+    from arctic_sql.streaming import lookup_join
+
+    name = load(spark, session, rows)
+    systems = ("lookup_join", "reread", "static", "no_join", "python_floor")
     folders = {system: os.path.join(root, f"facts-{system}-{rows}") for system in systems}
 
     def stream(system: str):  # noqa: ANN202
@@ -97,6 +109,8 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         "reread": stream("reread").writeStream.foreachBatch(reread),
         "static": stream("static").join(F.broadcast(static_dim), "id", "left").writeStream.foreachBatch(collector("static")),
         "no_join": stream("no_join").writeStream.foreachBatch(no_join),
+        "python_floor": stream("python_floor").mapInArrow(_as_they_are, "fid BIGINT, id BIGINT")
+        .writeStream.foreachBatch(no_join),
     }
     running = {}
     for system, writer in queries.items():
@@ -204,6 +218,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--facts", type=int, default=10_000)
     parser.add_argument("--changes", type=float, default=0.01)
+    parser.add_argument("--side-by-side-only", action="store_true",
+                        help="only lookup_join at every size side by side (the flatness target), no peers")
     args = parser.parse_args()
 
     import arctic_sql
@@ -219,6 +235,9 @@ def main() -> None:
         sizes = [int(r) for r in args.rows.split(",")]
         changed = int(sizes[0] * args.changes)
         for rows in sizes:
+            if args.side_by_side_only:
+                load(spark, session, rows)
+                continue
             print(f"dimension of {rows:,} rows, {changed:,} changed and {args.facts:,} facts per step:", flush=True)
             results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, changed)
         for rows, result in results.items():
@@ -228,11 +247,13 @@ def main() -> None:
                 continue
             print(f"{rows:>10,} rows: reread / lookup_join = {reread / ours:.2f} ({reread:.2f} s vs {ours:.2f} s); "
                   f"static join fresh {result['static'][1]:.0%} (stale), lookup_join fresh "
-                  f"{result['lookup_join'][1]:.0%}; the no-join floor {result['no_join'][0]:.2f} s")
+                  f"{result['lookup_join'][1]:.0%}; the no-join floor {result['no_join'][0]:.2f} s, the "
+                  f"Python-task floor {result['python_floor'][0]:.2f} s")
         if len(sizes) > 1:
-            first, last = results[sizes[0]]["lookup_join"][0], results[sizes[-1]]["lookup_join"][0]
-            print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows = {last / first:.2f} "
-                  f"({last:.2f} s vs {first:.2f} s), each size in its own run above")
+            if results:
+                first, last = results[sizes[0]]["lookup_join"][0], results[sizes[-1]]["lookup_join"][0]
+                print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows = {last / first:.2f} "
+                      f"({last:.2f} s vs {first:.2f} s), each size in its own run above")
             print(f"side by side, {args.batches} steps, the sizes' turns interleaved:", flush=True)
             steps = side_by_side(spark, root, sizes, args.batches, args.facts, changed)
             first, last = steps[sizes[0]], steps[sizes[-1]]

@@ -13,6 +13,7 @@ from arctic_sql.table.change_rows import CHANGE_TYPE, FEED_COLUMNS, find_column
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.types import spark_schema, store_assignable
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -41,15 +42,28 @@ def sequence_column(options: Mapping[str, str]) -> str | None:
 
 
 def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, sequence: str | None) -> None:
-    """Incoming columns by name: each a table column, ``_change_type``, a change feed's version and
-    timestamp (ignored) or the sequence column; every key column present, and every NOT NULL column
+    """Incoming columns by name: each a table column of a type Spark would write into it,
+    ``_change_type``, a change feed's version and timestamp (ignored) or the sequence column, and
+    none twice (names are case-insensitive); every key column present, and every NOT NULL column
     unless the rows carry ``_change_type``."""
     incoming = [f.name for f in schema.fields]
-    table_columns = [f.name for f in table.schema.fields]
+    table_types = {f.name.lower(): f for f in spark_schema(table.schema).fields}
     extra = {CHANGE_TYPE.lower(), *FEED_COLUMNS} | ({sequence.lower()} if sequence else set())
-    for name in incoming:
-        if find_column(table_columns, name) is None and name.lower() not in extra:
-            raise InvalidArgumentError(f"Column '{name}' is not a column of {table.identifier}")
+    seen: set[str] = set()
+    for field in schema.fields:
+        name = field.name
+        if name.lower() in seen:
+            raise InvalidArgumentError(f"Column '{name}' appears twice in the rows written to {table.identifier} "
+                                       "(column names are case-insensitive)")
+        seen.add(name.lower())
+        column = table_types.get(name.lower())
+        if column is None:
+            if name.lower() not in extra:
+                raise InvalidArgumentError(f"Column '{name}' is not a column of {table.identifier}")
+        elif not store_assignable(field.dataType, column.dataType):
+            raise InvalidArgumentError(
+                f"Column '{name}' is {field.dataType.simpleString()}, which cannot be written into "
+                f"{table.identifier}'s {column.dataType.simpleString()} column '{column.name}': cast it first")
     for key in table.primary_key:
         if find_column(incoming, key) is None:
             raise InvalidArgumentError(f"The rows written to {table.identifier} lack its primary key column '{key}'")

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import DataType, LongType, NumericType, StructField, StructType
 
 from arctic_sql.datasource.read_options import byte_size
 from arctic_sql.datasource.source import installed_spec
@@ -44,11 +44,12 @@ from arctic_sql.streaming import lookup_task as task
 from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 # Options, in the peers' words (Amoro's lookup.reloading.interval, Paimon's lookup.cache-max-memory-size).
 BUCKETS, INTERVAL, MEMORY, CACHE_DIR = ("lookup.buckets", "lookup.reloading.interval",
                                         "lookup.cache-max-memory-size", "lookup.cache-dir")
+MAX_BUCKETS = 4096  # a file each; a join on other columns asks every one of them per batch
 DEFAULTS = {BUCKETS: "16", INTERVAL: "0 s", MEMORY: "256 mb", CACHE_DIR: ""}
 
 
@@ -88,7 +89,7 @@ def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: 
 
 
 def _names(value: str | Sequence[str], what: str) -> tuple[str, ...]:
-    names = (value,) if isinstance(value, str) else tuple(value)
+    names = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, Sequence) else ()
     if not names or not all(isinstance(n, str) and n for n in names):
         raise InvalidArgumentError(f"lookup_join's {what} must name one or more columns, got {value!r}")
     return names
@@ -100,8 +101,8 @@ def _options(given: Mapping[str, str]) -> dict:
         raise InvalidArgumentError(f"Unknown lookup_join option {unknown[0]} (known: {', '.join(sorted(DEFAULTS))})")
     raw = {**DEFAULTS, **{k: str(v) for k, v in given.items()}}
     buckets = raw[BUCKETS].strip()
-    if not buckets.isdigit() or int(buckets) < 1 or int(buckets) & (int(buckets) - 1):
-        raise InvalidArgumentError(f"Option {BUCKETS} must be a power of two, got {raw[BUCKETS]!r}")
+    if not buckets.isdigit() or not 1 <= int(buckets) <= MAX_BUCKETS or int(buckets) & (int(buckets) - 1):
+        raise InvalidArgumentError(f"Option {BUCKETS} must be a power of two up to {MAX_BUCKETS}, got {raw[BUCKETS]!r}")
     cache_dir = raw[CACHE_DIR] or os.path.join(tempfile.gettempdir(), "arctic-lookup", uuid.uuid4().hex)
     return {BUCKETS: int(buckets), INTERVAL: _duration_ms(raw[INTERVAL]), MEMORY: _bytes(raw[MEMORY]),
             CACHE_DIR: os.path.abspath(cache_dir)}
@@ -180,11 +181,24 @@ def _check_hashable(table, primary_key: tuple[str, ...], name: str) -> None:  # 
         raise UnsupportedOperationError(f"lookup_join cannot use {name}: {error}") from None
 
 
+def _key(fact_type: DataType, dim_type: DataType, name: str) -> Column:
+    """A fact's join value in the dimension's type. A number that type cannot hold exactly (1.7 for a
+    BIGINT key, 1.2345 for DECIMAL(10,2), a BIGINT beyond INT) matches nothing, as in a Spark join,
+    which compares in the wider type; other types are cast as they are."""
+    column = F.col(f"`{name}`")
+    if fact_type == dim_type:
+        return column
+    if isinstance(fact_type, NumericType) and isinstance(dim_type, NumericType):
+        held = column.try_cast(dim_type)
+        return F.when(held.cast(fact_type) == column, held)
+    return column.cast(dim_type)
+
+
 def _joined(facts: DataFrame, plan: task.LookupPlan) -> DataFrame:
     """The facts with the columns the tasks need: the batch's timestamp (Spark fixes
     ``current_timestamp()`` per micro-batch), the join key cast to the dimension's types (so both
     sides encode alike), and, on the primary key, its bucket (Spark's ``xxhash64``, as the cache)."""
-    keys = [F.col(f"`{c}`").cast(plan.dim_type[c].dataType) for c in plan.on]
+    keys = [_key(facts.schema[c].dataType, plan.dim_type[c].dataType, c) for c in plan.on]
     helpers = [F.current_timestamp().alias(task.TIMESTAMP),
                *[k.alias(f"{task.KEY_PREFIX}{i}") for i, k in enumerate(keys)]]
     if plan.on_primary_key:

@@ -31,7 +31,7 @@ import pyarrow as pa
 from pyspark.sql.types import StringType, StructField, StructType
 
 from arctic_sql.datasource.source import CatalogSpec
-from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.streaming.lookup_cache import BucketCache, Entry, Key, sql_column
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def pinned_dimension(plan: LookupPlan, ts_ms: int) -> Dimension:
 
     waited = False
     while True:
-        table = plan.spec.load_table(plan.table)
+        table = check_same(plan, plan.spec.load_table(plan.table))
         history = versions.history(table.base, table.change)
         version = version_at(history.commits, ts_ms, plan.interval_ms)
         if version is not None:
@@ -142,6 +142,23 @@ def pinned_dimension(plan: LookupPlan, ts_ms: int) -> Dimension:
     if any(c.version == version for c in history.commits):  # the table as loaded here has it: keep it
         dimension.__dict__.update(table=table, history=history)  # (Dimension's cached properties)
     return dimension
+
+
+def check_same(plan: LookupPlan, table):  # noqa: ANN001, ANN201
+    """``table``, when it is still the dimension the query was planned on: not dropped and created
+    again (its versions start over, and the caches hold the old table's rows), and with the columns
+    the join reads under the same names and types (a renamed one would come out NULL). Otherwise the
+    query fails, as a change stream does; restarted, it plans on the table as it is then."""
+    if str(table.base.metadata.table_uuid) != plan.table_uuid:
+        raise InvalidArgumentError(f"lookup_join of {plan.table}: the table was dropped and created again since the "
+                                   "query started; restart the query to join the new table")
+    now = {f.name: f.dataType for f in table.spark_schema.fields}
+    for field in plan.dim_type.fields:
+        if now.get(field.name) != field.dataType:
+            raise InvalidArgumentError(
+                f"lookup_join of {plan.table}: column {field.name} ({field.dataType.simpleString()}) was renamed, "
+                "dropped or changed type since the query started; restart the query to join the columns as they are")
+    return table
 
 
 # the buckets' caches ------------------------------------------------------------------------------
@@ -182,7 +199,7 @@ class Dimension:
 
     @functools.cached_property
     def table(self):  # noqa: ANN201
-        return self.plan.spec.load_table(self.plan.table)
+        return check_same(self.plan, self.plan.spec.load_table(self.plan.table))
 
     @functools.cached_property
     def history(self):  # noqa: ANN201

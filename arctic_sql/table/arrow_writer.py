@@ -253,13 +253,25 @@ def _key_hashes(part: pa.Table, target: WriteTarget) -> bytes | None:
 
 
 def statistics_columns(schema: pa.Schema) -> bool | list[str]:
-    """What ``pq.write_table(write_statistics=...)`` gets: no min/max for top-level FLOAT and DOUBLE
-    columns, as their bounds leave NaN out and Spark's Parquet reader would skip a row group holding
-    one for ``d > 1.0`` (types.prunable_columns); everything else keeps its statistics."""
-    floating = [f.name for f in schema if pa.types.is_floating(f.type)]
-    if not floating:
+    """What ``pq.write_table(write_statistics=...)`` gets: the Parquet leaf columns that keep min/max,
+    all but FLOAT and DOUBLE ones (nested too): their bounds leave NaN out, and Spark's Parquet reader
+    would skip a row group holding one for ``d > 1.0`` or ``st.d > 1.0`` (types.prunable_columns)."""
+    leaves = [leaf for field in schema for leaf in _leaves(field.name, field.type)]
+    if not any(floating for _, floating in leaves):
         return True
-    return [f.name for f in schema if f.name not in floating]
+    return [path for path, floating in leaves if not floating]
+
+
+def _leaves(path: str, data_type: pa.DataType) -> list[tuple[str, bool]]:
+    """(Parquet column path, whether it is a float) of each leaf under ``path``, as pyarrow names them."""
+    if pa.types.is_struct(data_type):
+        return [leaf for field in data_type for leaf in _leaves(f"{path}.{field.name}", field.type)]
+    if pa.types.is_map(data_type):
+        return [*_leaves(f"{path}.key_value.key", data_type.key_type),
+                *_leaves(f"{path}.key_value.value", data_type.item_type)]
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        return _leaves(f"{path}.list.element", data_type.value_type)
+    return [(path, pa.types.is_floating(data_type))]
 
 
 def conform(rows: pa.Table, target: WriteTarget) -> pa.Table:

@@ -136,3 +136,32 @@ def prunable_columns(schema: Schema) -> list[str]:
     DOUBLE. Spark orders NaN above every number and equal to itself, while Parquet statistics and
     Iceberg bounds leave NaN out, so ``d > 1.0`` or ``d = NaN`` would skip a file that holds a NaN."""
     return [f.name for f in schema.fields if not isinstance(f.field_type, it.FloatType | it.DoubleType)]
+
+
+_DATETIMES = (st.DateType, st.TimestampType, st.TimestampNTZType)
+
+
+def store_assignable(source: st.DataType, target: st.DataType) -> bool:
+    """Whether a value of ``source`` may be written into a column of ``target``: Spark's ANSI store
+    assignment (what ``INSERT`` and ``insertInto`` allow), so a DataFrame written to an arctic table
+    is held to what a Spark table would take: numbers into numbers (overflow fails at run time), any
+    atomic value into a string, dates and timestamps into one another; never a string into a number
+    or a date, or a boolean into a number."""
+    if source == target or isinstance(source, st.NullType):
+        return True
+    if isinstance(source, st.NumericType) and isinstance(target, st.NumericType):
+        return True
+    if isinstance(target, st.StringType):
+        return isinstance(source, st.AtomicType)
+    if isinstance(source, _DATETIMES) and isinstance(target, _DATETIMES):
+        return True
+    if isinstance(source, st.ArrayType) and isinstance(target, st.ArrayType):
+        return store_assignable(source.elementType, target.elementType)
+    if isinstance(source, st.MapType) and isinstance(target, st.MapType):
+        return store_assignable(source.keyType, target.keyType) and store_assignable(source.valueType, target.valueType)
+    if isinstance(source, st.StructType) and isinstance(target, st.StructType):
+        return len(source.fields) == len(target.fields) and all(
+            store_assignable(s.dataType, t.dataType) for s, t in zip(source.fields, target.fields, strict=True))
+    if isinstance(source, st.DayTimeIntervalType | st.YearMonthIntervalType):
+        return type(source) is type(target)
+    return False

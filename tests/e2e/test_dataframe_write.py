@@ -3,6 +3,7 @@ per write, and bad input refused before anything is written."""
 
 from __future__ import annotations
 
+import datetime
 import os
 
 import pyarrow.parquet as pq
@@ -114,6 +115,26 @@ def test_bad_writes_are_refused_in_one_line_before_anything_is_written(arctic, s
     with pytest.raises(Exception, match=message):
         _write(arctic, rows, schema=schema, mode=mode, **options)
     assert _versions(arctic) == []
+
+
+def test_a_column_spark_would_not_write_into_the_table_is_refused_before_anything_is_written(arctic):
+    """Spark's store assignment: a string into a number or a date, a boolean into a number, and the
+    same column twice (names are case-insensitive) are refused; numbers into wider or narrower
+    numbers, and anything into a string, are written."""
+    arctic.sql("CREATE TABLE db.t (id BIGINT, n INT, d DATE, s STRING, PRIMARY KEY (id))")
+    refused = [
+        ([("1", 2, None, "x")], "id string, n int, d date, s string", "Column 'id' is string, which cannot be written "
+         "into db.t's bigint column 'id'"),
+        ([(1, True, None, "x")], "id long, n boolean, d date, s string", "Column 'n' is boolean"),
+        ([(1, 2, "2024-01-01", "x")], "id long, n int, d string, s string", "Column 'd' is string"),
+        ([(1, 2, 3)], "id long, n int, N int", "Column 'N' appears twice"),
+    ]
+    for rows, schema, message in refused:
+        with pytest.raises(Exception, match=message):
+            _write(arctic, rows, schema=schema)
+    assert _versions(arctic) == []
+    _write(arctic, [(1, 2.0, datetime.datetime(2024, 1, 1, 10), 7)], schema="id int, n double, d timestamp, s long")
+    assert arctic.sql("SELECT * FROM db.t").collect() == [(1, 2, datetime.date(2024, 1, 1), "7")]
 
 
 def test_a_bad_change_type_names_the_value(arctic):

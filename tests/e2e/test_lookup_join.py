@@ -213,12 +213,75 @@ def test_bad_input_is_a_one_line_error(arctic, spark, tmp_path):
          "power of two"),
         (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.reloading.interval": "soon"}),
          InvalidArgumentError, "duration"),
+        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.buckets": str(2 ** 20)}),
+         InvalidArgumentError, "power of two up to 4096"),
+        (lambda: lookup_join(stream, "db.dim", on=None), InvalidArgumentError, "must name one or more columns"),
         (lambda: lookup_join(stream, "db.plain", on="id"), UnsupportedOperationError, "primary key"),
     ]
     for action, kind, words in cases:
         with pytest.raises(kind) as caught:
             action()
         assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_fact_key_the_dimension_type_cannot_hold_exactly_matches_nothing(arctic, spark, tmp_path):
+    """As in a Spark join, which compares in the wider type: 1.7 is not BIGINT 1, and a BIGINT beyond
+    INT is no INT key (it used to kill the stream with a cast overflow)."""
+    arctic.sql("CREATE TABLE db.dim (k BIGINT, val STRING, PRIMARY KEY (k)) USING arctic")
+    arctic.sql("CREATE TABLE db.narrow (k INT, val STRING, PRIMARY KEY (k)) USING arctic")
+    arctic.sql("INSERT INTO db.dim VALUES (1, 'one'), (2, 'two')")
+    arctic.sql("INSERT INTO db.narrow VALUES (1, 'one')")
+    folder = tmp_path / "facts"
+    folder.mkdir()
+    pq.write_table(pa.table({"fid": pa.array([1, 2, 3], pa.int64()), "k": pa.array([1.0, 1.7, 2.0])}),
+                   str(folder / "f0.parquet"))
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    pq.write_table(pa.table({"fid": pa.array([1, 2], pa.int64()), "k": pa.array([1, 2 ** 32 + 1], pa.int64())}),
+                   str(wide / "f0.parquet"))
+    doubles = spark.readStream.schema("fid BIGINT, k DOUBLE").parquet(str(folder))
+    bigints = spark.readStream.schema("fid BIGINT, k BIGINT").parquet(str(wide))
+    batches: list = []
+    for joined, checkpoint in [(lookup_join(doubles, "db.dim", on="k"), "ck1"),
+                               (lookup_join(bigints, "db.narrow", on="k", how="left"), "ck2")]:
+        query = _start(joined, str(tmp_path / checkpoint), batches)
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+    assert _rows(batches) == [(1, 1, "one"), (1, 1.0, "one"), (2, 2 ** 32 + 1, None), (3, 2.0, "two")]
+
+
+def test_a_dimension_dropped_and_created_again_or_with_a_renamed_column_fails_the_query(arctic, spark, tmp_path):
+    """The caches hold the old table's rows in the old columns: a batch after either change would
+    join wrong rows, or NULLs, so the query fails in one line; restarted, it joins the table as it is."""
+    from pyspark.errors import StreamingQueryException
+
+    for change in (["DROP TABLE db.dim PURGE", "CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id))",
+                    "INSERT INTO db.dim VALUES (1, 'new1')", "INSERT INTO db.dim VALUES (4, 'new4')",
+                    "INSERT INTO db.dim VALUES (4, 'new4b')"],
+                   ["ALTER TABLE db.dim RENAME COLUMN name TO title", "UPDATE db.dim SET title = 'A' WHERE id = 1"]):
+        arctic.sql("DROP TABLE IF EXISTS db.dim PURGE")
+        arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id)) USING arctic")
+        arctic.sql("INSERT INTO db.dim VALUES (1, 'old1'), (2, 'old2')")
+        arctic.sql("INSERT INTO db.dim VALUES (3, 'old3')")
+        facts = Facts(spark, str(tmp_path / f"facts{len(change)}"))
+        batches: list = []
+        query = _start(lookup_join(facts.stream(), "db.dim", on="id", how="left", options={"lookup.buckets": "1"}),
+                       str(tmp_path / f"ck{len(change)}"), batches)
+        try:
+            facts.add(id=[1, 2])
+            query.processAllAvailable()
+            assert _rows(batches) == [(0, 1, "old1"), (1, 2, "old2")]
+            for statement in change:
+                arctic.sql(statement)
+            facts.add(id=[1, 2])
+            with pytest.raises(StreamingQueryException,
+                               match="dropped and created again" if len(change) > 2 else "column name .* was renamed"):
+                query.processAllAvailable()
+            assert len(batches) == 1
+        finally:
+            query.stop()
 
 
 def test_the_enrich_example_meets_each_customer_as_it_stood(arctic, spark, tmp_path):

@@ -67,3 +67,11 @@ def test_session_is_picked_explicitly_when_there_are_several(shell, spark, tmp_p
     shown = shell.run_cell_magic("sql", "", "SHOW TABLES IN db2")  # the session used last
     assert [r[1] for r in shown.rows] == ["only_in_other"]
     assert shell.run_cell_magic("sql", "--session s", "SHOW TABLES IN db2").rows == []  # not s's table
+
+
+def test_the_line_magic_runs_the_sql_as_typed_without_putting_python_values_in(shell):
+    shell.user_ns.update(price=5, user="bob")  # run_line_magic is what `%sql ...` in a cell calls
+    shell.run_line_magic("sql", "CREATE TABLE db.notes (id INT, txt STRING, PRIMARY KEY (id))")
+    shell.run_line_magic("sql", "INSERT INTO db.notes VALUES (1, 'costs $price'), (2, 'template {user}')")
+    result = shell.run_line_magic("sql", "SELECT * FROM db.notes ORDER BY id")
+    assert result.rows == [(1, "costs $price"), (2, "template {user}")]

@@ -14,7 +14,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 
 from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
-from arctic_sql.table.arrow_writer import WriteTarget, escape_path_name, write_table
+from arctic_sql.table.arrow_writer import WriteTarget, escape_path_name, statistics_columns, write_table
 from arctic_sql.table.arrow_writes import CHANGES, WritePlan, resolve_across_files, write_task
 from arctic_sql.table.change_rows import check_appends, newest_per_key
 from arctic_sql.table.format.keyhash import spark_xxhash64
@@ -122,3 +122,18 @@ def test_rows_for_a_table_without_a_key_may_only_be_inserts():
     for kind, shown in (("upsert", "'upsert'"), ("delete", "'delete'"), (None, "NULL")):
         with pytest.raises(InvalidArgumentError, match=f"db.t has no primary key: _change_type {shown} needs one"):
             check_appends(pa.table({"id": [1, 2], "_change_type": pa.array(["insert", kind], pa.string())}), "db.t")
+
+
+def test_float_columns_nested_or_not_are_written_without_bounds_and_the_rest_with(tmp_path):
+    """A NaN is left out of Parquet bounds while Spark orders it above every number, so no FLOAT or
+    DOUBLE leaf (top-level, in a struct, a list or a map) may carry min/max a reader could skip by."""
+    rows = pa.table({"id": [1, 2], "st": pa.array([{"f": 0.5, "s": "a"}, {"f": float("nan"), "s": "b"}]),
+                     "a": pa.array([[1.0], [float("nan")]]),
+                     "m": pa.array([[("k", 1.0)], []], pa.map_(pa.string(), pa.float32()))})
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(rows, path, write_statistics=statistics_columns(rows.schema))
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    with_bounds = {group.column(i).path_in_schema: group.column(i).is_stats_set for i in range(group.num_columns)}
+    assert with_bounds == {"id": True, "st.f": False, "st.s": True, "a.list.element": False,
+                           "m.key_value.key": True, "m.key_value.value": False}
+    assert statistics_columns(pa.schema([("id", pa.int64()), ("st", pa.struct([("s", pa.string())]))])) is True

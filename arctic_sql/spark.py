@@ -34,6 +34,10 @@ RUNTIME_CONF = {
     "spark.sql.python.filterPushdown.enabled": "true",
 }
 
+# Spark's own tables (not arctic's) live in this folder of the warehouse; the arctic catalog puts
+# databases in the warehouse's other folders ({warehouse}/{db}/{table}).
+SPARK_WAREHOUSE = "spark-warehouse"
+
 
 def local_session(
     warehouse: str, conf: dict[str, str] | None = None, master: str | None = None
@@ -58,7 +62,7 @@ def local_session(
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.driver.memory", os.environ.get("ARCTIC_DRIVER_MEMORY", "4g"))
-        .config("spark.sql.warehouse.dir", os.path.join(os.path.abspath(warehouse), "spark-warehouse"))
+        .config("spark.sql.warehouse.dir", os.path.join(os.path.abspath(warehouse), SPARK_WAREHOUSE))
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={os.path.abspath(warehouse)}")
     )
     for key, value in {**driver_address(master), **conf}.items():

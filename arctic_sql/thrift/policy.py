@@ -43,6 +43,7 @@ from sqlglot.tokens import Token, TokenType
 
 from arctic_sql.errors import SqlParseError
 from arctic_sql.parser import Arctic, ParsedStatement, parse
+from arctic_sql.spark import SPARK_WAREHOUSE
 from arctic_sql.thrift.operations import OperationError
 
 UNSAFE_FUNCTIONS = frozenset({"reflect", "java_method", "try_reflect"})
@@ -150,6 +151,12 @@ class StatementPolicy:
             raise PolicyViolation(f"{clause} '{location}' is the warehouse itself", EXTERNAL)
         if resolved is None or not all(_below(self.root, path) for path in resolved):
             raise PolicyViolation(f"{clause} '{location}' is outside the warehouse {self.root}", EXTERNAL)
+        spark_tables = os.path.join(self.root, SPARK_WAREHOUSE)
+        if not read_only and not all(_below(spark_tables, path) for path in resolved):
+            # Elsewhere in the warehouse a new folder may become an arctic database's or table's
+            # ({warehouse}/{db}/{table}), whose files this table's INSERT OVERWRITE would delete.
+            raise PolicyViolation(f"{clause} '{location}' is outside the warehouse's folder for such tables "
+                                  f"{spark_tables}: the rest of the warehouse is the arctic catalog's", EXTERNAL)
         if not read_only and any(_holds_files(path) for path in resolved):
             raise PolicyViolation(f"{clause} '{location}' already holds files; clients may only put tables "
                                   f"in new folders of the warehouse", EXTERNAL)
@@ -162,6 +169,8 @@ class StatementPolicy:
         read_only = isinstance(tree, exp.Create) and tree.kind == "VIEW"  # CREATE VIEW ... USING csv
         if isinstance(tree, exp.LoadData):
             self._external("LOAD DATA reads files from a path")
+        if isinstance(tree, exp.Create) and tree.kind in ("DATABASE", "SCHEMA") and tree.this.name.lower() == SPARK_WAREHOUSE:
+            self._external(f"A database named {SPARK_WAREHOUSE} would put arctic tables in the folder of Spark's own")
         for node in tree.walk():
             if isinstance(node, exp.Anonymous):
                 self._check_function_call(node)

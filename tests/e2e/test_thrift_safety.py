@@ -74,12 +74,16 @@ def test_locations_are_confined_to_the_warehouse(server, tmp_path):
         # inside, but over what the warehouse already holds: a DROP or an overwrite would delete it
         assert "is the warehouse itself" in _refused(
             cur, f"CREATE TABLE confined.w (value STRING) USING text LOCATION '{server.warehouse}'")
-        assert "already holds files" in _refused(
+        assert "is outside the warehouse's folder for such tables" in _refused(
             cur, f"CREATE TABLE confined.c (value STRING) USING text LOCATION '{server.warehouse}/catalog.db'")
+        # a folder the arctic catalog may give a database: its tables would be inside this one's
+        assert "the rest of the warehouse is the arctic catalog's" in _refused(
+            cur, f"CREATE TABLE confined.sales (a INT, p INT) USING parquet PARTITIONED BY (p) "
+            f"LOCATION '{server.warehouse}/sales'")
         _refused(cur, f"INSERT OVERWRITE LOCAL DIRECTORY '{outside}' SELECT 1")
         _refused(cur, f"LOAD DATA LOCAL INPATH '{outside}' INTO TABLE confined.t")
         assert not outside.exists()
-        inside = server.warehouse / "confined-inside"
+        inside = server.warehouse / "spark-warehouse" / "confined-inside"
         cur.execute(f"CREATE TABLE confined.inside (a INT) USING parquet LOCATION '{inside}'")
         cur.execute("INSERT INTO confined.inside VALUES (7)")
         cur.execute("SELECT a FROM confined.inside")

@@ -98,26 +98,28 @@ def test_a_symlink_in_the_warehouse_to_a_folder_outside_is_outside(policy, wareh
 
 def test_a_table_cannot_take_over_files_already_in_the_warehouse(policy, warehouse):
     (Path(warehouse) / "catalog.db").write_bytes(b"SQLite format 3\0")
-    (Path(warehouse) / "db" / "t").mkdir(parents=True)
-    (Path(warehouse) / "db" / "t" / "part-0.parquet").write_bytes(b"PAR1")
-    (Path(warehouse) / "empty").mkdir()
+    spark_tables = Path(warehouse) / "spark-warehouse"
+    (spark_tables / "db" / "t").mkdir(parents=True)
+    (spark_tables / "db" / "t" / "part-0.parquet").write_bytes(b"PAR1")
+    (spark_tables / "empty").mkdir()
     assert _refusal(policy, f"CREATE TABLE x (a INT) USING text LOCATION '{warehouse}'").startswith(
         f"LOCATION '{warehouse}' is the warehouse itself")
-    for location in (f"{warehouse}/db", f"{warehouse}/db/t", f"{warehouse}/catalog.db"):
+    _refusal(policy, f"CREATE TABLE x (a INT) USING parquet LOCATION '{spark_tables}'")
+    for location in (f"{spark_tables}/db", f"{spark_tables}/db/t"):
         message = _refusal(policy, f"CREATE TABLE x (a INT) USING parquet LOCATION '{location}'")
         assert f"LOCATION '{location}' already holds files" in message
-    _refusal(policy, f"ALTER TABLE x SET LOCATION '{warehouse}/db/t'")
-    policy.check_sql(f"CREATE TABLE x (a INT) USING parquet LOCATION '{warehouse}/empty'")
+    _refusal(policy, f"ALTER TABLE x SET LOCATION '{spark_tables}/db/t'")
+    policy.check_sql(f"CREATE TABLE x (a INT) USING parquet LOCATION '{spark_tables}/empty'")
     # a view only reads: files already in the warehouse are fine, the warehouse itself is not
     policy.check_sql(f"CREATE TEMPORARY VIEW v USING parquet OPTIONS (path '{warehouse}/db/t')")
     _refusal(policy, f"CREATE TEMPORARY VIEW v USING text OPTIONS (path '{warehouse}')")
 
 
 @pytest.mark.parametrize("sql", [
-    "CREATE TABLE t (a INT) USING parquet LOCATION '{warehouse}/db/t'",
-    "CREATE TABLE t (a INT) USING parquet LOCATION 'file://{warehouse}/db/t'",
-    "CREATE TABLE t (a INT) LOCATION '{warehouse}/db/../db/t'",
-    "CREATE DATABASE d LOCATION '{warehouse}/d'",
+    "CREATE TABLE t (a INT) USING parquet LOCATION '{warehouse}/spark-warehouse/db/t'",
+    "CREATE TABLE t (a INT) USING parquet LOCATION 'file://{warehouse}/spark-warehouse/db/t'",
+    "CREATE TABLE t (a INT) LOCATION '{warehouse}/spark-warehouse/db/../db/t'",
+    "CREATE DATABASE d LOCATION '{warehouse}/spark-warehouse/d.db'",
     "create table db.t primary key (id) as select 1 as id",
     "CREATE TABLE t (a INT) USING parquet",
     "ALTER TABLE t SET TBLPROPERTIES ('self-optimizing.enabled' = 'false')",
@@ -175,12 +177,23 @@ def test_a_statement_the_parser_cannot_read_is_refused_unless_trusted(policy, wa
 
 def test_a_location_inside_a_tables_folder_is_refused(policy, warehouse):
     # Another table's orphan removal would take the new table's files for its own.
-    metadata = Path(warehouse) / "db" / "t" / "base" / "metadata"
+    metadata = Path(warehouse) / "spark-warehouse" / "t" / "base" / "metadata"
     metadata.mkdir(parents=True)
     (metadata / "00000-a.metadata.json").write_text("{}")
-    inside = f"{warehouse}/db/t/base/data/{'ab' * 16}/k=1"
+    inside = f"{warehouse}/spark-warehouse/t/base/data/{'ab' * 16}/k=1"
     assert "inside another table's folder" in _refusal(policy, f"CREATE TABLE x (a INT) USING parquet LOCATION '{inside}'")
-    policy.check_sql(f"CREATE TABLE x (a INT) USING parquet LOCATION '{warehouse}/db/t2'")
+    policy.check_sql(f"CREATE TABLE x (a INT) USING parquet LOCATION '{warehouse}/spark-warehouse/t2'")
+
+
+@pytest.mark.parametrize("location", ["{warehouse}/sales", "{warehouse}/db/t", "{warehouse}/x/y/z"])
+def test_a_location_where_the_arctic_catalog_may_put_a_database_or_table_is_refused(policy, warehouse, location):
+    """A Spark table at {warehouse}/sales, then CREATE DATABASE sales and an arctic table in it: the
+    Spark table's INSERT OVERWRITE deleted the arctic table's files. Clients' folders are in
+    {warehouse}/spark-warehouse, where Spark keeps its own tables."""
+    location = location.format(warehouse=warehouse)
+    message = _refusal(policy, f"CREATE TABLE x (a INT, p INT) USING parquet PARTITIONED BY (p) LOCATION '{location}'")
+    assert message.startswith(f"LOCATION '{location}' is outside the warehouse's folder for such tables")
+    assert "spark-warehouse" in _refusal(policy, "CREATE DATABASE `spark-warehouse`")
 
 
 def test_dynamic_sql_is_refused_unless_trusted(policy, warehouse):

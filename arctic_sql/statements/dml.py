@@ -79,10 +79,13 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     static = {}
     partition = table_node.args.get("partition")
     if partition is not None:
+        partition_columns = {table.schema.find_column_name(f.source_id).lower() for f in table.spec.fields}
         for item in partition.expressions:
-            if not isinstance(item, exp.EQ):
-                raise UnsupportedOperationError("INSERT ... PARTITION needs column = value for every column given")
-            static[item.this.name] = item.expression
+            if isinstance(item, exp.EQ):
+                static[item.this.name] = item.expression
+            elif item.name.lower() not in partition_columns:  # PARTITION (region): its value comes from the query
+                raise InvalidArgumentError(f"INSERT ... PARTITION ({item.name}): {item.name} is not a partition "
+                                           f"column of {table.identifier}")
     query_node = expression.expression
     source = ctx.run_spark(query_node, to_spark_sql(query_node))
     rows = conform(table, source, columns, static)

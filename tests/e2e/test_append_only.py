@@ -45,3 +45,25 @@ def test_sources_may_be_other_arctic_tables_and_spark_tables(arctic):
     arctic.sql("MERGE INTO db.a t USING db.b s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
     arctic.sql("DELETE FROM db.a WHERE id IN (SELECT id FROM staging WHERE v = 's2')")
     assert _rows(arctic, "SELECT * FROM db.a") == [(1, "s1!")]
+
+
+@pytest.mark.parametrize("key", ["", ", PRIMARY KEY (id, region)"])
+def test_insert_overwrite_with_a_dynamic_partition_column_replaces_the_partitions_written(arctic, key):
+    """What dbt-spark's insert_overwrite strategy sends: PARTITION (region), its values from the query."""
+    arctic.spark.sql("CREATE TABLE default.ref_parts (id INT, val STRING, region STRING) USING parquet "
+                     "PARTITIONED BY (region)")
+    arctic.sql(f"CREATE TABLE db.parts (id INT, val STRING, region STRING{key}) PARTITIONED BY (region)")
+    try:
+        for table, run in (("default.ref_parts", arctic.spark.sql), ("db.parts", arctic.sql)):
+            run(f"INSERT INTO {table} VALUES (1, 'a', 'eu'), (2, 'b', 'us')")
+            arctic.spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+            run(f"INSERT OVERWRITE TABLE {table} PARTITION (region) SELECT 3, 'c', 'eu'")
+            arctic.spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+        expected = sorted(map(tuple, arctic.spark.sql("SELECT * FROM default.ref_parts").collect()))
+        assert expected == [(2, "b", "us"), (3, "c", "eu")]
+        assert sorted(map(tuple, arctic.sql("SELECT * FROM db.parts").collect())) == expected
+        with pytest.raises(Exception, match="val is not a partition column of db.parts"):
+            arctic.sql("INSERT OVERWRITE TABLE db.parts PARTITION (val) SELECT 4, 'd', 'eu'")
+    finally:
+        arctic.spark.sql("DROP TABLE IF EXISTS default.ref_parts")
+        arctic.sql("DROP TABLE IF EXISTS db.parts")

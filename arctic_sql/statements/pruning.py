@@ -13,8 +13,10 @@ other columns, and a newer upsert that fails a non-key predicate must still hide
 from __future__ import annotations
 
 import datetime
+import decimal
 
 from pyiceberg import expressions as ie
+from pyiceberg import types as it
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 from sqlglot import exp
@@ -45,12 +47,14 @@ def _literal(node: exp.Expression) -> object:
         if node.is_string:
             return node.this
         text = node.this
-        return float(text) if any(c in text for c in ".eE") else int(text)
+        if any(c in text for c in "eE"):
+            return float(text)  # 1e3 is a DOUBLE in Spark
+        return decimal.Decimal(text) if "." in text else int(text)  # 12.345 is an exact DECIMAL
     if isinstance(node, exp.Boolean):
         return bool(node.this)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         value = _literal(node.this)
-        return -value if isinstance(value, (int, float)) else _NOT_A_LITERAL
+        return -value if isinstance(value, int | float | decimal.Decimal) else _NOT_A_LITERAL
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
         if node.to.this in _ZONED:
             return _timestamp(node.this.this, zoned=True)
@@ -80,11 +84,48 @@ def _timestamp(text: str, zoned: bool) -> object:
 _NOT_A_LITERAL = object()
 
 
+def _fits(node: exp.Expression, value: object, column_type: it.IcebergType | None) -> bool:
+    """Whether ``value`` (of literal ``node``) compares with the column as pyiceberg would bind it:
+    exactly, with no rounding and no change of type. Spark compares a STRING column with a DATE by
+    casting the column (' 2024-06-01' equals DATE '2024-06-01'), a DECIMAL(10,2) column with 12.345
+    in the wider type, an INT with 1.5 as a decimal; pyiceberg would compare strings, round 12.345 to
+    12.35, or cut 1.5 to 1, and prune files that hold matches. Such a conjunct is not pruned by."""
+    while isinstance(node, exp.Paren | exp.Neg):
+        node = node.this
+    cast = node.to.this if isinstance(node, exp.Cast) else None
+    if isinstance(column_type, it.StringType):
+        return isinstance(value, str) and cast is None
+    if isinstance(column_type, it.DecimalType):
+        if isinstance(value, decimal.Decimal):
+            return -value.as_tuple().exponent <= column_type.scale
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(column_type, it.IntegerType | it.LongType):
+        if isinstance(value, str):
+            return cast is None and value.strip().lstrip("+-").isdigit()
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(column_type, it.DateType):
+        return isinstance(value, str) and cast in (None, exp.DataType.Type.DATE)
+    if isinstance(column_type, it.TimestampType | it.TimestamptzType):
+        return isinstance(value, str) and cast != exp.DataType.Type.DATE
+    if isinstance(column_type, it.BooleanType):
+        return isinstance(value, bool)
+    return True
+
+
 class _Converter:
-    def __init__(self, columns: dict[str, str], qualifiers: set[str], allowed: set[str] | None) -> None:
+    def __init__(self, columns: dict[str, str], qualifiers: set[str], allowed: set[str] | None,
+                 types: dict[str, it.IcebergType] | None = None) -> None:
         self.columns = columns  # lower-case name -> table column name
         self.qualifiers = qualifiers  # lower-case names a column may be qualified with
         self.allowed = allowed  # restrict to these table columns (primary key), or None
+        self.types = types or {}  # table column name -> its type
+
+    def literal(self, node: exp.Expression, name: str | None) -> object:
+        """``node``'s value for comparing with column ``name``, or _NOT_A_LITERAL (see _fits)."""
+        value = _literal(node)
+        if name is None or value is _NOT_A_LITERAL or not _fits(node, value, self.types.get(name)):
+            return _NOT_A_LITERAL
+        return value
 
     def column(self, node: exp.Expression) -> str | None:
         if not isinstance(node, exp.Column):
@@ -109,22 +150,24 @@ class _Converter:
             return ie.Or(left, right) if left is not None and right is not None else None
         for kind, (direct, flipped) in _COMPARISONS.items():
             if type(node) is kind:
-                name, value = self.column(node.this), _literal(node.expression)
+                name = self.column(node.this)
+                value = self.literal(node.expression, name)
                 if name is not None and value is not _NOT_A_LITERAL:
                     return direct(name, value)
-                name, value = self.column(node.expression), _literal(node.this)
+                name = self.column(node.expression)
+                value = self.literal(node.this, name)
                 if name is not None and value is not _NOT_A_LITERAL:
                     return flipped(name, value)
                 return None
         if isinstance(node, exp.In) and not node.args.get("query"):
             name = self.column(node.this)
-            values = [_literal(v) for v in node.expressions]
+            values = [self.literal(v, name) for v in node.expressions]
             if name is not None and values and all(v is not _NOT_A_LITERAL for v in values):
                 return ie.In(name, set(values))
             return None
         if isinstance(node, exp.Between):
             name = self.column(node.this)
-            low, high = _literal(node.args["low"]), _literal(node.args["high"])
+            low, high = self.literal(node.args["low"], name), self.literal(node.args["high"], name)
             if name is not None and low is not _NOT_A_LITERAL and high is not _NOT_A_LITERAL:
                 return ie.And(ie.GreaterThanOrEqual(name, low), ie.LessThanOrEqual(name, high))
             return None
@@ -148,7 +191,8 @@ def row_filter(
     A conjunct pyiceberg cannot bind (a literal it cannot read as the column's type, say) is left out.
     """
     columns = prunable_columns(schema)
-    converter = _Converter({c.lower(): c for c in columns}, {q.lower() for q in qualifiers}, allowed)
+    converter = _Converter({c.lower(): c for c in columns}, {q.lower() for q in qualifiers}, allowed,
+                           {f.name: f.field_type for f in schema.fields})
     result: ie.BooleanExpression = ie.AlwaysTrue()
     for conjunct in conjuncts(where):
         converted = converter.convert(conjunct)
@@ -168,7 +212,8 @@ def pushable_where(table_node: exp.Table) -> tuple[exp.Expression | None, set[st
     an outer join, or the SELECT aggregates before filtering (a HAVING is not a WHERE).
     """
     select = table_node.parent_select
-    qualifiers = {table_node.alias_or_name, table_node.name}
+    # An alias replaces the name: in `d.t AS prev JOIN other AS t`, `t.id` is the other table's.
+    qualifiers = {table_node.alias_or_name}
     if select is None or not isinstance(select, exp.Select):
         return None, qualifiers
     sources = [select.args.get("from_") or select.args.get("from")]
@@ -193,7 +238,7 @@ def key_lookups(
     if not keys:
         return None
     converter = _Converter({f.name.lower(): f.name for f in schema.fields}, {q.lower() for q in qualifiers},
-                           set(keys))
+                           set(keys), {f.name: f.field_type for f in schema.fields})
     choices: dict[str, set] = {}
     for conjunct in conjuncts(where):
         converted = converter.convert(conjunct)

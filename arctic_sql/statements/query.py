@@ -132,6 +132,8 @@ def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[st
     """
     if any(not isinstance(star.parent, exp.Count) for star in statement.find_all(exp.Star)):
         return None
+    if any((join.args.get("method") or "").upper() == "NATURAL" for join in statement.find_all(exp.Join)):
+        return None  # a NATURAL JOIN joins on every column the two sides share, naming none
     names = {i.name.lower() for i in statement.find_all(exp.Identifier)}
     return [f.name for f in table.schema.fields if f.name.lower() in names]
 

@@ -69,3 +69,39 @@ def test_timestamp_literals_that_name_their_zone_prune():
         f = _filter(f"SELECT * FROM db.t WHERE ts >= TIMESTAMP '{literal}'")
         bound = bind(SCHEMA, f, case_sensitive=True)
         assert bound.literal.value == 1704153600000000, literal  # 2024-01-02T00:00:00Z in microseconds
+
+
+def test_a_literal_the_column_type_would_round_or_reinterpret_does_not_prune():
+    """Spark compares in the wider type, pyiceberg would bind to the column's: 12.345 rounded to 12.35
+    for a DECIMAL(10,2) skipped the file holding 12.35 for `> 12.345`; a DATE literal against a
+    STRING column compared strings; 1.5 against a BIGINT was cut to 1."""
+    from pyiceberg.types import DateType, DecimalType
+
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()),
+                    NestedField(3, "price", DecimalType(10, 2)), NestedField(4, "k", DecimalType(18, 4)),
+                    NestedField(5, "d", DateType()))
+
+    def pruned(where: str):
+        select = parse_one(f"SELECT * FROM db.t WHERE {where}")
+        found, qualifiers = pushable_where(next(select.find_all(__import__("sqlglot").exp.Table)))
+        return row_filter(found, schema, qualifiers)
+
+    for kept in ("price > 12.345", "price < 0.501", "id < 1.5", "s = DATE'2024-06-01'", "s > CAST('2024-01-01' AS DATE)",
+                 "s = 1", "d < TIMESTAMP'2024-01-01 10:00:00+00:00'", "price IN (1.005, 2)", "id BETWEEN 1 AND 2.5"):
+        assert pruned(kept) == ie.AlwaysTrue(), kept
+    import decimal
+
+    assert pruned("price > 12.34") == ie.GreaterThan("price", decimal.Decimal("12.34"))
+    assert pruned("k = 12345678901234.5678") == ie.EqualTo("k", decimal.Decimal("12345678901234.5678"))
+    assert pruned("price <= 12") == ie.LessThanOrEqual("price", 12)
+    assert pruned("s = '2024-06-01' AND d = DATE'2024-06-01'") == ie.And(ie.EqualTo("s", "2024-06-01"),
+                                                                        ie.EqualTo("d", "2024-06-01"))
+
+
+def test_an_aliased_table_takes_only_conditions_on_its_alias():
+    """In `d.t AS t JOIN d.t AS prev`, `t.id = 2` is the first copy's, never prev's."""
+    select = parse_one("SELECT t.id, prev.n FROM db.t AS t JOIN db.t AS prev ON t.id = prev.id + 1 WHERE t.id = 2")
+    first, second = list(select.find_all(__import__("sqlglot").exp.Table))
+    for table, expected in ((first, ie.EqualTo("id", 2)), (second, ie.AlwaysTrue())):
+        where, qualifiers = pushable_where(table)
+        assert row_filter(where, SCHEMA, qualifiers) == expected

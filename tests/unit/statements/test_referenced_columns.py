@@ -26,6 +26,7 @@ TABLE = SimpleNamespace(  # the two attributes referenced_columns reads of an Ar
     ("SELECT REGION FROM db.t WHERE t.order_id > 3", ["order_id", "Region"]),  # Spark's names ignore case
     ("SELECT x.info.note FROM db.t x JOIN other o USING (status)", ["status", "info"]),
     ("SELECT * FROM db.t", None),
+    ("SELECT order_id FROM db.t NATURAL JOIN db.t", None),  # joins on every shared column, naming none
     ("SELECT t.* FROM db.t t", None),
     ("SELECT status FROM (SELECT * FROM db.t) s", None),  # a star anywhere may reach this table
     ("WITH c AS (SELECT amount FROM db.t) SELECT count(*) FROM c", ["amount"]),

@@ -18,12 +18,15 @@ from sqlglot import exp
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.merge_plan import MergePlan
+from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table import change_writer, writes
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format.versions import Operation
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
 
     from arctic_sql.statements.context import StatementContext
@@ -86,16 +89,32 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
             elif item.name.lower() not in partition_columns:  # PARTITION (region): its value comes from the query
                 raise InvalidArgumentError(f"INSERT ... PARTITION ({item.name}): {item.name} is not a partition "
                                            f"column of {table.identifier}")
+    if expression.args.get("where") is not None:
+        raise UnsupportedOperationError(f"INSERT INTO ... REPLACE WHERE is not supported on {table.identifier}: "
+                                        "DELETE the rows, then INSERT, or use MERGE INTO")
     query_node = expression.expression
     source = ctx.run_spark(query_node, to_spark_sql(query_node))
+    if expression.args.get("by_name"):
+        columns = source.columns
     rows = conform(table, source, columns, static)
     if expression.args.get("overwrite"):
-        writes.overwrite_rows(table, rows, Operation.OVERWRITE)
+        writes.overwrite_rows(table, rows, Operation.OVERWRITE, _named_partition(table, partition))
     elif table.is_keyed:
         change_writer.write_changes(table, upserts=rows, deletes=None, operation=Operation.INSERT)
     else:
         writes.append_rows(table, rows, Operation.INSERT)
     return ctx.ok()
+
+
+def _named_partition(table: ArcticTable, partition: exp.Expression | None) -> Callable[[str], bool] | None:
+    """The partition ``PARTITION (k = v, ...)`` names in full, which INSERT OVERWRITE replaces even
+    when the query gives it no row (as Spark does); None when it names none or only some columns."""
+    if partition is None or not all(isinstance(i, exp.EQ) for i in partition.expressions):
+        return None
+    if {i.this.name.lower() for i in partition.expressions} != {f.name.lower() for f in table.spec.fields}:
+        return None
+    wanted = partition_filter(table, partition)
+    return lambda path: matches(path, wanted)
 
 
 def _select_from_target(ctx: StatementContext, table_node: exp.Table, version: int, projections, where):

@@ -21,7 +21,7 @@ from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
-from arctic_sql.table.scan import latest_version, live_entries
+from arctic_sql.table.scan import latest_version, live_entries, live_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,32 +37,42 @@ class StaleRead(Exception):
     """A commit landed after the version a statement read; the statement must run again."""
 
 
-def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
+def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str,
+                   named: Callable[[str], bool] | None = None) -> None:
     """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``: one
-    Spark job checks the keys and writes sorted, node-aligned base files (bulk_writer.py)."""
+    Spark job checks the keys and writes sorted, node-aligned base files (bulk_writer.py).
+    ``named``: partitions replaced even when no row falls in them (``PARTITION (r = 'us')``)."""
     with leases.writing(table, operation):
         paths = bulk_writer.write_base(rows, table, f"{operation.upper()} into {table.identifier}")
-        commit_overwrite(table, paths, operation)
+        commit_overwrite(table, paths, operation, named)
 
 
-def commit_overwrite(table: ArcticTable, paths: list[str], operation: str) -> None:
-    """Commit base files that replace the partitions they fall in (the whole table if unpartitioned):
-    one version, stamped with a reserved transaction number on a keyed table."""
+def commit_overwrite(table: ArcticTable, paths: list[str], operation: str,
+                     named: Callable[[str], bool] | None = None) -> None:
+    """Commit base files that replace the partitions they fall in (the whole table if unpartitioned),
+    and those ``named`` accepts: one version, stamped with a reserved transaction number on a keyed table."""
     new_files = commit.data_files(table.base, paths)
     spec, schema = table.spec, table.schema
     affected = {partition_path(spec, schema, f.partition) for f in new_files}
     if not spec.fields:
         affected = {""}
-    if not affected:
+    if not affected and named is None:
         return
 
     def build(store: Table, txn: int | None) -> commit.BaseChange:
         current = store.current_snapshot()
-        old = [f.data_file for f in live_entries(store, current, Store.BASE) if f.partition in affected]
+        live = live_entries(store, current, Store.BASE)
         marks = versions.watermarks_of(current)
+        replaced = set(affected)
+        if named is not None:
+            # commit_reserved refreshed the change store: every change below txn is in it
+            changed = ({f.partition for f in live_files(table.change, table.change.current_snapshot(), Store.CHANGE)}
+                       if table.change is not None else set())
+            replaced |= {p for p in {f.partition for f in live} | changed | set(marks) if named(p)}
+        old = [f.data_file for f in live if f.partition in replaced]
         summary = {versions.OPERATION: operation}
         if txn is not None:
-            marks.update({p: txn for p in affected})
+            marks.update({p: txn for p in replaced})
             summary[versions.TXN] = str(txn)
         return commit.BaseChange(delete=old, add=new_files, watermarks=marks, summary=summary)
 

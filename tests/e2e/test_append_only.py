@@ -67,3 +67,26 @@ def test_insert_overwrite_with_a_dynamic_partition_column_replaces_the_partition
     finally:
         arctic.spark.sql("DROP TABLE IF EXISTS default.ref_parts")
         arctic.sql("DROP TABLE IF EXISTS db.parts")
+
+
+@pytest.mark.parametrize("key", ["", ", PRIMARY KEY (id, r)"])
+def test_insert_forms_match_spark(arctic, key):
+    """INSERT ... BY NAME matches columns by name (it went by position); INSERT OVERWRITE of a partition
+    named in full empties it when the query has no rows (it kept the old rows); REPLACE WHERE is
+    refused, as Spark refuses it for its own tables (it ran as a plain insert)."""
+    arctic.spark.sql("CREATE TABLE default.ref_forms (id BIGINT, a INT, r STRING) USING parquet PARTITIONED BY (r)")
+    arctic.sql(f"CREATE TABLE db.forms (id BIGINT, a INT, r STRING{key}) PARTITIONED BY (r)")
+    try:
+        for table, run in (("default.ref_forms", arctic.spark.sql), ("db.forms", arctic.sql)):
+            run(f"INSERT INTO {table} VALUES (1, 1, 'eu'), (2, 2, 'us'), (3, 3, 'us')")
+            run(f"INSERT INTO {table} BY NAME SELECT 'eu' AS r, 9 AS a, 4 AS id")
+            run(f"INSERT OVERWRITE {table} PARTITION (r = 'us') SELECT id, a FROM VALUES (0L, 0) AS v(id, a) WHERE false")
+        expected = sorted(map(tuple, arctic.spark.sql("SELECT * FROM default.ref_forms").collect()))
+        assert expected == [(1, 1, "eu"), (4, 9, "eu")]
+        assert sorted(map(tuple, arctic.sql("SELECT * FROM db.forms").collect())) == expected
+        with pytest.raises(UnsupportedOperationError, match="REPLACE WHERE is not supported"):
+            arctic.sql("INSERT INTO db.forms REPLACE WHERE id >= 4 SELECT 5, 5, 'eu'")
+        assert sorted(map(tuple, arctic.sql("SELECT * FROM db.forms").collect())) == expected
+    finally:
+        arctic.spark.sql("DROP TABLE IF EXISTS default.ref_forms")
+        arctic.sql("DROP TABLE IF EXISTS db.forms")

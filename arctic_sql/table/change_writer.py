@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from arctic_sql import errors
 from arctic_sql.errors import ArcticError
-from arctic_sql.table import leases, writes
+from arctic_sql.table import commit, leases, writes
 from arctic_sql.table.arrow_commit import commit_write
 from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile
 from arctic_sql.table.arrow_writes import CHANGES, WritePlan, discard, write_task
@@ -138,6 +138,8 @@ def write_changes(
                 commits = versions.data_commits(table.base, change_store)
                 if commits and commits[-1].version > read_version:
                     raise writes.StaleRead()
+                if commit.reservation_pending(table.base, change_store, read_version):
+                    raise writes.StaleRead()  # an overwrite is landing: run again after it
         # The stores were loaded when the statement started: a commit made since makes the catalog
         # refuse the first attempt, and the retry reloads (commit.commit_loop).
         return commit_write(table, plan, files, validate=validate, fresh=True)

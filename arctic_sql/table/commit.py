@@ -410,6 +410,27 @@ def commit_reserved(table: ArcticTable, operation: str, build: Callable[[Table, 
     return commit_base(table, checked, written), reserved[-1]
 
 
+# How long a reservation may stay without a base commit before it counts as abandoned (its writer died,
+# or took a higher number and committed under that): its base commit normally lands within a second.
+PENDING_RESERVATION_MS = 30_000
+
+
+def reservation_pending(base: Table, change: Table, after: int) -> bool:
+    """Whether a reservation numbered above ``after`` may still land its base commit (an INSERT
+    OVERWRITE, TRUNCATE or rollback between its last look at the change store and its base commit).
+
+    A statement that read version ``after`` must not commit its changes then: they would carry a
+    higher number than the overwrite's and win over its rows, though they were made from the rows
+    before it (an UPDATE would bring back a row the overwrite removed). A reservation is settled once
+    a base commit carries its number or a higher one, or after PENDING_RESERVATION_MS.
+    """
+    settled = max((int(versions.summary_of(s)[versions.TXN]) for s in base.metadata.snapshots
+                   if versions.TXN in versions.summary_of(s)), default=-1)
+    oldest = time.time() * 1000 - PENDING_RESERVATION_MS
+    return any(s.sequence_number > max(after, settled) and s.timestamp_ms > oldest
+               and versions.operation_of(s) == versions.BEGIN for s in change.metadata.snapshots)
+
+
 def _data_committed_after(change: Table, txn: int) -> bool:
     """Whether a data commit (not a reservation, optimizing or TTL) landed in the change store after ``txn``."""
     return any(s.sequence_number > txn

@@ -11,6 +11,7 @@ from resurrecting or losing rows.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from pyiceberg.table import Table
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ATTEMPTS = 5
+RESERVATION_POLL_S = 0.05
 
 
 class StaleRead(Exception):
@@ -129,15 +131,29 @@ def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # no
         retrying(table, operation, once)
 
 
+def _settle(table: ArcticTable) -> None:
+    """Reload the stores, first waiting (up to commit.PENDING_RESERVATION_MS) while an overwrite's
+    reservation above the latest version has not landed its base commit: a statement run again
+    before it lands would only be stale again."""
+    deadline = time.monotonic() + commit.PENDING_RESERVATION_MS / 1000
+    while True:
+        table.base.refresh()
+        if table.change is None:
+            return
+        table.change.refresh()
+        pending = commit.reservation_pending(table.base, table.change, latest_version(table))
+        if not pending or time.monotonic() > deadline:
+            return
+        time.sleep(RESERVATION_POLL_S)  # polling the catalog for the overwrite's commit
+
+
 def retrying(table: ArcticTable, operation: str, attempt_once) -> None:  # noqa: ANN001
     """Run ``attempt_once(version read)`` until its commit finds no newer data commit than the
     version it read. ``table`` was loaded by the statement just now: the first attempt reads it as
     it is (a commit landing since is what the validation catches); later ones reload it."""
     for attempt in range(ATTEMPTS):
         if attempt:
-            table.base.refresh()
-            if table.change is not None:
-                table.change.refresh()
+            _settle(table)
         try:
             attempt_once(latest_version(table))
             return

@@ -77,9 +77,9 @@ def test_two_writer_processes_lose_nothing(arctic, warehouse):
     ("TRUNCATE TABLE db.race", []),
 ])
 def test_a_change_landing_inside_an_overwrite_comes_before_it(arctic, monkeypatch, statement, expected):
-    # An overwrite reserves its version in the change store, then commits to the base store. An UPDATE
-    # that lands in between read the version before: it must not win over the overwrite's rows (it
-    # brought back what the overwrite replaced). The overwrite takes a new number and comes after it.
+    # An overwrite reserves its version in the change store, then commits to the base store. A blind
+    # upsert that lands in between carries a higher number: it must not win over the overwrite's
+    # rows. The overwrite takes a new number and comes after it.
     from arctic_sql.table import commit
 
     arctic.sql("CREATE TABLE db.race (k INT, v INT, PRIMARY KEY (k))")
@@ -90,11 +90,61 @@ def test_a_change_landing_inside_an_overwrite_comes_before_it(arctic, monkeypatc
         txn = reserve(table, operation)
         if not raced:
             raced.append(txn)
-            arctic.sql("UPDATE db.race SET v = v + 10 WHERE k = 2")
+            arctic.sql("INSERT INTO db.race VALUES (2, 50)")
         return txn
 
     monkeypatch.setattr(commit, "reserve_transaction", reserve_then_race)
     arctic.sql(statement)
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.race").collect()) == expected
     operations = [r[0] for r in arctic.sql("SELECT operation FROM db.race.history ORDER BY version").collect()]
-    assert operations[-2] == "update" and operations[-1] in ("overwrite", "truncate")
+    assert operations[-2] == "insert" and operations[-1] in ("overwrite", "truncate")
+
+
+@pytest.mark.parametrize(("statement", "expected"), [
+    ("INSERT OVERWRITE db.held VALUES (2, 100), (5, 100)", [(2, 110), (5, 100)]),
+    ("TRUNCATE TABLE db.held", []),
+])
+def test_an_update_made_while_an_overwrite_lands_runs_again_after_it(arctic, monkeypatch, statement, expected):
+    """The overwrite has looked at the change store for the last time and its base commit is on its
+    way: an UPDATE that read the version before must not commit then (its row, numbered above the
+    overwrite's, brought back what the overwrite removed). It waits for the overwrite and runs
+    again on its rows: the serial order OVERWRITE, then UPDATE."""
+    import threading
+
+    from arctic_sql.table import commit
+
+    arctic.sql("CREATE TABLE db.held (k INT, v INT, PRIMARY KEY (k))")
+    arctic.sql("INSERT INTO db.held VALUES (1, 1), (2, 1), (3, 1)")
+    looked, pending = commit._data_committed_after, commit.reservation_pending
+    in_flight, held = threading.Event(), threading.Event()
+
+    def look_then_hold(change, txn):  # noqa: ANN001, ANN202
+        found = looked(change, txn)
+        if not found and not in_flight.is_set():
+            in_flight.set()
+            assert held.wait(120), "the UPDATE never met the pending reservation"
+        return found
+
+    def seen(base, change, after):  # noqa: ANN001, ANN202
+        answer = pending(base, change, after)
+        if answer:
+            held.set()
+        return answer
+
+    monkeypatch.setattr(commit, "_data_committed_after", look_then_hold)
+    monkeypatch.setattr(commit, "reservation_pending", seen)
+    errors: list = []
+
+    def update() -> None:
+        in_flight.wait(120)
+        try:
+            arctic.sql("UPDATE db.held SET v = v + 10 WHERE k IN (1, 2)")
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    updater = threading.Thread(target=update)
+    updater.start()
+    arctic.sql(statement)
+    updater.join(300)
+    assert not updater.is_alive() and errors == [] and held.is_set()
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.held").collect()) == expected

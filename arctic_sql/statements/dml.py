@@ -92,7 +92,7 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     if expression.args.get("where") is not None:
         raise UnsupportedOperationError(f"INSERT INTO ... REPLACE WHERE is not supported on {table.identifier}: "
                                         "DELETE the rows, then INSERT, or use MERGE INTO")
-    query_node = expression.expression
+    query_node = with_ctes(expression, expression.expression)
     source = ctx.run_spark(query_node, to_spark_sql(query_node))
     if expression.args.get("by_name"):
         columns = source.columns
@@ -117,10 +117,29 @@ def _named_partition(table: ArcticTable, partition: exp.Expression | None) -> Ca
     return lambda path: matches(path, wanted)
 
 
-def _select_from_target(ctx: StatementContext, table_node: exp.Table, version: int, projections, where):
+def with_ctes(statement: exp.Expression, query: exp.Expression) -> exp.Expression:
+    """``query`` under the CTEs of ``WITH c AS (...) INSERT/UPDATE/DELETE/MERGE ...``, which the
+    statement's parts may name (the query's own CTEs follow, and may name them too)."""
+    ctes = statement.args.get("with_")
+    if ctes is None:
+        return query
+    if not isinstance(query, exp.Select | exp.SetOperation):
+        query = exp.select(exp.Star()).from_(query.copy().subquery("_arctic_values"))
+    query = query.copy()
+    ctes = ctes.copy()
+    own = query.args.get("with_")
+    if own is not None:
+        ctes.set("expressions", [*ctes.expressions, *own.expressions])
+    query.set("with_", ctes)
+    return query
+
+
+def _select_from_target(ctx: StatementContext, statement: exp.Expression, table_node: exp.Table, version: int,
+                        projections, where):  # noqa: ANN001
     select = exp.select(*projections).from_(at_version(table_node, version))
     if where is not None:
         select = select.where(where)
+    select = with_ctes(statement, select)
     return ctx.run_spark(select, to_spark_sql(select))
 
 
@@ -134,14 +153,15 @@ def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFram
         keys = [exp.column(k, quoted=True) for k in table.primary_key]
 
         def once(version: int) -> None:
-            doomed = _select_from_target(ctx, table_node, version, keys, condition)
+            doomed = _select_from_target(ctx, expression, table_node, version, keys, condition)
             change_writer.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
 
         writes.retrying(table, Operation.DELETE, once)
     else:
         keep = exp.not_(exp.func("coalesce", condition, exp.false())) if condition is not None else exp.false()
         writes.rewrite_table(table,
-                             lambda v: _select_from_target(ctx, table_node, v, [exp.Star()], keep), Operation.DELETE)
+                             lambda v: _select_from_target(ctx, expression, table_node, v, [exp.Star()], keep),
+                             Operation.DELETE)
     return ctx.ok()
 
 
@@ -162,7 +182,7 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
                        for f in table.schema.fields]
 
         def once(version: int) -> None:
-            rows = _select_from_target(ctx, table_node, version, projections, condition)
+            rows = _select_from_target(ctx, expression, table_node, version, projections, condition)
             change_writer.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
 
         writes.retrying(table, Operation.UPDATE, once)
@@ -174,7 +194,8 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
                                 for f in table.schema.fields)
         ]
         writes.rewrite_table(table,
-                             lambda v: _select_from_target(ctx, table_node, v, projections, None), Operation.UPDATE)
+                             lambda v: _select_from_target(ctx, expression, table_node, v, projections, None),
+                             Operation.UPDATE)
     return ctx.ok()
 
 
@@ -184,6 +205,13 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         return None
     if not table.is_keyed:
         raise UnsupportedOperationError(f"MERGE INTO needs a table with a primary key; {table.identifier} has none")
+    if expression.args.get("with_") is not None:  # USING may name a CTE: read the source under them
+        using = expression.args["using"]
+        source = exp.Subquery(this=with_ctes(expression, exp.select(exp.Star()).from_(using.copy())),
+                              alias=exp.TableAlias(this=exp.to_identifier(using.alias_or_name)))
+        expression = expression.copy()
+        expression.set("using", source)
+        expression.set("with_", None)
     plan = MergePlan.of(expression, table)
 
     blind = plan.blind_changes(ctx)

@@ -136,7 +136,10 @@ class MergePlan:
             return None
         source = self.source.copy()
         source.set("alias", exp.TableAlias(this=exp.to_identifier(self.source_alias)))
-        outcomes = exp.select(exp.Star(), exp.alias_(self._first("matched"), "_arctic_m"),
+        # A source row with a NULL key matches no target row: only its not-matched outcome applies.
+        null_key = exp.or_(*[exp.column(k, quoted=True).is_(exp.null()) for k in self.keys])
+        matched = exp.Case().when(null_key, exp.null()).else_(self._first("matched"))
+        outcomes = exp.select(exp.Star(), exp.alias_(matched, "_arctic_m"),
                               exp.alias_(self._first("not_matched"), "_arctic_n")).from_(source)
         # Blind is exact when both outcomes agree, or the matched one deletes and the other does nothing.
         refuse = exp.not_(exp.or_(
@@ -145,10 +148,12 @@ class MergePlan:
                      exp.column("_arctic_n").is_(exp.null())),
         ))
         keys = set(self.keys)
+        # Only an upsert reads the source's other columns: a DELETE-only MERGE may have just the key.
+        upserts = any(c.action != "delete" for c in self.clauses if c.category != "not_matched_by_source")
         columns = [
             exp.column(c, quoted=True) if c in keys else exp.alias_(
                 exp.Case().when(exp.column("_arctic_m").eq(exp.Literal.string(layout.UPSERT)),
-                                exp.column(c, quoted=True)), c, quoted=True)
+                                exp.column(c, quoted=True)) if upserts else exp.null(), c, quoted=True)
             for c in self.columns
         ]
         query = (

@@ -90,3 +90,21 @@ def test_insert_forms_match_spark(arctic, key):
     finally:
         arctic.spark.sql("DROP TABLE IF EXISTS default.ref_forms")
         arctic.sql("DROP TABLE IF EXISTS db.forms")
+
+
+@pytest.mark.parametrize("key", ["", ", PRIMARY KEY (id)"])
+def test_statements_under_a_with_clause_read_its_ctes(arctic, key):
+    """WITH c AS (...) INSERT / MERGE / UPDATE / DELETE: the statement's parts name the CTE (INSERT and
+    MERGE failed with `c` not found)."""
+    arctic.sql(f"CREATE TABLE db.ctes (id BIGINT, v STRING{key})")
+    try:
+        arctic.sql("WITH c AS (SELECT 1 AS id, 'x' AS v UNION ALL SELECT 2, 'y') INSERT INTO db.ctes SELECT * FROM c")
+        arctic.sql("WITH c AS (SELECT 2 AS id) UPDATE db.ctes SET v = 'z' WHERE id IN (SELECT id FROM c)")
+        arctic.sql("WITH c AS (SELECT 1 AS id) DELETE FROM db.ctes WHERE id IN (SELECT id FROM c)")
+        if key:
+            arctic.sql("WITH c AS (SELECT 3 AS id, 'w' AS v) MERGE INTO db.ctes t USING c ON t.id = c.id "
+                       "WHEN NOT MATCHED THEN INSERT *")
+        expected = [(2, "z"), (3, "w")] if key else [(2, "z")]
+        assert sorted(map(tuple, arctic.sql("SELECT * FROM db.ctes").collect())) == expected
+    finally:
+        arctic.sql("DROP TABLE IF EXISTS db.ctes")

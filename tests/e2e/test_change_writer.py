@@ -112,3 +112,13 @@ def test_change_rows_take_the_tables_types_by_spark_casts_nested_names_quoted(sp
     assert [tuple(r) for r in upserts.collect()] == [(1, (5,), "x", "upsert")]
     deletes = _in_table_types(rows, fields, op="delete", only={"id"})
     assert [tuple(r) for r in deletes.collect()] == [(1, None, None, "delete")]
+
+
+def test_a_delete_only_merge_takes_a_key_only_source_and_skips_null_keys(arctic, spark, way):
+    """The blind write read every column of the source (a key-only one failed), and kept a NULL key's
+    delete (refused as a null primary key), though a NULL key matches nothing."""
+    spark.sql("SELECT * FROM VALUES (CAST(2 AS BIGINT)) AS s(id)").createOrReplaceTempView("keys_only")
+    arctic.sql("MERGE INTO db.t t USING keys_only s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    _source(spark, [(None, "n", "D"), (3, "z", "D")])
+    arctic.sql("MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert _rows(arctic) == [(1, "a")]

@@ -8,10 +8,11 @@ as bytes. Protocol V6 and later get columnar row sets with LSB-first null bitmap
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from pyspark.sql import types as st
@@ -92,7 +93,14 @@ def _timestamp_text(value: dt.datetime) -> str:
     return f"{text}.{value.microsecond:06d}".rstrip("0") if value.microsecond else text
 
 
-def _decimal_text(value: Decimal) -> str:
+_WIDE = Context(prec=80)  # room for any DECIMAL(38, s) value at its scale
+
+
+def _decimal_text(value: Decimal, scale: int | None = None) -> str:
+    """Plain digits, at the column's scale when known (Spark's ``toPlainString``): PySpark hands
+    0.00000001 of a DECIMAL(20,8) over as 1.0E-8, which would print with a digit too many."""
+    if scale is not None and value.is_finite():
+        value = value.quantize(Decimal(1).scaleb(-scale), context=_WIDE)
     return format(value, "f")
 
 
@@ -155,6 +163,9 @@ _STRING = _Encoding("stringVal", tt.TStringColumn, "stringVal", tt.TStringValue,
 
 
 def _encoding(data_type: st.DataType) -> _Encoding:
+    if isinstance(data_type, st.DecimalType):
+        scale = data_type.scale
+        return dataclasses.replace(_STRING, convert=lambda value: _decimal_text(value, scale))
     for spark_class, encoding in _ENCODINGS.items():
         if isinstance(data_type, spark_class):
             return encoding
@@ -189,7 +200,7 @@ def row_set(
 
 def _value(encoding: _Encoding, value: Any) -> tt.TColumnValue:
     if encoding.value_class is tt.TStringValue:
-        text = hive_string(value)
+        text = None if value is None else encoding.convert(value)
         return tt.TColumnValue(stringVal=tt.TStringValue(value=text))
     converted = None if value is None else encoding.convert(value)
     return tt.TColumnValue(**{encoding.value_field: encoding.value_class(value=converted)})

@@ -109,6 +109,10 @@ def change_feed_range(table: ArcticTable, history: versions.History, options: Re
         if options.ending_version is not None:
             raise InvalidArgumentError(f"{where}: startingVersion {options.starting_version} is after endingVersion "
                                        f"{options.ending_version}")
+        if options.ending_timestamp is not None:
+            raise InvalidArgumentError(f"{where}: startingVersion {options.starting_version} is after endingTimestamp "
+                                       f"{tt.utc(options.ending_timestamp)}, which is at version {end} "
+                                       f"(available: {history.describe()})")
         raise VersionNotFoundError(f"{where}: startingVersion {options.starting_version} is after the newest "
                                    f"version, {history.latest} (available: {history.describe()})")
     if start > end:

@@ -159,6 +159,8 @@ BAD_OPTIONS = [
     ({"readChangeFeed": "true", "startingVersion": "5"}, VersionNotFoundError, "after the newest version, 4"),
     ({"readChangeFeed": "true", "startingVersion": "3", "endingVersion": "2"}, InvalidArgumentError,
      "startingVersion 3 is after endingVersion 2"),
+    ({"readChangeFeed": "true", "startingVersion": "1", "endingTimestamp": "2000-01-01"}, InvalidArgumentError,
+     "startingVersion 1 is after endingTimestamp 2000-01-01"),
 ]
 
 

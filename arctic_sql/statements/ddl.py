@@ -73,6 +73,9 @@ def _is_arctic_create(expression: exp.Create) -> bool:
     return not formats or formats[0].lower() in ARCTIC_PROVIDERS
 
 
+COMMENT = "comment"  # the table property holding CREATE TABLE's COMMENT, as Iceberg's Spark tables keep it
+
+
 def _table_properties(expression: exp.Expression) -> dict[str, str]:
     # Exactly exp.Property: its subclasses (PARTITIONED BY, LOCATION, ...) are other clauses.
     return {
@@ -160,7 +163,11 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     _check_transactional(user_props, primary_key, identifier)
     not_null = {c.name for c in column_defs if any(
         isinstance(cc.kind, exp.NotNullColumnConstraint) for cc in c.constraints)}
-    schema = iceberg_schema(struct, required=set(primary_key) | not_null, identifier=primary_key)
+    comments = {by_lower[c.name.lower()]: cc.kind.this.name for c in column_defs for cc in c.constraints
+                if isinstance(cc.kind, exp.CommentColumnConstraint)}
+    schema = iceberg_schema(struct, required=set(primary_key) | not_null, identifier=primary_key, docs=comments)
+    for comment in _properties(expression, exp.SchemaCommentProperty):  # CREATE TABLE ... COMMENT 'x'
+        user_props[COMMENT] = comment.this.name
     spec = build_spec(_partition_terms(expression), schema)
     if primary_key:
         key_ids = {schema.find_field(k).field_id for k in primary_key}
@@ -331,6 +338,7 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
             ("Type", "MANAGED", ""),
             ("Provider", "arctic", ""),
             ("Primary Key", ", ".join(table.primary_key) or "(none: append-only)", ""),
+            *([("Comment", table.base.properties[COMMENT], "")] if COMMENT in table.base.properties else []),
             ("Location", table.base.location().removesuffix("/base"), ""),
             ("Base Store", table.base.location(), ""),
         ]

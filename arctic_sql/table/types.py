@@ -71,12 +71,15 @@ def to_iceberg_type(data_type: st.DataType, ids: _Ids, where: str) -> it.Iceberg
     raise InvalidArgumentError(f"Column '{where}' has type {data_type.simpleString()}, which tables cannot store")
 
 
-def iceberg_schema(spark_schema: st.StructType, required: set[str], identifier: list[str]) -> Schema:
-    """An Iceberg schema for a Spark schema, with ``required`` columns not null and key fields set."""
+def iceberg_schema(spark_schema: st.StructType, required: set[str], identifier: list[str],
+                   docs: dict[str, str] | None = None) -> Schema:
+    """An Iceberg schema for a Spark schema, with ``required`` columns not null, key fields set and
+    ``docs`` (column comments) as the fields' docs."""
     ids = _Ids()
     top = [ids.next() for _ in spark_schema.fields]
     fields = [
-        it.NestedField(fid, f.name, to_iceberg_type(f.dataType, ids, f.name), required=f.name in required)
+        it.NestedField(fid, f.name, to_iceberg_type(f.dataType, ids, f.name), required=f.name in required,
+                       doc=(docs or {}).get(f.name))
         for fid, f in zip(top, spark_schema.fields, strict=True)
     ]
     by_name = {f.name: f.field_id for f in fields}
@@ -117,7 +120,7 @@ def _spark_field(field: it.NestedField, force_nullable: bool = False) -> st.Stru
         field.name,
         to_spark_type(field.field_type),
         nullable=force_nullable or not field.required,
-        metadata={FIELD_ID_KEY: field.field_id},
+        metadata={FIELD_ID_KEY: field.field_id, **({"comment": field.doc} if field.doc else {})},
     )
 
 

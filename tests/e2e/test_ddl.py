@@ -119,3 +119,15 @@ def test_metadata_tables_describe_versions_files_and_partitions(arctic):
     assert set(partitions) == {"p=a", "p=b"}
     snapshots = arctic.sql("SELECT store, operation FROM db.t.snapshots").collect()
     assert [(r[0], r[1]) for r in snapshots if r[0] == "change"] == [("change", "insert"), ("change", "delete")]
+
+
+def test_column_and_table_comments_are_kept(arctic):
+    """CREATE TABLE's COMMENTs (dbt's persist_docs writes them) were dropped without a word."""
+    arctic.sql("CREATE TABLE db.commented (id INT COMMENT 'the key', v STRING COMMENT 'it''s a value', "
+               "PRIMARY KEY (id)) COMMENT 'a table'")
+    rows = [tuple(r) for r in arctic.sql("DESCRIBE TABLE EXTENDED db.commented").collect()]
+    assert rows[:2] == [("id", "int", "the key"), ("v", "string", "it's a value")]
+    assert ("Comment", "a table", "") in rows
+    created = arctic.sql("SHOW CREATE TABLE db.commented").collect()[0][0]
+    assert "COMMENT 'the key'" in created and "'comment' = 'a table'" in created
+    assert arctic.table("db.commented").spark_schema["v"].metadata["comment"] == "it's a value"

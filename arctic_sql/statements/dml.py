@@ -84,11 +84,12 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     if partition is not None:
         partition_columns = {table.schema.find_column_name(f.source_id).lower() for f in table.spec.fields}
         for item in partition.expressions:
-            if isinstance(item, exp.EQ):
-                static[item.this.name] = item.expression
-            elif item.name.lower() not in partition_columns:  # PARTITION (region): its value comes from the query
-                raise InvalidArgumentError(f"INSERT ... PARTITION ({item.name}): {item.name} is not a partition "
+            name = item.this.name if isinstance(item, exp.EQ) else item.name  # PARTITION (region): from the query
+            if name.lower() not in partition_columns:
+                raise InvalidArgumentError(f"INSERT ... PARTITION ({name}): {name} is not a partition "
                                            f"column of {table.identifier}")
+            if isinstance(item, exp.EQ):
+                static[name] = item.expression
     if expression.args.get("where") is not None:
         raise UnsupportedOperationError(f"INSERT INTO ... REPLACE WHERE is not supported on {table.identifier}: "
                                         "DELETE the rows, then INSERT, or use MERGE INTO")

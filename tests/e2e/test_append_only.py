@@ -64,6 +64,8 @@ def test_insert_overwrite_with_a_dynamic_partition_column_replaces_the_partition
         assert sorted(map(tuple, arctic.sql("SELECT * FROM db.parts").collect())) == expected
         with pytest.raises(Exception, match="val is not a partition column of db.parts"):
             arctic.sql("INSERT OVERWRITE TABLE db.parts PARTITION (val) SELECT 4, 'd', 'eu'")
+        with pytest.raises(Exception, match="id is not a partition column of db.parts"):
+            arctic.sql("INSERT INTO db.parts PARTITION (region = 'eu', id = 9) SELECT 'd'")
     finally:
         arctic.spark.sql("DROP TABLE IF EXISTS default.ref_parts")
         arctic.sql("DROP TABLE IF EXISTS db.parts")

@@ -107,7 +107,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, e: RequestValidationError) -> JSONResponse:
         first = e.errors()[0] if e.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path"))
+        # loc is like ("body", "older_than_ms"); a body that is not JSON at all is ("body", 0)
+        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path")
+                         and not isinstance(p, int))
+        if first.get("type") == "json_invalid":
+            where = "request body (not JSON)"
         return _error(400, f"Invalid {where or 'request'}: {first.get('msg', 'bad value')}")
 
     # Expected errors get their own handlers: a handler for Exception runs in Starlette's outermost

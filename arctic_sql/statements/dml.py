@@ -173,6 +173,8 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
     assignments: dict[str, exp.Expression] = {}
     for item in expression.expressions:
         name = _column(table, item.this.name)
+        if name in assignments:
+            raise InvalidArgumentError(f"UPDATE of {table.identifier} sets column '{name}' twice")
         if name in table.primary_key:
             raise InvalidArgumentError(f"UPDATE cannot change primary key column '{name}' of {table.identifier}")
         assignments[name] = item.expression

@@ -103,7 +103,11 @@ class MergePlan:
             if isinstance(then, exp.Update):
                 action = "update"
                 if not (len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)):
-                    assignments = {column_name(a.this): a.expression for a in then.expressions}
+                    named = [column_name(a.this) for a in then.expressions]
+                    if len(set(named)) != len(named):
+                        twice = next(n for n in named if named.count(n) > 1)
+                        raise InvalidArgumentError(f"MERGE ... UPDATE SET sets column '{twice}' twice")
+                    assignments = dict(zip(named, [a.expression for a in then.expressions], strict=True))
                     for key in table.primary_key:
                         if key in assignments:
                             raise InvalidArgumentError(
@@ -112,6 +116,9 @@ class MergePlan:
                 action = "insert"
                 if not isinstance(then.this, exp.Star):
                     names = [column_name(c) for c in then.this.expressions]
+                    if len(set(names)) != len(names):
+                        twice = next(n for n in names if names.count(n) > 1)
+                        raise InvalidArgumentError(f"MERGE ... INSERT names column '{twice}' twice")
                     values = then.expression.expressions
                     if len(names) != len(values):
                         raise InvalidArgumentError("MERGE ... INSERT has a different number of columns and values")

@@ -53,6 +53,11 @@ CASES = [
     ("INSERT INTO db.t (id, nope) VALUES (3, 'c')", NoSuchColumnError, "nope"),
     ("UPDATE db.t SET nope = 'x' WHERE id = 1", NoSuchColumnError, "nope"),
     ("UPDATE db.t SET id = 5 WHERE id = 1", InvalidArgumentError, "primary key"),
+    ("UPDATE db.t SET name = 'x', NAME = 'y'", InvalidArgumentError, "sets column 'name' twice"),
+    ("MERGE INTO db.t t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = 'p', "
+     "name = 'q'", InvalidArgumentError, "sets column 'name' twice"),
+    ("MERGE INTO db.t t USING (SELECT 9 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, name, name) "
+     "VALUES (s.id, 'p', 'q')", InvalidArgumentError, "names column 'name' twice"),
     ("INSERT INTO db.t VALUES (NULL, 'c')", PrimaryKeyViolationError, "null primary key"),
     ("INSERT INTO db.t VALUES (3, 'c'), (3, 'd')", PrimaryKeyViolationError, "id=3"),
     ("INSERT INTO db.t VALUES ('three', 'c')", ExecutionError, "three"),

@@ -136,6 +136,9 @@ def test_expire_through_the_api_is_recorded_as_a_maintenance_run(service):
     assert runs[0]["result"]["expired_snapshots"] == answer.json()["expired_snapshots"]
     bad = service.post("/api/v1/tables/db/expired/expire-snapshots", json={"retain_last": "all"}, headers=AUTH)
     assert bad.status_code == 400 and bad.json()["error"].startswith("Invalid retain_last: "), bad.text
+    not_json = service.post("/api/v1/tables/db/expired/expire-snapshots", content=b"retain_last=1",
+                            headers={**AUTH, "Content-Type": "application/json"})
+    assert not_json.status_code == 400 and not_json.json()["error"].startswith("Invalid request body (not JSON): ")
 
 
 def test_expire_and_orphan_cleaning_called_in_sql_are_maintenance_runs(spark, service, tmp_path_factory):

@@ -60,6 +60,14 @@ def _bare_qualifiers(expression: exp.Merge) -> exp.Merge:
     return expression
 
 
+def _once(names: list[str], what: str) -> list[str]:
+    """``names``, when none is given twice (else ``<what> column 'x' twice``)."""
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise InvalidArgumentError(f"{what} column '{twice}' twice")
+    return names
+
+
 @dataclass(frozen=True)
 class MergePlan:
     target_alias: str
@@ -103,10 +111,7 @@ class MergePlan:
             if isinstance(then, exp.Update):
                 action = "update"
                 if not (len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)):
-                    named = [column_name(a.this) for a in then.expressions]
-                    if len(set(named)) != len(named):
-                        twice = next(n for n in named if named.count(n) > 1)
-                        raise InvalidArgumentError(f"MERGE ... UPDATE SET sets column '{twice}' twice")
+                    named = _once([column_name(a.this) for a in then.expressions], "MERGE ... UPDATE SET sets")
                     assignments = dict(zip(named, [a.expression for a in then.expressions], strict=True))
                     for key in table.primary_key:
                         if key in assignments:
@@ -115,10 +120,7 @@ class MergePlan:
             elif isinstance(then, exp.Insert):
                 action = "insert"
                 if not isinstance(then.this, exp.Star):
-                    names = [column_name(c) for c in then.this.expressions]
-                    if len(set(names)) != len(names):
-                        twice = next(n for n in names if names.count(n) > 1)
-                        raise InvalidArgumentError(f"MERGE ... INSERT names column '{twice}' twice")
+                    names = _once([column_name(c) for c in then.this.expressions], "MERGE ... INSERT names")
                     values = then.expression.expressions
                     if len(names) != len(values):
                         raise InvalidArgumentError("MERGE ... INSERT has a different number of columns and values")

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import types as st
+from sqlglot import exp
 
+from arctic_sql.parser import to_spark_sql
 from arctic_sql.thrift.results import ResultColumn
 
 if TYPE_CHECKING:
@@ -195,17 +197,13 @@ def _decimal_digits(data_type: st.DataType) -> int | None:
 def type_name(data_type: st.DataType) -> str:
     """Spark's ``DataType.sql``: type names upper-case, struct field names as they are."""
     if isinstance(data_type, st.StructType):
-        fields = ", ".join(f"{_quoted(f.name)}: {type_name(f.dataType)}" for f in data_type.fields)
+        fields = ", ".join(f"{to_spark_sql(exp.to_identifier(f.name))}: {type_name(f.dataType)}" for f in data_type.fields)
         return f"STRUCT<{fields}>"
     if isinstance(data_type, st.ArrayType):
         return f"ARRAY<{type_name(data_type.elementType)}>"
     if isinstance(data_type, st.MapType):
         return f"MAP<{type_name(data_type.keyType)}, {type_name(data_type.valueType)}>"
     return data_type.simpleString().upper()
-
-
-def _quoted(name: str) -> str:
-    return name if name.replace("_", "a").isalnum() and not name[:1].isdigit() else "`" + name.replace("`", "``") + "`"
 
 
 def columns(session: Session, schema_pattern: str | None, table_pattern: str | None,

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable
 
 SNAPSHOT = -1  # the offset before a stream's first batch of the table's rows
+EMPTY = 0  # the version of a table before its first data commit: no rows
 VERSION = "version"
 TABLE = "table"  # the table's id (its base store's uuid): a checkpoint belongs to one table
 NO_LIMIT = 2**31 - 1
@@ -67,13 +68,22 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, spec: CatalogSpec, table_name: str, options: ReadOptions, schema: StructType) -> None:
         self.spec, self.table_name, self.options, self.schema = spec, table_name, options, schema
         self.target: int | None = None  # the newest version an availableNow run reads up to
+        self._recorded: tuple[int, int] | None = None  # the consumer's last record: (version, at ms)
+        self._initial: dict | None = None
 
     def _table(self) -> tuple[ArcticTable, versions.History]:
         table = self.spec.load_table(self.table_name)
         return table, versions.history(table.base, table.change)
 
     def initialOffset(self) -> dict:
-        """Where a new checkpoint starts: a consumer's recorded progress, else the starting options."""
+        """Where a new checkpoint starts: a consumer's recorded progress, else the starting options.
+        Spark asks again when it runs the first batch, after ``latestOffset`` recorded the consumer:
+        the answer is the first one."""
+        if self._initial is None:
+            self._initial = self._initial_offset()
+        return self._initial
+
+    def _initial_offset(self) -> dict:
         table, history = self._table()
         if self.options.consumer_id is not None:
             known = consumers.find(table, self.options.consumer_id)
@@ -82,8 +92,8 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 consumers.record(table, known.consumer_id, known.version)  # live again: holds history back
                 return _offset(table, known.version)
         offset = self._start(table, history)
-        if self.options.consumer_id is not None and offset[VERSION] >= 0:
-            consumers.record(table, self.options.consumer_id, offset[VERSION])
+        if offset[VERSION] != SNAPSHOT:  # a start from the table's rows is fixed by its first batch
+            self._record(table, offset[VERSION])
         return offset
 
     def _start(self, table: ArcticTable, history: versions.History) -> dict:
@@ -119,12 +129,32 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         newest = history.latest if self.target is None else min(self.target, history.latest)
         begin = int(start[VERSION])
         if begin == SNAPSHOT:
-            return _offset(table, newest)  # the table's rows: one batch, whatever the limits
+            # The table's rows at ``newest``: one batch, whatever the limits. A consumer holds that
+            # version from now on, so the batch can be replayed after a crash and the changes after it read.
+            self._record(table, newest)
+            return _offset(table, newest)
         _check_retained(table, history, begin)
+        # Spark asks only once every batch up to ``begin`` was written (it runs one batch at a time,
+        # and replays a fixed batch without asking): the consumer moves to ``begin``, which keeps
+        # what the next batch reads even if it is replayed. This is also how the last batch of an
+        # availableNow run gets recorded: Spark asks once more before it stops.
+        self._record(table, begin)
         pending = [c for c in history.commits if begin < c.version <= newest]
         if not pending:
             return start
         return _offset(table, self._admit(table, pending, limit)[-1].version)
+
+    def _record(self, table: ArcticTable, version: int) -> None:
+        """Record the consumer at ``version``: when it moved, or to stay live while the stream idles
+        (Spark asks for new data every few milliseconds; a record costs a write)."""
+        if self.options.consumer_id is None:
+            return
+        now = consumers.now_ms()
+        refresh_ms = table.settings.consumer_expiration_time * 60_000 // 4
+        if self._recorded is not None and self._recorded[0] == version and now - self._recorded[1] < refresh_ms:
+            return
+        consumers.record(table, self.options.consumer_id, version)
+        self._recorded = (version, now)
 
     def _check_same(self, table: ArcticTable, offset: dict) -> None:
         """Fail the stream, as Delta does, when the table is not the one its checkpoint read (dropped
@@ -183,6 +213,11 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table, history = self._table()
         self._check_same(table, start)
         if begin == SNAPSHOT:
+            if finish == EMPTY:
+                # The table had no version when the batch was fixed: its rows were none. Later
+                # versions are changes after 0, which the next batches read (a replay after a crash,
+                # or a first commit landing between planning and reading, must not ask for version 0).
+                return []
             return snapshot_partitions(table, history, finish)
         _check_retained(table, history, begin)
         return change_partitions(table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites)
@@ -191,11 +226,8 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return partitions.read(partition, self.schema)
 
     def commit(self, end: dict) -> None:
-        """Spark has processed everything up to ``end``: a consumer records it. (Spark calls this one
-        batch late, and never for the last batch of an availableNow run: the record may lag.)"""
-        version = int(end[VERSION])
-        if self.options.consumer_id is not None and version >= 0:
-            consumers.record(self.spec.load_table(self.table_name), self.options.consumer_id, version)
+        """Nothing to do: Spark calls this when it fixes the next batch (one batch late, and never for
+        the last batch of an availableNow run), and ``latestOffset`` has recorded the consumer then."""
 
 
 def _offset(table: ArcticTable, version: int) -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -64,6 +65,28 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 20
 
 
+class _FloatStatisticsLeftOut(logging.Filter):
+    """Drops pyiceberg's "PyArrow statistics missing for column N" warning for the FLOAT and DOUBLE
+    columns of the file being registered, which our writers leave without statistics on purpose
+    (arrow_writer.statistics_columns: NaN-safe bounds); one line per file per commit otherwise. The
+    warning about any other column still shows."""
+
+    MESSAGE = "PyArrow statistics missing for column %d when writing file"
+    current = threading.local()  # the footer being registered on this thread
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        metadata = getattr(self.current, "metadata", None)
+        if metadata is None or record.msg != self.MESSAGE or not record.args or metadata.num_row_groups == 0:
+            return True
+        position = record.args[0] if isinstance(record.args, tuple) else None
+        if not isinstance(position, int) or not 0 <= position < metadata.num_columns:
+            return True
+        return metadata.row_group(0).column(position).physical_type not in ("FLOAT", "DOUBLE")
+
+
+logging.getLogger("pyiceberg.io.pyarrow").addFilter(_FloatStatisticsLeftOut())
+
+
 def data_files(store: Table, paths: Iterable[str],
                footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None) -> list[DataFile]:
     """Iceberg entries for Parquet files written by a writer: data files with stats from footers and
@@ -83,11 +106,14 @@ def data_files(store: Table, paths: Iterable[str],
             return len(input_file), pq.read_metadata(stream)
 
     def one(path: str, size: int, metadata: pq.FileMetaData) -> DataFile:
+        _FloatStatisticsLeftOut.current.metadata = metadata
         try:
             stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, mapping)
         except OverflowError as e:  # Python's dates stop at years 1 and 9999; Spark's do not
             raise InvalidArgumentError(f"A DATE or TIMESTAMP outside the years 1 to 9999 cannot be written ({e}); "
                                        "nothing was committed") from None
+        finally:
+            _FloatStatisticsLeftOut.current.metadata = None
         return DataFile.from_args(
             content=DataFileContent.DATA,
             file_path=path,

@@ -1,15 +1,16 @@
 """Consumers: streams that tell the table how far they have read, so expiration waits for them.
 
-A stream read with ``consumerId`` records, each time Spark reports a micro-batch processed, the
-version it has read up to in ``{table}/consumers/{consumer id}.json``. A consumer is *live* while
+A stream read with ``consumerId`` records, each time Spark fixes a micro-batch, the version whose
+changes the batch reads after (for a first batch of the table's rows, that batch's version) in
+``{table}/consumers/{consumer id}.json``: from its first batch on, what the stream needs next is held. A consumer is *live* while
 it recorded progress within ``consumer.expiration-time`` minutes; ``expire_snapshots`` keeps every
 version a live consumer has not read yet (the changes after its version), whatever
 ``snapshot.keep.duration`` says. A consumer that stops for longer stops holding history back, and
 its file stays as a record (``db.t.consumers`` lists every one) until it is read from again.
 
-Spark reports a micro-batch processed one batch late (and never the last batch of an availableNow
-run), so the recorded version may lag what the stream delivered by a batch: the history it keeps is
-a little more than needed, never less.
+Spark fixes a batch only once the batches before it were written, and may replay a fixed batch after
+a crash, so the record lags what the stream delivered by a batch (the last batch of an availableNow
+run included): the history it keeps is a little more than needed, never less.
 """
 
 from __future__ import annotations

@@ -212,3 +212,44 @@ def test_a_table_without_a_key_streams_its_rows_then_its_appends(arctic, spark, 
     then = _stream(spark, str(tmp_path / "ck"), table="db.log")
     assert [(r["id"], r["_change_type"], r["_change_version"]) for _, rows in then for r in rows] == \
         [(2, "insert", 2)]
+
+
+def test_a_first_batch_of_an_empty_table_replays_after_a_crash(arctic, spark, tmp_path):
+    """A kill between Spark's offset log and its commit log makes the restart replay the batch the
+    offset log holds: for a stream started on an empty table, the batch of its rows at version 0."""
+    import os
+
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    checkpoint = tmp_path / "ck"
+    assert [rows for _, rows in _stream(spark, str(checkpoint))] == [[]]  # the table's rows: none
+    for name in ("0", ".0.crc"):  # the kill: batch 0 planned, never marked done
+        os.remove(checkpoint / "commits" / name)
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a')")  # 1
+    arctic.sql("INSERT INTO db.t VALUES (2, 'b')")  # 2
+    batches = _stream(spark, str(checkpoint))
+    assert sorted((r["id"], r["v"], r["_change_version"]) for _, rows in batches for r in rows) == [
+        (1, "a", 1), (2, "b", 2)]
+
+
+def test_an_available_now_follower_is_held_from_its_first_run(arctic, spark, tmp_path):
+    """A consumer that reads now and then with availableNow (Spark never reports its last batch
+    processed) keeps what it needs next from its first run on, through expiration between runs."""
+    from arctic_sql.table import maintenance
+
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a')")  # 1
+    checkpoint = str(tmp_path / "ck")
+    first = _stream(spark, checkpoint, consumerId="replica")
+    assert [(r["id"], r["_change_type"]) for _, rows in first for r in rows] == [(1, "upsert")]
+    assert [tuple(r) for r in arctic.sql("SELECT consumer_id, version FROM db.t.consumers").collect()] == [
+        ("replica", 1)]
+    for version in (2, 3, 4):
+        arctic.sql(f"INSERT INTO db.t VALUES ({version}, 'x')")
+    maintenance.expire_snapshots(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1, retain_last=1)
+    assert arctic.sql("SELECT min(version) FROM db.t.history").collect()[0][0] == 1  # held for the replica
+    state: dict = {}
+    for _, rows in first + _stream(spark, checkpoint, consumerId="replica"):
+        _apply(state, rows)
+    assert state == _table(arctic) == {1: "a", 2: "x", 3: "x", 4: "x"}
+    # Spark asks for new data once more before an availableNow run stops: all it delivered is recorded.
+    assert arctic.sql("SELECT version FROM db.t.consumers").collect()[0][0] == 4

@@ -204,3 +204,39 @@ def test_footers_kept_by_the_writer_give_the_data_files_a_read_back_gives(table)
     assert [[getattr(f, n) for n in fields] for f in kept] == [[getattr(f, n) for n in fields] for f in read]
     assert sorted(f.file_size_in_bytes for f in read) == sorted(os.path.getsize(p.removeprefix("file://"))
                                                               for p in paths)
+
+
+def test_registering_a_file_warns_only_of_statistics_left_out_unexpectedly(tmp_path, caplog):
+    """Writers leave FLOAT and DOUBLE columns without Parquet statistics (NaN-safe bounds):
+    pyiceberg's warning about them would be one log line per file per commit. Only that one goes."""
+    import logging
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import DoubleType, NestedField, StringType
+
+    from arctic_sql.table.arrow_writer import statistics_columns
+    from arctic_sql.table.catalog import TableIdentifier
+
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "d", DoubleType()),
+                    NestedField(3, "s", StringType()), identifier_field_ids=[1])
+    from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+
+    table = catalog_at(tmp_path).create_table(TableIdentifier("db", "f"), schema, UNPARTITIONED_PARTITION_SPEC, {})
+    data = pa.table({"id": pa.array([1, 2], pa.int64()), "d": [1.5, float("nan")], "s": ["a", "b"]})
+    folder = layout.new_write_location(table.change.location()) + f"/{layout.NODE_COLUMN}=1/{layout.OP_COLUMN}=upsert"
+    os.makedirs(folder.removeprefix("file://"))
+
+    def registered(name: str, columns) -> list[str]:  # noqa: ANN001
+        path = f"{folder}/{name}.parquet"
+        pq.write_table(data, path.removeprefix("file://"), write_statistics=columns)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="pyiceberg"):
+            assert commit.data_files(table.change, [path])[0].record_count == 2
+        return [r.getMessage() for r in caplog.records if "statistics missing" in r.getMessage()]
+
+    assert statistics_columns(data.schema) == ["id", "s"]
+    assert registered("writers", statistics_columns(data.schema)) == []  # the double column, as expected
+    assert registered("no-string-bounds", ["id", "d"]) == [  # anything else still warns
+        "PyArrow statistics missing for column 2 when writing file"]

@@ -68,6 +68,27 @@ def _once(names: list[str], what: str) -> list[str]:
     return names
 
 
+def _is_star(assignments: dict[str, exp.Expression], action: str, source_alias: str, table: ArcticTable) -> bool:
+    """Whether listed assignments mean what ``UPDATE SET *`` / ``INSERT *`` mean: every column the
+    star sets (an update leaves the key alone), each to the source's column of its name, in any
+    order, bare or in a CAST to the column's own type (what writing it does anyway). dbt's
+    ``merge_update_columns``, CDC tools and hand-written SQL list the columns."""
+    from arctic_sql.table.types import type_string
+
+    keys = set(table.primary_key)
+    starred = {f.name for f in table.schema.fields if action == "insert" or f.name not in keys}
+    if set(assignments) != starred:
+        return False
+    types = {f.name: exp.DataType.build(type_string(f.field_type), dialect="spark") for f in table.schema.fields}
+    for name, value in assignments.items():
+        if isinstance(value, exp.Cast) and not value.args.get("format") and value.to == types[name]:
+            value = value.this
+        if not (isinstance(value, exp.Column) and value.table.lower() == source_alias.lower()
+                and not value.args.get("db") and value.name.lower() == name.lower()):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class MergePlan:
     target_alias: str
@@ -131,6 +152,8 @@ class MergePlan:
                 raise InvalidArgumentError("WHEN NOT MATCHED can only INSERT")
             if category != "not_matched" and action == "insert":
                 raise InvalidArgumentError("Only WHEN NOT MATCHED can INSERT")
+            if assignments is not None and _is_star(assignments, action, source_alias, table):
+                assignments = None  # the same as SET * / INSERT *: the blind path may take it
             clauses.append(Clause(category, when.args.get("condition"), action, assignments))
         return cls(target_alias, source, source_alias, expression.args["on"], tuple(clauses), columns,
                    tuple(table.primary_key))

@@ -122,3 +122,19 @@ def test_a_delete_only_merge_takes_a_key_only_source_and_skips_null_keys(arctic,
     _source(spark, [(None, "n", "D"), (3, "z", "D")])
     arctic.sql("MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE")
     assert _rows(arctic) == [(1, "a")]
+
+
+def test_a_merge_listing_every_column_from_the_source_is_blind(arctic, spark, way):
+    """Listed assignments that mean SET * / INSERT * (any order, identity casts) take the blind
+    path: the same single job as the star form, no read of the table. A partial update reads it."""
+    listed = ("MERGE INTO db.t AS x USING src AS b ON x.id = b.id WHEN MATCHED AND b.op = 'D' THEN DELETE "
+              "WHEN MATCHED THEN UPDATE SET x.v = CAST(b.v AS STRING) "
+              "WHEN NOT MATCHED AND b.op <> 'D' THEN INSERT (v, id) VALUES (b.v, b.id)")
+    _source(spark, [(1, None, "D"), (2, "b2", "U"), (9, "i", "U"), (8, None, "D")])
+    assert _jobs(spark, lambda: arctic.sql(listed)) == ["toArrow" if way == "driver" else "collect"]
+    assert _rows(arctic) == [(2, "b2"), (3, "c"), (9, "i")]
+    # The source's id into v is not SET *: it reads the table (more jobs) and writes what it says.
+    _source(spark, [(3, "z", "U")])
+    other = listed.replace("SET x.v = CAST(b.v AS STRING)", "SET x.v = CAST(b.id AS STRING)")
+    assert len(_jobs(spark, lambda: arctic.sql(other))) > 1
+    assert _rows(arctic) == [(2, "b2"), (3, "3"), (9, "i")]

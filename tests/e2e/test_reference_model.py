@@ -153,9 +153,17 @@ def _blind_merge(rng: random.Random, model: Model, shape: str) -> str:
             model.upsert([row])
             source.append((*row, "U"))
     on = "t.id = s.id AND t.p = s.p" if model.partitioned else "t.id = s.id"
-    clauses = ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *" if shape == "toggle" else
-               "WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET * "
-               "WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *")
+    update, insert = "*", "*"
+    if rng.random() < 0.5:  # the same MERGE with its columns listed, in any order: blind too
+        columns = ["v", "s"] if model.partitioned else ["p", "v", "s"]
+        rng.shuffle(columns)
+        update = ", ".join(f"{c} = s.{c}" for c in columns)
+        names = ["id", "p", "v", "s"]
+        rng.shuffle(names)
+        insert = f"({', '.join(names)}) VALUES ({', '.join(f's.{c}' for c in names)})"
+    clauses = (f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT {insert}" if shape == "toggle" else
+               f"WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET {update} "
+               f"WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT {insert}")
     return (f"MERGE INTO db.t AS t USING (SELECT * FROM VALUES {_values(source)} AS src(id, p, v, s, op)) AS s "
             f"ON {on} {clauses}")
 

@@ -23,8 +23,9 @@ from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.catalog import ArcticTable
-from arctic_sql.table.change_writer import REFUSE_COLUMN
+from arctic_sql.table.change_writer import REFUSE_COLUMN, is_small
 from arctic_sql.table.format import layout
+from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 SOURCE_MARK = "_arctic_s"
 TARGET_MARK = "_arctic_t"
 CLAUSE = "_arctic_clause"
+# A source Spark estimates under this is read twice, once for its keys: cheap next to a table read.
+SMALL_SOURCE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class MergePlan:
     clauses: tuple[Clause, ...]
     columns: tuple[str, ...]
     keys: tuple[str, ...]
+    key_types: tuple[object, ...] = ()  # the keys' Spark types
 
     @classmethod
     def of(cls, expression: exp.Merge, table: ArcticTable) -> MergePlan:
@@ -155,8 +159,11 @@ class MergePlan:
             if assignments is not None and _is_star(assignments, action, source_alias, table):
                 assignments = None  # the same as SET * / INSERT *: the blind path may take it
             clauses.append(Clause(category, when.args.get("condition"), action, assignments))
+        from arctic_sql.table.types import to_spark_type
+
         return cls(target_alias, source, source_alias, expression.args["on"], tuple(clauses), columns,
-                   tuple(table.primary_key))
+                   tuple(table.primary_key),
+                   tuple(to_spark_type(table.schema.find_field(k).field_type) for k in table.primary_key))
 
     # ------------------------------------------------------------------------------------------
     def blind_changes(self, ctx: StatementContext) -> DataFrame | None:
@@ -199,6 +206,60 @@ class MergePlan:
     def joined_changes(self, ctx: StatementContext, target_node: exp.Table, version: int) -> DataFrame:
         """The change rows of the general form, from the source joined with the target at ``version``."""
         return self._joined_changes(ctx, self._source_select(), target_node, version)
+
+    def target_select(self, ctx: StatementContext, target_node: exp.Table, version: int) -> exp.Select:
+        """What the join reads of the target: its rows at ``version``, only those of the source's keys
+        when a small source names few enough of them. The ``k IN (...)`` it adds is a point lookup
+        (statements/query.py): the read opens only those keys' tree nodes and the files whose key
+        bounds hold them, so a partial update costs what its batch costs, not what the table does."""
+        bare = target_node.copy()
+        bare.set("alias", None)
+        select = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(at_version(bare, version))
+        keys = self._source_keys(ctx)
+        return select if keys is None else select.where(keys)
+
+    def _source_keys(self, ctx: StatementContext) -> exp.Expression | None:
+        """``k IN (...)`` on every key column, with the values the source can match on, or None (read
+        every row) when rows the source does not name may change (``NOT MATCHED BY SOURCE``), ``ON``
+        does not pin every key column to a source column of the same type, or the source is not
+        small (Spark's estimate) or names more keys than a lookup takes."""
+        if any(c.category == "not_matched_by_source" for c in self.clauses):
+            return None
+        pinned = self._pinned_keys()
+        if pinned is None:
+            return None
+        source = ctx.run_spark(self._source_select(), to_spark_sql(self._source_select()))
+        if not is_small(source, SMALL_SOURCE_BYTES):
+            return None
+        types = {f.name.lower(): f.dataType for f in source.schema.fields}
+        if any(types.get(pinned[k].lower()) != t for k, t in zip(self.keys, self.key_types, strict=True)):
+            return None  # the join would cast: leave matching to it
+        named = [pinned[k] for k in self.keys]
+        rows = (source.select(*named).dropna(how="any").distinct().limit(MAX_LOOKUP_KEYS + 1).collect())
+        if len(rows) > MAX_LOOKUP_KEYS:
+            return None
+        conditions = []
+        for position, key in enumerate(self.keys):
+            values = {row[position] for row in rows}
+            if not all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values):
+                return None
+            literals = [exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(v)
+                        for v in sorted(values, key=repr)]
+            conditions.append(exp.column(key, quoted=True).isin(*literals) if literals else exp.false())
+        return exp.and_(*conditions)
+
+    def _pinned_keys(self) -> dict[str, str] | None:
+        """The source column ``ON`` sets equal to each key column (``t.k = s.c``), or None."""
+        target, source = self.target_alias.lower(), self.source_alias.lower()
+        pinned: dict[str, str] = {}
+        for part in self.on.flatten() if isinstance(self.on, exp.And) else [self.on]:
+            if not isinstance(part, exp.EQ) or not all(isinstance(s, exp.Column) for s in (part.this, part.expression)):
+                continue
+            sides = {side.table.lower(): side for side in (part.this, part.expression)}
+            if set(sides) == {target, source}:
+                pinned.setdefault(sides[target].name.lower(), sides[source].name)
+        lowered = [k.lower() for k in self.keys]
+        return {k: pinned[k.lower()] for k in self.keys} if all(k in pinned for k in lowered) else None
 
     def _source_select(self) -> exp.Select:
         return exp.select(exp.Star(), exp.alias_(exp.true(), SOURCE_MARK)).from_(self.source.copy())
@@ -244,9 +305,7 @@ class MergePlan:
 
     def _joined_changes(self, ctx: StatementContext, source_sql: exp.Select, target_node: exp.Table,
                         version: int) -> DataFrame:
-        bare = target_node.copy()
-        bare.set("alias", None)
-        target_select = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(at_version(bare, version))
+        target_select = self.target_select(ctx, target_node, version)
         both = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
                         exp.column(TARGET_MARK).is_(exp.null()).not_())
         only_source = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),

@@ -158,7 +158,7 @@ def write(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
 
     Raises the first problem a task found, after deleting every file the tasks returned.
     """
-    if _small(changes):
+    if is_small(changes):
         return _write_here(changes, plan)
     spark = changes.sparkSession
     parallelism = spark.sparkContext.defaultParallelism
@@ -178,16 +178,17 @@ def write(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
     return files
 
 
-def _small(changes: DataFrame) -> bool:
-    """Whether Spark estimates the rows under its broadcast threshold (what it would ship to every
-    executor for a join, it may hand the driver), from a plan whose estimate means something.
+def is_small(changes: DataFrame, threshold: int | None = None) -> bool:
+    """Whether Spark estimates the rows under ``threshold`` bytes, by default its broadcast threshold
+    (what it would ship to every executor for a join, it may hand the driver), from a plan whose
+    estimate means something.
 
     Python steps are ruled out: Spark sizes them from their input, not from what they yield (a merged
     read of an arctic table is ``mapInArrow``, sized at its files' bytes up to just above the
     threshold, whatever its WHERE keeps).
     """
-    jvm_session = changes.sparkSession._jsparkSession
-    threshold = jvm_session.sessionState().conf().autoBroadcastJoinThreshold()
+    if threshold is None:
+        threshold = changes.sparkSession._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
     if threshold <= 0:
         return False
     plan = changes._jdf.queryExecution().optimizedPlan()

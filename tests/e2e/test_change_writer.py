@@ -138,3 +138,41 @@ def test_a_merge_listing_every_column_from_the_source_is_blind(arctic, spark, wa
     other = listed.replace("SET x.v = CAST(b.v AS STRING)", "SET x.v = CAST(b.id AS STRING)")
     assert len(_jobs(spark, lambda: arctic.sql(other))) > 1
     assert _rows(arctic) == [(2, "b2"), (3, "3"), (9, "i")]
+
+
+def test_a_partial_update_reads_only_the_tree_nodes_of_its_keys(arctic, spark, way):
+    """A MERGE that must read the target (here: one column from the source, one from the table)
+    reads the source's keys only: the plan's target read is their point lookup, which opens the
+    files of their nodes, not the table's."""
+    import re
+
+    from arctic_sql.parser import parse_one, to_spark_sql
+    from arctic_sql.statements.merge_plan import MergePlan
+
+    arctic.sql("CREATE TABLE db.kv (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k)) "
+               "TBLPROPERTIES ('base.file-index.hash-bucket' = '8')")
+    spark.range(200).selectExpr("id AS k", "CAST(id AS STRING) AS v", "id AS n").createOrReplaceTempView("kv_src")
+    arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
+    spark.sql("SELECT * FROM VALUES (CAST(10 AS BIGINT), 'ten'), (CAST(11 AS BIGINT), 'eleven'), "
+              "(CAST(500 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
+    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
+             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    plan = MergePlan.of(parse_one(merge), arctic.table("db.kv"))
+    version = arctic.sql("SELECT max(version) FROM db.kv.history").collect()[0][0]
+    target = to_spark_sql(plan.target_select(arctic.context, parse_one(merge).this, version))
+    assert re.search(r"WHERE `k` IN \(10, 11, 500\)", target), target
+
+    def files_read(sql: str) -> int:  # by a merge by node, or (base files only) by a Parquet scan
+        explained = arctic.sql("EXPLAIN " + sql).collect()[0][0]
+        merged = re.findall(r"base_files=(\d+), change_files=(\d+)\]", explained)
+        scanned = re.findall(r"InMemoryFileIndex\((\d+) paths?\)", explained)
+        return sum(int(b) + int(c) for b, c in merged) + sum(int(n) for n in scanned)
+
+    assert 0 < files_read(target) <= 3 < files_read("SELECT * FROM db.kv WHERE v <> ''") == 8
+    arctic.sql(merge)
+    assert _rows(arctic, "SELECT k, v, n FROM db.kv WHERE k IN (9, 10, 11, 500)") == [
+        (9, "9", 9), (10, "ten", 11), (11, "eleven", 12), (500, "new", 0)]
+    # NOT MATCHED BY SOURCE changes rows the source does not name: the whole table is read.
+    by_source = merge + " WHEN NOT MATCHED BY SOURCE AND t.k = 0 THEN DELETE"
+    plan = MergePlan.of(parse_one(by_source), arctic.table("db.kv"))
+    assert "WHERE" not in to_spark_sql(plan.target_select(arctic.context, parse_one(by_source).this, version))

@@ -4,6 +4,7 @@ page that does not exist or to a heading a page does not have (``validation`` in
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,3 +24,19 @@ def test_mkdocs_build_strict_succeeds(tmp_path):
     built = {p.relative_to(site).as_posix() for p in site.rglob("index.html")}
     pages = {p.stem for p in (ROOT / "docs").glob("*.md")}
     assert {f"{page}/index.html" for page in pages - {"index"}} | {"index.html"} <= built
+
+
+# A fenced block right after this marker runs in tests/e2e/test_docs_examples.py.
+RUNNABLE = re.compile(r"^<!-- runnable -->\n```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def runnable_blocks(markdown: Path) -> list[tuple[str, str]]:
+    """``[(language, code)]`` of the blocks ``markdown`` marks as runnable."""
+    return RUNNABLE.findall(markdown.read_text(encoding="utf-8"))
+
+
+def test_the_readme_example_is_the_runnable_getting_started_example():
+    # The README repeats the example the docs run, so it is tested too.
+    [(language, code)] = runnable_blocks(ROOT / "docs" / "getting-started.md")
+    assert language == "python" and "arctic_sql.connect(" in code
+    assert f"```python\n{code}```" in (ROOT / "README.md").read_text(encoding="utf-8")

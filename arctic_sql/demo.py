@@ -92,7 +92,7 @@ def try_next(warehouse: str, flags: Sequence[str] = ()) -> str:
     lines += [
         "  # the Thrift server for JDBC/ODBC clients, BI tools and dbt-spark (the 'server' extra)",
         f"  {shell} thriftserver {same}   # listens on 127.0.0.1:10000",
-        "More: README.md (SQL, history, self-optimizing, Thrift server, dbt, Jupyter), docs/design.md.",
+        "More: docs/ (SQL, history, self-optimizing, Thrift server, dbt, Jupyter, design).",
     ]
     return "\n".join(lines)
 

@@ -39,7 +39,7 @@ class TableCollector(Collector):
                                  labels=["table", "store"])
         records = GaugeMetricFamily("arctic_table_records", "Rows in live base files plus unmerged change rows",
                                     labels=t)
-        health = GaugeMetricFamily("arctic_table_health_score", "Health score, 0-100 (see the README)", labels=t)
+        health = GaugeMetricFamily("arctic_table_health_score", "Health score, 0-100 (see docs/integrations.md)", labels=t)
         component = GaugeMetricFamily("arctic_table_health_points",
                                       "Points left of each health score component (a penalty: negative points)",
                                       labels=["table", "component"])

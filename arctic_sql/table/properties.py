@@ -117,7 +117,7 @@ PROPERTIES: tuple[TableProperty, ...] = (
        "share of duplicate or deleted rows in segments that triggers major", _ratio),
     _P("self-optimizing.full.trigger.interval", Kind.LONG, -1, "ms between full optimizings, -1 off",
        _interval_or_off),
-    # MaxCompute-style major metrics (arctic-sql names; see README "Self-optimizing").
+    # MaxCompute-style major metrics (arctic-sql names; see docs/self-optimizing.md).
     _P("self-optimizing.major.trigger.delete-rows", Kind.LONG, 1_000_000,
        "unmerged delete rows in a partition that trigger major", _positive),
     _P("self-optimizing.major.trigger.delete-ratio", Kind.DOUBLE, 0.2,

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted(
-    {ROOT / "README.md", ROOT / "benchmarks" / "README.md"}
+    {ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "README.md"}
     | set((ROOT / "docs").rglob("*.md"))
     | set((ROOT / "examples").rglob("*.md"))
 )

@@ -94,7 +94,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
             fault_point("optimize-task-wrote")  # a task slow after its first file: the cancel test stalls here
         return written
 
-    return spark.sparkContext.parallelize(shares, len(shares)).flatMap(run).collect()  # only file names come back
+    return spark.sparkContext.parallelize(shares, len(shares)).flatMap(storage.shipped(run)).collect()  # only file names come back
 
 
 def _rows_per_file(job: node_merge.NodeTask, target_size: int, fallback: int) -> int:

@@ -64,7 +64,7 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     plan = BulkPlan(target, target.new_location(), tuple(directories), what)
     if directories and out.rdd.getNumPartitions() > 1:  # planning only: no job runs
         out = out.repartition(*directories)
-    results = out.mapInArrow(lambda batches: write_task(plan, batches), RESULT_SCHEMA).collect()
+    results = out.mapInArrow(storage.shipped(lambda batches: write_task(plan, batches)), RESULT_SCHEMA).collect()
     problems = sorted(r["problem"] for r in results if r["problem"])
     paths = [r["path"] for r in results if r["path"]]
     if problems:

@@ -196,7 +196,7 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning.
     merge.__name__ = (f"{name}[groups={len(jobs)}, base_files={len(plan.base_files)}, "
                       f"change_files={len(plan.change_files)}]")
-    return _slots(spark, len(slots), sum(sizes)).mapInArrow(merge, spark_type)
+    return _slots(spark, len(slots), sum(sizes)).mapInArrow(storage.shipped(merge), spark_type)
 
 
 def _slots(spark: SparkSession, count: int, file_bytes: int) -> DataFrame:

@@ -130,8 +130,9 @@ def is_remote(location: str) -> bool:
     return scheme_of(location) != "file"
 
 
-def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow filesystem of a location, and the path within it."""
+def filesystem(location: str, config: StorageConfig | None = None) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem of a location (through ``config``, default this process's), and the
+    path within it."""
     if location.startswith("file:"):
         return pafs.LocalFileSystem(), urlparse(location).path
     if "://" not in location:
@@ -139,21 +140,22 @@ def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     scheme, netloc, path = PyArrowFileIO.parse_location(location)
-    return _active.filesystem(scheme.lower(), netloc), path
+    return (config or _active).filesystem(scheme.lower(), netloc), path
 
 
-def check_reachable(location: str) -> None:
+def check_reachable(location: str, config: StorageConfig | None = None) -> None:
     """Raise a one-line error naming the store when ``location`` cannot be reached: a remote
     warehouse is checked when its catalog is opened, before anything is written. pyarrow's S3 client
     gives up after its retry strategy (three attempts by default; ``s3.connect-timeout`` and
     ``s3.request-timeout`` bound each)."""
     if not is_remote(location):
         return
-    fs, path = filesystem(location)
+    config = config or _active
+    fs, path = filesystem(location, config)
     try:
         fs.get_file_info(path)
     except OSError as e:
-        where = _active.get("s3.endpoint") if scheme_of(location) in ("s3", "s3a", "s3n", "oss") else None
+        where = config.get("s3.endpoint") if scheme_of(location) in ("s3", "s3a", "s3n", "oss") else None
         host = urlparse(where).netloc or where if where else urlparse(location).netloc
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ExecutionError(f"Cannot reach the warehouse {location} at {host}: {detail}") from None

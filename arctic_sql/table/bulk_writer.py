@@ -73,6 +73,15 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     return paths
 
 
+def write_base_files(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
+    """Base files of ``rows`` (aligned to the table): on the local disk Spark's Parquet writer
+    (``writer.write_files``); on an object store or HDFS :func:`write_base`, since Spark's writer
+    reaches those only through its Hadoop file system and a JVM connector."""
+    if storage.is_remote(table.base.location()):
+        return write_base(rows, table, what)
+    return writer.write_files(rows, table, store=Store.BASE)
+
+
 def write_task(plan: BulkPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """One task of the load: its rows sorted, checked and written, one result row per file."""
     from pyspark import TaskContext

@@ -101,3 +101,44 @@ def test_a_warehouse_whose_endpoint_does_not_answer_is_named_and_nothing_is_writ
                            catalog_properties=catalog_properties(tmp_path, dead, "s3://lake/wh"))
     assert SECRET not in str(raised.value) and KEY_ID not in str(raised.value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def in_bucket(spark, tmp_path, s3, no_aws_environment):
+    """A session whose warehouse is in the bucket, and a function listing the bucket under it."""
+    endpoint, client = s3
+    warehouse = f"s3://{BUCKET}/{tmp_path.name}"
+    session = arctic_sql.connect(warehouse=warehouse, spark=spark,
+                                 catalog_properties=catalog_properties(tmp_path, endpoint, warehouse))
+    session.sql("CREATE DATABASE db")
+    yield session, lambda table: objects(client, f"{tmp_path.name}/db/{table}/")
+    assert [p.name for p in tmp_path.iterdir()] == ["catalog.db"]
+
+
+def test_base_files_written_by_overwrite_ctas_and_full_optimize_are_read_from_the_bucket(in_bucket):
+    session, listed = in_bucket
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    session.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
+    session.sql("INSERT OVERWRITE db.t VALUES (5, 'e'), (6, 'f')")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(5, "e"), (6, "f")]  # base files only
+    assert rows(session.sql("SELECT count(*) FROM db.t")) == [(2,)]
+    session.sql("INSERT INTO db.t VALUES (7, 'g'), (5, 'E')")
+    session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(5, "E"), (6, "f"), (7, "g")]
+    assert rows(session.sql("SELECT v FROM db.t VERSION AS OF 2")) == [("e",), ("f",)]
+    session.sql("CREATE TABLE db.c (id BIGINT, v STRING, PRIMARY KEY (id)) AS SELECT * FROM db.t WHERE id > 5")
+    assert rows(session.sql("SELECT id, v FROM db.c")) == [(6, "f"), (7, "g")]
+    assert any("/base/" in k and k.endswith(".parquet") for k in listed("t"))
+    assert any("/base/" in k and k.endswith(".parquet") for k in listed("c"))
+
+
+def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
+    session, listed = in_bucket
+    session.sql("CREATE TABLE db.p (id BIGINT, v STRING)")
+    session.sql("INSERT INTO db.p VALUES (1, 'x'), (2, 'y'), (3, 'z')")
+    session.sql("DELETE FROM db.p WHERE id = 1")
+    session.sql("UPDATE db.p SET v = 'Y' WHERE id = 2")
+    assert rows(session.sql("SELECT id, v FROM db.p")) == [(2, "Y"), (3, "z")]
+    assert rows(session.sql("SELECT count(*) FROM db.p")) == [(2,)]
+    assert rows(session.sql("SELECT v FROM db.p WHERE id = 3")) == [("z",)]
+    assert any(k.endswith(".parquet") for k in listed("p"))

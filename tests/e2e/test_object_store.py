@@ -129,6 +129,10 @@ def test_base_files_written_by_overwrite_ctas_and_full_optimize_are_read_from_th
     session.sql("CREATE TABLE db.c (id BIGINT, v STRING, PRIMARY KEY (id)) AS SELECT * FROM db.t WHERE id > 5")
     assert rows(session.sql("SELECT id, v FROM db.c")) == [(6, "f"), (7, "g")]
     assert any("/base/" in k and k.endswith(".parquet") for k in listed("t"))
+    session.sql("DELETE FROM db.t WHERE id = 6")
+    session.sql("UPDATE db.t SET v = 'G' WHERE id = 7")
+    assert rows(session.sql("SELECT * FROM db.t VERSION BETWEEN 3 AND 5")) == [(6, None, "delete", 4),
+                                                                            (7, "G", "upsert", 5)]
     assert any("/base/" in k and k.endswith(".parquet") for k in listed("c"))
 
 
@@ -141,4 +145,6 @@ def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
     assert rows(session.sql("SELECT id, v FROM db.p")) == [(2, "Y"), (3, "z")]
     assert rows(session.sql("SELECT count(*) FROM db.p")) == [(2,)]
     assert rows(session.sql("SELECT v FROM db.p WHERE id = 3")) == [("z",)]
+    session.sql("INSERT INTO db.p VALUES (4, 'w')")
+    assert rows(session.sql("SELECT * FROM db.p VERSION BETWEEN 3 AND 4")) == [(4, "w", "insert", 4)]
     assert any(k.endswith(".parquet") for k in listed("p"))

@@ -166,6 +166,10 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     in_spark: list[Task] = []
     for task in tasks:
         (in_arrow if in_memory(table, task) else in_spark).append(task)
+    if in_spark:
+        storage.check_spark_reaches(spark, location, f"Optimizing {table.identifier}",
+                                    ", or raise self-optimizing.execute.in-memory-max-bytes above its largest task"
+                                    if table.is_keyed else " (a table without a primary key is optimized so)")
     if any(task.kept_files for task in in_spark):  # the Spark query rewrites whole files: it would keep both rows
         raise ExecutionError(f"Optimizing {table.identifier}: a task that keeps base files is too large to merge "
                              "in memory (planner and executor disagree on execute.in-memory-max-bytes)")

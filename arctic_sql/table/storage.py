@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from arctic_sql.errors import ExecutionError, InvalidArgumentError
+from arctic_sql.errors import ExecutionError, InvalidArgumentError, UnsupportedOperationError
 
 # The catalog properties that configure file I/O (pyiceberg's FileIO property families); nothing
 # else of a catalog's properties (its URI, its own credentials) is kept or shipped to tasks.
@@ -240,6 +240,23 @@ def delete_tree(location: str) -> None:
         fs.delete_dir(path)
     except FileNotFoundError:
         pass
+
+
+def check_spark_reaches(spark: Any, location: str, what: str, instead: str) -> None:
+    """Raise a one-line error, before any job, when ``what`` would have Spark's own Parquet reader or
+    writer reach ``location`` and Spark's Hadoop configuration has no file system for its scheme
+    (``s3://`` without a connector): Spark would fail in every task with a JVM stack.
+    ``instead``: what else the user can do (``, or ...``), or why not."""
+    if not is_remote(location):
+        return
+    scheme = scheme_of(location)
+    try:
+        spark._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
+    except Exception:  # py4j's error for Hadoop's UnsupportedFileSystemException
+        raise UnsupportedOperationError(
+            f"{what} goes through Spark's own Parquet I/O, and this Spark has no file system for '{scheme}://': "
+            f"add the store's Hadoop connector (e.g. hadoop-aws, with spark.hadoop.fs.{scheme}.impl){instead}"
+        ) from None
 
 
 def spark_path(location: str) -> str:

@@ -13,7 +13,7 @@ import socket
 import pytest
 
 import arctic_sql
-from arctic_sql.errors import ExecutionError
+from arctic_sql.errors import ExecutionError, UnsupportedOperationError
 
 pytestmark = pytest.mark.spark
 
@@ -133,6 +133,9 @@ def test_base_files_written_by_overwrite_ctas_and_full_optimize_are_read_from_th
     session.sql("UPDATE db.t SET v = 'G' WHERE id = 7")
     assert rows(session.sql("SELECT * FROM db.t VERSION BETWEEN 3 AND 5")) == [(6, None, "delete", 4),
                                                                             (7, "G", "upsert", 5)]
+    spark = session.spark
+    spark.createDataFrame([(8, "h"), (5, "e5")], "id long, v string").write.format("arctic").mode("append").save("db.t")
+    assert rows(spark.read.format("arctic").load("db.t").select("id", "v")) == [(5, "e5"), (7, "G"), (8, "h")]
     assert any("/base/" in k and k.endswith(".parquet") for k in listed("c"))
 
 
@@ -148,3 +151,22 @@ def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
     session.sql("INSERT INTO db.p VALUES (4, 'w')")
     assert rows(session.sql("SELECT * FROM db.p VERSION BETWEEN 3 AND 4")) == [(4, "w", "insert", 4)]
     assert any(k.endswith(".parquet") for k in listed("p"))
+
+
+def test_what_still_needs_sparks_own_file_system_says_so_before_any_job(in_bucket):
+    session, _ = in_bucket
+    connector = r"goes through Spark's own Parquet I/O, and this Spark has no file system for 's3://': add "
+    session.sql("CREATE TABLE db.p (id BIGINT, v STRING)")
+    session.sql("INSERT INTO db.p VALUES (1, 'x'), (2, 'y')")
+    with pytest.raises(UnsupportedOperationError, match=rf"^Optimizing db.p {connector}.*\(a table without a "
+                                                        r"primary key is optimized so\)$"):
+        session.sql("CALL system.optimize(table => 'db.p', mode => 'full')")
+    assert rows(session.sql("SELECT id, v FROM db.p")) == [(1, "x"), (2, "y")]
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
+                "TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1')")
+    session.sql("INSERT INTO db.t VALUES (1, 'a')")
+    with pytest.raises(UnsupportedOperationError, match=rf"^Reading db.t {connector}.*, or raise "
+                                                        r"merge-on-read.in-memory-max-bytes above"):
+        session.sql("SELECT * FROM db.t").collect()
+    session.sql("ALTER TABLE db.t UNSET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes')")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(1, "a")]

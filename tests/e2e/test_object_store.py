@@ -150,21 +150,22 @@ def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
     assert rows(session.sql("SELECT v FROM db.p WHERE id = 3")) == [("z",)]
     session.sql("INSERT INTO db.p VALUES (4, 'w')")
     assert rows(session.sql("SELECT * FROM db.p VERSION BETWEEN 3 AND 4")) == [(4, "w", "insert", 4)]
+    session.sql("CALL system.optimize(table => 'db.p', mode => 'full')")
+    assert rows(session.sql("SELECT id, v FROM db.p")) == [(2, "Y"), (3, "z"), (4, "w")]
+    assert [r["rows"] for r in session.sql("SELECT * FROM db.p.files").collect()] == [3]  # one file now
     assert any(k.endswith(".parquet") for k in listed("p"))
 
 
 def test_what_still_needs_sparks_own_file_system_says_so_before_any_job(in_bucket):
     session, _ = in_bucket
     connector = r"goes through Spark's own Parquet I/O, and this Spark has no file system for 's3://': add "
-    session.sql("CREATE TABLE db.p (id BIGINT, v STRING)")
-    session.sql("INSERT INTO db.p VALUES (1, 'x'), (2, 'y')")
-    with pytest.raises(UnsupportedOperationError, match=rf"^Optimizing db.p {connector}.*\(a table without a "
-                                                        r"primary key is optimized so\)$"):
-        session.sql("CALL system.optimize(table => 'db.p', mode => 'full')")
-    assert rows(session.sql("SELECT id, v FROM db.p")) == [(1, "x"), (2, "y")]
     session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
-                "TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1')")
+                "TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1', "
+                "'self-optimizing.execute.in-memory-max-bytes' = '1')")
     session.sql("INSERT INTO db.t VALUES (1, 'a')")
+    with pytest.raises(UnsupportedOperationError, match=rf"^Optimizing db.t {connector}.*, or raise "
+                                                        r"self-optimizing.execute.in-memory-max-bytes above"):
+        session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
     with pytest.raises(UnsupportedOperationError, match=rf"^Reading db.t {connector}.*, or raise "
                                                         r"merge-on-read.in-memory-max-bytes above"):
         session.sql("SELECT * FROM db.t").collect()

@@ -54,9 +54,8 @@ class Stores:
 
     @classmethod
     def of(cls, table: ArcticTable) -> Stores:
-        change = node_merge.Store(table.change.metadata, table.change.io) if table.change is not None else None
-        return cls(table.schema, tuple(table.primary_key), node_merge.Store(table.base.metadata, table.base.io),
-                   change)
+        change = node_merge.Store.of(table.change) if table.change is not None else None
+        return cls(table.schema, tuple(table.primary_key), node_merge.Store.of(table.base), change)
 
     def store(self, name: str) -> node_merge.Store:
         return self.change if name == "change" and self.change is not None else self.base

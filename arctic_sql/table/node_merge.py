@@ -179,7 +179,9 @@ class Store:
 
     @classmethod
     def of(cls, store: Table) -> Store:
-        return cls(store.metadata, store.io)
+        """What tasks need of ``store``: its metadata, and a FileIO of the storage properties only
+        (the table's own FileIO holds all the catalog's properties, its URI and credentials too)."""
+        return cls(store.metadata, storage.file_io(storage.StorageConfig.of(store.io.properties)))
 
     @classmethod
     def both(cls, table: ArcticTable) -> tuple[Store, Store]:

@@ -77,7 +77,7 @@ class StorageConfig:
         if scheme not in SCHEMES:
             raise InvalidArgumentError(f"Unknown storage scheme '{scheme}://': arctic-sql reads and writes "
                                        f"{', '.join(s + '://' for s in SCHEMES)} or a local path")
-        return _file_io(self).fs_by_scheme(scheme, netloc)
+        return file_io(self).fs_by_scheme(scheme, netloc)
 
 
 def is_secret(key: str) -> bool:
@@ -85,9 +85,9 @@ def is_secret(key: str) -> bool:
 
 
 @functools.lru_cache(maxsize=16)
-def _file_io(config: StorageConfig) -> Any:
-    """pyiceberg's FileIO for ``config``; its ``fs_by_scheme`` caches a file system per scheme and
-    netloc (one S3 client per bucket, not per call)."""
+def file_io(config: StorageConfig) -> Any:
+    """pyiceberg's FileIO for ``config``, one per process and configuration; its ``fs_by_scheme``
+    caches a file system per scheme and netloc (one S3 client per bucket, not per call)."""
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     return PyArrowFileIO(dict(config.properties))

@@ -105,3 +105,33 @@ def test_a_shipped_function_applies_the_configuration_it_was_made_under(restore_
     storage.configure(storage.StorageConfig())  # another process, or another catalog opened since
     assert task() == made_under
     assert storage.active() == made_under
+
+
+def test_what_travels_to_tasks_holds_only_storage_settings_and_shows_no_credentials(restore_storage):
+    from arctic_sql.datasource.source import CatalogSpec
+
+    spec = CatalogSpec("lake", {"type": "rest", "uri": "http://cat", "credential": "id:CATALOG-SECRET",
+                                "s3.endpoint": "http://127.0.0.1:9000", "s3.secret-access-key": SECRET})
+    assert "CATALOG-SECRET" not in repr(spec) and SECRET not in repr(spec)
+    assert dict(spec.storage().properties) == {"s3.endpoint": "http://127.0.0.1:9000",
+                                               "s3.secret-access-key": SECRET, "s3.region": "us-east-1"}
+
+
+def test_the_stores_tasks_read_carry_no_catalog_uri_or_credential(tmp_path, restore_storage):
+    import pickle
+
+    from pyiceberg.catalog import load_catalog
+
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.node_merge import Store
+    from iceberg_tables import create
+
+    iceberg = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}",
+                           **{"credential": "id:CATALOG-SECRET", "s3.secret-access-key": SECRET})
+    catalog = ArcticCatalog(iceberg)
+    catalog.create_database("db")
+    table = create(catalog)
+    assert "CATALOG-SECRET" in str(table.base.io.properties)  # what pyiceberg's own FileIO holds
+    shipped = pickle.dumps(Store.of(table.base))
+    assert b"CATALOG-SECRET" not in shipped and b"catalog.db" not in shipped
+    assert Store.of(table.base).io.properties["s3.secret-access-key"] == SECRET

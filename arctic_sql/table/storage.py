@@ -35,7 +35,8 @@ STORAGE_PREFIXES = ("s3.", "client.", "gcs.", "adls.", "hdfs.", "oss.")
 SCHEMES = ("file", "s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "hdfs", "viewfs")
 REMOTE_SCHEMES = tuple(s for s in SCHEMES if s != "file")
 # A property whose name holds one of these words is a credential: never shown.
-_SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas", "connection-string", "signer")
+_SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas", "connection-string", "signer",
+                 "ticket")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -81,9 +81,10 @@ def test_an_unknown_scheme_is_named(restore_storage):
 
 
 def test_credentials_never_show(restore_storage):
-    config = s3_config(**{"s3.session-token": "TOKEN-123", "adls.account-key": "ADLS-KEY-456"})
+    config = s3_config(**{"s3.session-token": "TOKEN-123", "adls.account-key": "ADLS-KEY-456",
+                          "hdfs.kerberos_ticket": "/tmp/krb5cc_TICKET"})
     shown = f"{config!r} {config} {[config]}"
-    for secret in (SECRET, "TOKEN-123", "ADLS-KEY-456", "AKID"):
+    for secret in (SECRET, "TOKEN-123", "ADLS-KEY-456", "AKID", "krb5cc_TICKET"):
         assert secret not in shown
     assert "s3.endpoint='http://127.0.0.1:9000'" in shown and "s3.secret-access-key=<hidden>" in shown
 

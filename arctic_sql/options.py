@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table import storage
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -184,12 +185,18 @@ def load_catalog(
     from ``properties`` as they are, or else the embedded default, SQLite inside ``warehouse``."""
     from pyiceberg.catalog import load_catalog as pyiceberg_load_catalog
 
-    if config_file is not None:
-        return pyiceberg_load_catalog(name, **_config_file_properties(config_file, name))
-    if properties:
-        return pyiceberg_load_catalog(name, **dict(properties))
+    if config_file is not None or properties:
+        given = _config_file_properties(config_file, name) if config_file is not None else dict(properties or {})
+        check_storage(given)
+        return pyiceberg_load_catalog(name, **given)
     if warehouse is None:
         raise InvalidArgumentError("connect() needs a warehouse folder, a catalog, or catalog properties")
+    check_warehouse_scheme(warehouse)
+    if storage.is_remote(warehouse):
+        raise InvalidArgumentError(
+            f"The warehouse {warehouse} is not a local folder: the embedded catalog keeps its SQLite file in "
+            "the warehouse folder. Give catalog properties for it (e.g. --catalog-uri sqlite:////local/catalog.db "
+            f"--catalog-prop warehouse={warehouse} --catalog-prop s3.endpoint=...)")
     root = os.path.abspath(warehouse)
     os.makedirs(root, exist_ok=True)
     return pyiceberg_load_catalog(
@@ -198,6 +205,25 @@ def load_catalog(
         uri=f"sqlite:///{os.path.join(root, 'catalog.db')}",
         warehouse=f"file://{root}",
     )
+
+
+def check_warehouse_scheme(warehouse: str | None) -> None:
+    """A warehouse URI of a scheme no file system serves fails here, naming it, before anything runs."""
+    if warehouse and "://" in warehouse and storage.scheme_of(warehouse) not in storage.SCHEMES:
+        raise InvalidArgumentError(
+            f"Unknown storage scheme '{storage.scheme_of(warehouse)}://' in the warehouse {warehouse}: "
+            f"use a local folder or one of {', '.join(s + '://' for s in storage.SCHEMES)}")
+
+
+def check_storage(properties: Mapping[str, str]) -> None:
+    """The catalog's warehouse, when it is a URI, must answer through the file system of its storage
+    properties: an unknown scheme or an endpoint that does not answer fails here, naming it, before
+    the catalog is opened (a SQL catalog creates its tables on opening) or anything is written."""
+    location = str(properties.get("warehouse") or "")
+    check_warehouse_scheme(location)
+    # A REST catalog's warehouse may be a name, and its server may hand out the storage settings.
+    if storage.is_remote(location) and properties.get("type") != "rest":
+        storage.check_reachable(location, storage.StorageConfig.of(properties))
 
 
 def _config_file_properties(config_file: str, name: str) -> dict[str, str]:

@@ -62,14 +62,26 @@ def local_session(
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.driver.memory", os.environ.get("ARCTIC_DRIVER_MEMORY", "4g"))
-        .config("spark.sql.warehouse.dir", os.path.join(os.path.abspath(warehouse), SPARK_WAREHOUSE))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={os.path.abspath(warehouse)}")
     )
-    for key, value in {**driver_address(master), **conf}.items():
+    for key, value in {**driver_address(master), **spark_warehouse(warehouse), **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("ARCTIC_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def spark_warehouse(warehouse: str) -> dict[str, str]:
+    """Where Spark keeps its own (non-arctic) tables: the warehouse's spark-warehouse folder.
+
+    A warehouse on an object store or HDFS gets Spark's defaults instead (``spark-warehouse`` in the
+    working folder, made only when a plain Spark table is created): Spark would reach ``s3://...``
+    through its Hadoop file system, which needs the hadoop-aws connector arctic tables do without.
+    Set ``spark.sql.warehouse.dir`` (e.g. to an ``s3a://`` URI with that connector) to choose."""
+    if "://" in warehouse and not warehouse.startswith("file:"):
+        return {}
+    root = os.path.abspath(warehouse[len("file://"):] if warehouse.startswith("file://") else warehouse)
+    return {"spark.sql.warehouse.dir": os.path.join(root, SPARK_WAREHOUSE),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}"}
 
 
 def driver_address(master: str) -> dict[str, str]:

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSourceReader
 from arctic_sql.datasource import filters as pushed
 from arctic_sql.datasource import partitions
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+from arctic_sql.table import storage
 from arctic_sql.table import time_travel as tt
 from arctic_sql.table.changes import Range, change_files, version_at
 from arctic_sql.table.format import versions
@@ -67,6 +68,7 @@ class ArcticBatchReader(DataSourceReader):
         return partitions.merge_partitions(table, plan.base_files, plan.change_files, base_filter, change_filter)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        storage.configure(self.spec.storage())  # a task: this process may never have opened the catalog
         return partitions.read(partition, self.schema)
 
 

@@ -29,6 +29,8 @@ from pyspark.sql.datasource import InputPartition
 
 from arctic_sql.errors import UnsupportedOperationError
 from arctic_sql.table import node_merge
+# The change types, also for stream_read and lookup_task, which read them here.
+from arctic_sql.table.changes import DELETE, INSERT, UPSERT, conformed, net_changes  # noqa: F401
 from arctic_sql.table.reader import balance, node_groups
 
 if TYPE_CHECKING:
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
     from arctic_sql.table.scan import FileEntry
 
 ALWAYS_TRUE = AlwaysTrue()
-UPSERT, DELETE, INSERT = "upsert", "delete", "insert"
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,8 @@ class Stores:
 
     @classmethod
     def of(cls, table: ArcticTable) -> Stores:
-        change = node_merge.Store(table.change.metadata, table.change.io) if table.change is not None else None
-        return cls(table.schema, tuple(table.primary_key), node_merge.Store(table.base.metadata, table.base.io),
-                   change)
+        change = node_merge.Store.of(table.change) if table.change is not None else None
+        return cls(table.schema, tuple(table.primary_key), node_merge.Store.of(table.base), change)
 
     def store(self, name: str) -> node_merge.Store:
         return self.change if name == "change" and self.change is not None else self.base
@@ -165,17 +165,10 @@ def read(partition: InputPartition, output: StructType) -> Iterator[pa.RecordBat
     arrow_type = to_arrow_schema(output, timezone="UTC")
     if isinstance(partition, MergePartition):
         for task in partition.groups:
-            yield from _finish(_merged(partition, task), arrow_type).to_batches()
+            yield from conformed(_merged(partition, task), arrow_type).to_batches()
     elif isinstance(partition, ChangePartition):
         for group in partition.groups:
-            yield from _finish(_changes(partition, group), arrow_type).to_batches()
-
-
-def _finish(rows: pa.Table, arrow_type: pa.Schema) -> pa.Table:
-    for f in arrow_type:  # a delete carries only the key
-        if f.name not in rows.column_names:
-            rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
-    return rows.select(arrow_type.names).cast(arrow_type)
+            yield from conformed(_changes(partition, group), arrow_type).to_batches()
 
 
 def _merged(partition: MergePartition, task: node_merge.NodeTask) -> pa.Table:
@@ -203,27 +196,7 @@ def _timestamps(ms: np.ndarray) -> pa.Array:
 def _changes(partition: ChangePartition, group: ChangeGroup) -> pa.Table:
     """The newest change per key of one group (every row, as an insert, on a table without a key)."""
     stores = partition.stores
-    optional = node_merge.optional(stores.schema)
-    parts = []
-    for store_name in ("base", "change"):
-        store = stores.store(store_name)
-        for is_delete in (False, True):
-            files = [(f, tag) for s, f, tag in group.files if s == store_name and bool(tag % 2) == is_delete]
-            if files:
-                schema = optional.select(*stores.keys) if is_delete else optional
-                parts.append(store.read_tagged(files, schema))
-    if not parts:
-        return schema_to_pyarrow(optional, include_field_ids=False).empty_table()
-    if stores.keys:
-        rows = node_merge.newest_changes(parts, stores.keys)
-        tags = rows.column(node_merge.TAG).to_numpy()
-        rows = rows.drop_columns([node_merge.TAG])
-        kinds = np.where(tags % 2 == 1, DELETE, UPSERT)
-    else:
-        rows = pa.concat_tables([t for t, _ in parts], promote_options="permissive")
-        tags = np.concatenate([np.asarray(t, np.int64) for _, t in parts])
-        kinds = np.full(len(tags), INSERT)
-    versions = tags // 2
+    rows, kinds, versions = net_changes(stores.store, group.files, stores.schema, stores.keys)
     lookup = partition.committed_at_ms
     committed = np.array([lookup.get(int(v), 0) for v in versions], np.int64) if len(versions) else np.zeros(0, np.int64)
     return (rows.append_column("_change_type", pa.array(kinds, pa.string()))

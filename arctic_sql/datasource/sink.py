@@ -121,11 +121,13 @@ def abort_tasks(plan: WritePlan, tasks: list[TaskFiles]) -> None:
 class ArcticBatchWriter(DataSourceArrowWriter):
     """``df.write.format("arctic").mode("append" | "overwrite").save("db.t")``: one version."""
 
-    def __init__(self, plan: WritePlan, load_table) -> None:  # noqa: ANN001
+    def __init__(self, plan: WritePlan, load_table, files: storage.StorageConfig) -> None:  # noqa: ANN001
         self.plan = plan
         self.load_table = load_table
+        self.files = files
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskFiles:
+        storage.configure(self.files)  # a task: this process may never have opened the catalog
         return _task_write(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -139,12 +141,15 @@ class ArcticStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("arctic").option("checkpointLocation", c).start("db.t")``: each micro-batch
     is one version, committed once (see table/arrow_commit.py)."""
 
-    def __init__(self, plan: WritePlan, load_table, checkpoint: str | None) -> None:  # noqa: ANN001
+    def __init__(self, plan: WritePlan, load_table, files: storage.StorageConfig,  # noqa: ANN001
+                 checkpoint: str | None) -> None:
         self.plan = plan
         self.load_table = load_table
+        self.files = files
         self.checkpoint = checkpoint
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskFiles:
+        storage.configure(self.files)  # a task: this process may never have opened the catalog
         return _task_write(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from arctic_sql.datasource.read_options import ReadOptions
     from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
+    from arctic_sql.table.storage import StorageConfig
 
 FORMAT = "arctic"
 
@@ -43,7 +44,8 @@ class CatalogSpec:
     """What a Python worker needs to open the session's catalog: its name and properties."""
 
     name: str
-    properties: dict[str, str] = field(default_factory=dict)
+    # Not in the repr: a catalog's properties hold credentials (its own and its storage's).
+    properties: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, catalog: Catalog) -> CatalogSpec:
@@ -52,6 +54,12 @@ class CatalogSpec:
         if "type" not in properties and "py-catalog-impl" not in properties and kind is not None:
             properties["type"] = kind
         return cls(catalog.name, properties)
+
+    def storage(self) -> StorageConfig:
+        """The storage part of the properties, which a task applies before it reads or writes files."""
+        from arctic_sql.table.storage import StorageConfig
+
+        return StorageConfig.of(self.properties)
 
     def catalog(self) -> ArcticCatalog:
         """The arctic catalog, opened once per process and spec."""
@@ -126,7 +134,7 @@ class ArcticDataSource(DataSource):
         from arctic_sql.datasource.sink import ArcticBatchWriter
 
         plan, load = self._plan_write(schema, overwrite=overwrite, streaming=False)
-        return ArcticBatchWriter(plan, load)
+        return ArcticBatchWriter(plan, load, self.spec.storage())
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         """``writeStream``: each micro-batch one version, exactly once; see sink.py."""
@@ -135,7 +143,7 @@ class ArcticDataSource(DataSource):
         if overwrite:
             raise InvalidArgumentError("The arctic sink takes output mode append or update, not complete")
         plan, load = self._plan_write(schema, overwrite=False, streaming=True)
-        return ArcticStreamWriter(plan, load, self.options.get("checkpointLocation"))
+        return ArcticStreamWriter(plan, load, self.spec.storage(), self.options.get("checkpointLocation"))
 
     def _plan_write(self, schema: StructType, *, overwrite: bool, streaming: bool):  # noqa: ANN202
         from functools import partial
@@ -153,7 +161,10 @@ def install(spark: SparkSession, catalog: Catalog) -> None:
 
     The registered class is made here, so cloudpickle sends it to the workers by value, spec and all
     (a class importable by name would travel by reference, without the spec)."""
+    from arctic_sql.table import storage
+
     spec = CatalogSpec.of(catalog)
+    storage.configure(spec.storage())  # this process's file I/O, for a session made elsewhere (register)
     source = type("ArcticDataSource", (ArcticDataSource,), {"spec": spec})
     spark.dataSource.register(source)
     _installed[spark] = spec

@@ -40,7 +40,7 @@ from pyspark.sql.streaming.datasource import (
 from arctic_sql.datasource import partitions
 from arctic_sql.datasource.batch_read import change_partitions, first_change, start_after
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
-from arctic_sql.table import consumers
+from arctic_sql.table import consumers, storage
 from arctic_sql.table.changes import Range, carries_changes, commit_files
 from arctic_sql.table.format import versions
 from arctic_sql.table.scan import plan_read
@@ -223,6 +223,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return change_partitions(table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        storage.configure(self.spec.storage())  # a task: this process may never have opened the catalog
         return partitions.read(partition, self.schema)
 
     def commit(self, end: dict) -> None:

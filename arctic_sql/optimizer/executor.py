@@ -55,6 +55,11 @@ class Execution:
 def in_memory(table: ArcticTable, task: Task) -> bool:
     """Whether ``task`` merges in memory: small enough, every input within its target node."""
     limit = table.settings.execute_in_memory_max_bytes
+    if not table.is_keyed:
+        # Nothing to merge: the Spark query only cuts the rows into target-size files. On an object
+        # store, where Spark's own reader would need a JVM connector, pyarrow does it in the tasks.
+        return (storage.is_remote(table.base.location()) and task.input_bytes <= limit
+                and all(f.data_file is not None for f in task.input_files))
     return (table.is_keyed and task.target_node is not None and not task.has_upper_files
             and task.input_bytes <= limit and all(f.data_file is not None for f in task.input_files))
 
@@ -65,7 +70,8 @@ def node_task(task: Task, location: str) -> node_merge.NodeTask:
     task within one partition, and its inputs were written with the same helper directories."""
     first = task.input_files[0].path
     partition_dirs = [s for s in first.split("/") if s.startswith(HELPER_PREFIX) and "=" in s]
-    directory = "/".join([location.rstrip("/"), *partition_dirs, f"{layout.NODE_COLUMN}={task.target_node}"])
+    node = [] if task.target_node is None else [f"{layout.NODE_COLUMN}={task.target_node}"]
+    directory = "/".join([location.rstrip("/"), *partition_dirs, *node])
     return node_merge.NodeTask.of(task.base_files + task.change_files, directory, kept=task.kept_files)
 
 
@@ -75,7 +81,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     files the tasks report having written."""
 
     schema, keys = table.schema, list(table.primary_key)
-    base, change = node_merge.Store.both(table)
+    base, change = node_merge.Store.both(table) if table.is_keyed else (node_merge.Store.of(table.base), None)
     rows_per_file, target_size = writer.max_rows_per_file(table), table.settings.target_size
     jobs = [node_task(t, location) for t in tasks]
     shares = [[jobs[i] for i in share]
@@ -87,6 +93,8 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
             if job.kept_files:
                 rows, gone = node_merge.minor_node(job, schema, keys, base, change)
                 written += [position_deletes.write(job.directory, path, positions) for path, positions in gone.items()]
+            elif change is None:  # no key: the rows as they are, without those deleted
+                rows = base.read(job.base_files, schema, deletes=job.delete_map)
             else:
                 rows = node_merge.read_node(job, schema, keys, base, change)
             per_file = _rows_per_file(job, target_size, rows_per_file)
@@ -94,7 +102,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
             fault_point("optimize-task-wrote")  # a task slow after its first file: the cancel test stalls here
         return written
 
-    return spark.sparkContext.parallelize(shares, len(shares)).flatMap(run).collect()  # only file names come back
+    return spark.sparkContext.parallelize(shares, len(shares)).flatMap(storage.shipped(run)).collect()  # only file names come back
 
 
 def _rows_per_file(job: node_merge.NodeTask, target_size: int, fallback: int) -> int:
@@ -166,6 +174,10 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     in_spark: list[Task] = []
     for task in tasks:
         (in_arrow if in_memory(table, task) else in_spark).append(task)
+    if in_spark:
+        storage.check_spark_reaches(spark, location, f"Optimizing {table.identifier}",
+                                    ", or raise self-optimizing.execute.in-memory-max-bytes above its largest task"
+                                    if table.is_keyed else " (a table without a primary key is optimized so)")
     if any(task.kept_files for task in in_spark):  # the Spark query rewrites whole files: it would keep both rows
         raise ExecutionError(f"Optimizing {table.identifier}: a task that keeps base files is too large to merge "
                              "in memory (planner and executor disagree on execute.in-memory-max-bytes)")

@@ -33,6 +33,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from arctic_sql.datasource.source import CatalogSpec
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.streaming.lookup_cache import BucketCache, Entry, Key, sql_column
+from arctic_sql.table import storage
 
 log = logging.getLogger(__name__)
 
@@ -294,6 +295,7 @@ class LookupTask:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         plan = self.plan
+        storage.configure(plan.spec.storage())  # a task: this process may never have opened the catalog
         output = to_arrow_schema(plan.output_type, timezone="UTC")
         dimension = None
         for batch in batches:

@@ -64,13 +64,22 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     plan = BulkPlan(target, target.new_location(), tuple(directories), what)
     if directories and out.rdd.getNumPartitions() > 1:  # planning only: no job runs
         out = out.repartition(*directories)
-    results = out.mapInArrow(lambda batches: write_task(plan, batches), RESULT_SCHEMA).collect()
+    results = out.mapInArrow(storage.shipped(lambda batches: write_task(plan, batches)), RESULT_SCHEMA).collect()
     problems = sorted(r["problem"] for r in results if r["problem"])
     paths = [r["path"] for r in results if r["path"]]
     if problems:
         storage.delete_files(paths)  # no commit was sent: nothing can reference them
         raise errors.from_report(problems[0])
     return paths
+
+
+def write_base_files(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
+    """Base files of ``rows`` (aligned to the table): on the local disk Spark's Parquet writer
+    (``writer.write_files``); on an object store or HDFS :func:`write_base`, since Spark's writer
+    reaches those only through its Hadoop file system and a JVM connector."""
+    if storage.is_remote(table.base.location()):
+        return write_base(rows, table, what)
+    return writer.write_files(rows, table, store=Store.BASE)
 
 
 def write_task(plan: BulkPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -35,7 +35,7 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
-from arctic_sql.table import commit, store_sync
+from arctic_sql.table import commit, storage, store_sync
 from arctic_sql.table import properties as props
 from arctic_sql.table import purge as _purge
 from arctic_sql.table.format.layout import Store
@@ -175,6 +175,8 @@ class ArcticCatalog:
 
     def __init__(self, catalog: Catalog) -> None:
         self.iceberg = catalog
+        # Table files go through the file systems the catalog's storage properties describe.
+        storage.configure(storage.StorageConfig.of(catalog.properties))
 
     # databases -------------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False) -> None:

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from arctic_sql import errors
 from arctic_sql.errors import ArcticError
-from arctic_sql.table import commit, leases, writes
+from arctic_sql.table import commit, leases, storage, writes
 from arctic_sql.table.arrow_commit import commit_write
 from arctic_sql.table.arrow_writer import WriteTarget, WrittenFile
 from arctic_sql.table.arrow_writes import CHANGES, WritePlan, discard, write_task
@@ -166,7 +166,7 @@ def write(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
     # would make many small files. Fewer, larger tasks cost no shuffle (coalesce only merges them).
     if changes._jdf.rdd().getNumPartitions() > 2 * parallelism:  # planning only: no job runs
         changes = changes.coalesce(2 * parallelism)
-    results = changes.mapInArrow(lambda batches: _task(plan, batches), RESULT_SCHEMA).collect()
+    results = changes.mapInArrow(storage.shipped(lambda batches: _task(plan, batches)), RESULT_SCHEMA).collect()
     files = [f for r in results if r["files"] for f in pickle.loads(r["files"])]
     problems = sorted(r["problem"] for r in results if r["problem"])
     refused = any(r["refused"] for r in results)

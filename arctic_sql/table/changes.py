@@ -16,15 +16,23 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+
 from arctic_sql.errors import VersionNotFoundError
-from arctic_sql.table import storage
+from arctic_sql.table import node_merge, storage
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.reader import FILE, IS_DELETE, TXN, latest_changes, read_files
+from arctic_sql.table.reader import FILE, IS_DELETE, TXN, latest_changes, node_groups, read_files
 from arctic_sql.table.scan import FileEntry, ReadPlan, live_files
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.schema import Schema
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
     from pyspark.sql import DataFrame, SparkSession
@@ -110,6 +118,8 @@ def changes_between(spark: SparkSession, table: ArcticTable, span: Range) -> Dat
 
     files = change_files(table, span)
     columns = [F.col(f"`{f.name}`") for f in table.schema.fields]
+    if files and storage.is_remote(table.base.location()):  # Spark's Parquet reader would need a JVM connector
+        return _changes_in_tasks(spark, table, files)
     if table.is_keyed:
         plan = ReadPlan(span.end, table.schema, (), files, {}, None)
         if not files:
@@ -133,3 +143,67 @@ def _appended_rows(spark: SparkSession, table: ArcticTable, files: tuple[FileEnt
     tags = spark.createDataFrame([(storage.spark_path(f.path), f.sequence_number) for f in files],
                                          f"{FILE} string, {TXN} long")
     return rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(tags), on=FILE).drop(FILE)
+
+
+def net_changes(store: Callable[[str], node_merge.Store], files: Sequence[tuple[str, DataFile, int]],
+                schema: Schema, keys: Sequence[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The newest change per key among tagged files (``(store name, file, node_merge.tag)``), in
+    pyarrow; without ``keys`` every row, as an insert. The rows (``schema`` made optional; a delete
+    carries only its key), each row's change type and version."""
+    optional = node_merge.optional(schema)
+    parts = []
+    for name in (Store.BASE, Store.CHANGE):
+        for is_delete in (False, True):
+            tagged = [(f, tag) for s, f, tag in files if s == name and bool(tag % 2) == is_delete]
+            if tagged:
+                parts.append(store(name).read_tagged(tagged, optional.select(*keys) if is_delete else optional))
+    if not parts:
+        return schema_to_pyarrow(optional, include_field_ids=False).empty_table(), np.zeros(0, str), np.zeros(0, np.int64)
+    if keys:
+        rows = node_merge.newest_changes(parts, keys)
+        tags = rows.column(node_merge.TAG).to_numpy()
+        rows = rows.drop_columns([node_merge.TAG])
+        kinds = np.where(tags % 2 == 1, DELETE, UPSERT)
+    else:
+        rows = pa.concat_tables([t for t, _ in parts], promote_options="permissive")
+        tags = np.concatenate([np.asarray(t, np.int64) for _, t in parts])
+        kinds = np.full(len(tags), INSERT)
+    return rows, kinds, tags // 2
+
+
+def conformed(rows: pa.Table, arrow_type: pa.Schema) -> pa.Table:
+    """``rows`` as ``arrow_type``: its columns in its order, a missing one null (a delete carries only the key)."""
+    for f in arrow_type:
+        if f.name not in rows.column_names:
+            rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
+    return rows.select(arrow_type.names).cast(arrow_type)
+
+
+def _changes_in_tasks(spark: SparkSession, table: ArcticTable, files: tuple[FileEntry, ...]) -> DataFrame:
+    """``changes_between``'s rows read in pyarrow inside Spark tasks, a node group at a time (a
+    file at a time without a key), as merges are: the files never pass through Spark's reader."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from arctic_sql.table.types import spark_schema
+
+    groups = node_groups(files) if table.is_keyed else [[f] for f in files]
+    tagged = [tuple((f.store, f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g) for g in groups]
+    base = node_merge.Store.of(table.base)
+    change = node_merge.Store.of(table.change) if table.change is not None else base
+    schema, keys = table.schema, tuple(table.primary_key)
+    spark_type = StructType([*spark_schema(schema, all_nullable=True).fields,
+                             StructField(CHANGE_TYPE, StringType()), StructField(CHANGE_VERSION, LongType())])
+    arrow_type = to_arrow_schema(spark_type, timezone="UTC")
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # group indexes in, changes out
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                rows, kinds, found = net_changes(lambda name: change if name == Store.CHANGE else base,
+                                                 tagged[i], schema, keys)
+                rows = (rows.append_column(CHANGE_TYPE, pa.array(kinds, pa.string()))
+                        .append_column(CHANGE_VERSION, pa.array(found, pa.int64())))
+                yield from conformed(rows, arrow_type).to_batches()
+
+    indexes = spark.range(0, len(groups), 1, numPartitions=len(groups)).selectExpr("CAST(id AS INT) AS i")
+    return indexes.mapInArrow(storage.shipped(read), spark_type)

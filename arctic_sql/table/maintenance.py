@@ -32,7 +32,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
 from arctic_sql.faults import fault_point
-from arctic_sql.table import commit, consumers, leases, storage, writer
+from arctic_sql.table import bulk_writer, commit, consumers, leases, storage, writer
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.changes import version_at
 from arctic_sql.table.format import layout, versions
@@ -474,7 +474,7 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
         written: list[str] = []
         if plan.change_files:
             rows = writer.align(merged_dataframe(spark, table, plan), table.schema)
-            written = writer.write_files(rows, table, store=Store.BASE)
+            written = bulk_writer.write_base_files(rows, table, f"rollback of {table.identifier}")
             new_files = commit.data_files(table.base, written)
         else:
             new_files = [f.data_file for f in plan.base_files]

@@ -43,6 +43,8 @@ from arctic_sql.table.arrow_writer import statistics_columns
 from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
     from arctic_sql.table.catalog import ArcticTable
 
 TAG = "_arctic_tag"
@@ -176,10 +178,16 @@ class Store:
         return ArrowScan(self.metadata, self.io, schema, ALWAYS_TRUE).to_table(tasks)
 
     @classmethod
+    def of(cls, store: Table) -> Store:
+        """What tasks need of ``store``: its metadata, and a FileIO of the storage properties only
+        (the table's own FileIO holds all the catalog's properties, its URI and credentials too)."""
+        return cls(store.metadata, storage.file_io(storage.StorageConfig.of(store.io.properties)))
+
+    @classmethod
     def both(cls, table: ArcticTable) -> tuple[Store, Store]:
         """The base and change stores of a primary-key table."""
         assert table.change is not None
-        return cls(table.base.metadata, table.base.io), cls(table.change.metadata, table.change.io)
+        return cls.of(table.base), cls.of(table.change)
 
 
 def _not_deleted(fragment_index: np.ndarray, fragments: list, files: Sequence[DataFile],

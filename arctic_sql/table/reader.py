@@ -85,11 +85,20 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
     ``in_memory``: whether node groups may merge in memory."""
     from pyspark.sql.functions import broadcast
 
+    remote = storage.is_remote(table.base.location())
     if table.change is None or not plan.change_files:
-        return read_files(spark, plan.schema, plan.base_files)
-    merged = merged_by_node(spark, table, plan, columns) if in_memory else None
+        # Spark's Parquet reader goes through its Hadoop file system, which reaches an object store
+        # only with a JVM connector: remote files are read in pyarrow, in tasks, as merges are.
+        found = merged_by_node(spark, table, plan, columns) if remote and plan.base_files else None
+        if found is None and plan.base_files:
+            storage.check_spark_reaches(spark, table.base.location(), f"Reading {table.identifier}",
+                                        ", or raise merge-on-read.in-memory-max-bytes above its largest node group")
+        return found if found is not None else read_files(spark, plan.schema, plan.base_files)
+    merged = merged_by_node(spark, table, plan, columns) if in_memory or remote else None
     if merged is not None:
         return merged
+    storage.check_spark_reaches(spark, table.base.location(), f"Reading {table.identifier}",
+                                ", or raise merge-on-read.in-memory-max-bytes above its largest node group")
     base = read_files(spark, plan.schema, plan.base_files)
     keys = table.primary_key
     # Every key with a change above the watermark overrides the base, whatever that change is, so
@@ -150,10 +159,11 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     over). The key is read for the merge and handed to Spark only when asked for: every column
     crossing from Python to the JVM costs."""
     keys = list(table.primary_key)
-    schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *columns]))
-    # Arrow batches cannot carry rows without columns: a key column stands in when none is asked for.
-    names = [f.name for f in schema.fields]  # top level: pyiceberg's column_names lists nested fields too
-    output = names if columns is None else [n for n in names if n in columns] or keys[:1]
+    # Arrow batches cannot carry rows without columns: a key column (the first column of a table
+    # without a key) stands in when none is asked for.
+    names = [f.name for f in plan.schema.fields]  # top level: pyiceberg's column_names lists nested fields too
+    output = names if columns is None else [n for n in names if n in columns] or (keys or names)[:1]
+    schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *output]))
     return by_node(spark, table, plan, schema, spark_schema(plan.schema.select(*output), all_nullable=True),
                    lambda rows: rows.select(output), "arctic_merge_by_node")
 
@@ -167,7 +177,8 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
     from pyspark.sql.pandas.types import to_arrow_schema
 
     limit = table.settings.merge_on_read_in_memory_max_bytes
-    groups = node_groups([*plan.base_files, *plan.change_files])
+    # Without a key there is nothing to merge: each file is read alone.
+    groups = node_groups([*plan.base_files, *plan.change_files]) if table.is_keyed else [[f] for f in plan.base_files]
     sizes = [sum(f.file_size for f in g) for g in groups]
     if max(sizes) > limit:
         return None
@@ -176,7 +187,7 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
     # about 0.1 s to start here, as much as merging a group of 500,000 rows.
     slots = balance(sizes, spark.sparkContext.defaultParallelism)
     keys = list(table.primary_key)
-    base, change = node_merge.Store.both(table)
+    base, change = node_merge.Store.both(table) if table.is_keyed else (node_merge.Store.of(table.base), None)
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")  # as pyspark itself declares Arrow results
     base_filter, change_filter = plan.base_filter, plan.change_filter
     table_name, version = str(table.identifier), plan.version
@@ -186,9 +197,10 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
             for slot in batch.column(0).to_pylist():
                 for i in slots[slot]:
                     try:
-                        rows = node_merge.read_node(jobs[i], schema, keys, base, change, sort=False,
-                                                    base_filter=base_filter, change_filter=change_filter,
-                                                    dictionary=dictionary)
+                        rows = (node_merge.read_node(jobs[i], schema, keys, base, change, sort=False,
+                                                     base_filter=base_filter, change_filter=change_filter,
+                                                     dictionary=dictionary) if change is not None
+                                else base.read(jobs[i].base_files, schema, base_filter, dictionary, jobs[i].delete_map))
                     except FileNotFoundError as e:  # Spark shows the driver only a worker traceback
                         raise node_merge.missing_file(jobs[i], table_name, version, e) from None
                     yield from finish(rows).cast(arrow_type).to_batches()
@@ -196,7 +208,7 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning.
     merge.__name__ = (f"{name}[groups={len(jobs)}, base_files={len(plan.base_files)}, "
                       f"change_files={len(plan.change_files)}]")
-    return _slots(spark, len(slots), sum(sizes)).mapInArrow(merge, spark_type)
+    return _slots(spark, len(slots), sum(sizes)).mapInArrow(storage.shipped(merge), spark_type)
 
 
 def _slots(spark: SparkSession, count: int, file_bytes: int) -> DataFrame:

@@ -1,22 +1,165 @@
-"""File-system access through pyarrow, so local paths, S3 and HDFS work alike."""
+"""File-system access through pyarrow, so local paths, S3, GCS, ADLS and HDFS work alike.
+
+Every read and write of table files goes through one pyarrow file system per scheme and bucket,
+built from the catalog's storage properties (pyiceberg's names: ``s3.endpoint``,
+``s3.access-key-id``, ``gcs.project-id``, ``adls.account-name``, ``hdfs.host`` ...) by pyiceberg's
+own ``PyArrowFileIO``, so arctic's files and pyiceberg's metadata reach the same store the same way.
+
+The configuration is per process: :func:`configure` sets it where a catalog is opened (the driver,
+the service, a data source's planning worker), and every function that runs in a Spark task carries
+it in its closure or plan and applies it first (:func:`shipped`), since an executor is another
+process that never opened the catalog. Environment variables are never needed.
+
+>>> configure(StorageConfig.of({"s3.endpoint": "http://127.0.0.1:9000", "s3.secret-access-key": "x"}))
+>>> active()
+StorageConfig(s3.endpoint='http://127.0.0.1:9000', s3.region='us-east-1', s3.secret-access-key=<hidden>)
+"""
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
+from arctic_sql.errors import ExecutionError, InvalidArgumentError, UnsupportedOperationError
 
-def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow filesystem of a location, and the path within it."""
-    if "://" not in location:
-        return pafs.LocalFileSystem(), location
+# The catalog properties that configure file I/O (pyiceberg's FileIO property families); nothing
+# else of a catalog's properties (its URI, its own credentials) is kept or shipped to tasks.
+STORAGE_PREFIXES = ("s3.", "client.", "gcs.", "adls.", "hdfs.", "oss.")
+# Schemes pyiceberg's PyArrowFileIO maps to a pyarrow file system (``_initialize_fs``).
+SCHEMES = ("file", "s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "hdfs", "viewfs")
+REMOTE_SCHEMES = tuple(s for s in SCHEMES if s != "file")
+# A property whose name holds one of these words is a credential: never shown.
+_SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas", "connection-string", "signer",
+                 "ticket")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """The storage properties of a catalog: what builds its file systems. Hashable (it keys the
+    per-process cache of file systems) and picklable (tasks carry it); its repr hides credentials."""
+
+    properties: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, properties: Mapping[str, Any]) -> StorageConfig:
+        """The storage part of catalog ``properties``, in the form pyiceberg's FileIO reads."""
+        kept = {k: str(v) for k, v in properties.items() if k.startswith(STORAGE_PREFIXES)}
+        # Gap: pyiceberg 0.12 reads s3.force-virtual-addressing but not Iceberg's (Java)
+        # s3.path-style-access, its inverse; without either, pyarrow uses path-style requests for a
+        # custom endpoint and virtual-host ones for AWS.
+        path_style = kept.get("s3.path-style-access", "").strip().lower()
+        if path_style in ("true", "false") and "s3.force-virtual-addressing" not in kept:
+            kept["s3.force-virtual-addressing"] = "false" if path_style == "true" else "true"
+        # Gap: without a region pyiceberg asks AWS where the bucket is (a request to amazonaws.com);
+        # a custom endpoint (MinIO, Ceph, moto...) is not AWS: take the usual default there.
+        if "s3.endpoint" in kept and "s3.region" not in kept and "client.region" not in kept:
+            kept["s3.region"] = "us-east-1"
+        return cls(tuple(sorted(kept.items())))
+
+    def get(self, key: str) -> str | None:
+        return dict(self.properties).get(key)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={'<hidden>' if is_secret(k) else repr(v)}" for k, v in self.properties)
+        return f"StorageConfig({shown})"
+
+    __str__ = __repr__
+
+    def filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
+        """The file system of ``scheme://netloc``, made once per process and configuration."""
+        if scheme not in SCHEMES:
+            raise InvalidArgumentError(f"Unknown storage scheme '{scheme}://': arctic-sql reads and writes "
+                                       f"{', '.join(s + '://' for s in SCHEMES)} or a local path")
+        return file_io(self).fs_by_scheme(scheme, netloc)
+
+
+def is_secret(key: str) -> bool:
+    return any(word in key.lower() for word in _SECRET_WORDS)
+
+
+@functools.lru_cache(maxsize=16)
+def file_io(config: StorageConfig) -> Any:
+    """pyiceberg's FileIO for ``config``, one per process and configuration; its ``fs_by_scheme``
+    caches a file system per scheme and netloc (one S3 client per bucket, not per call)."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    return PyArrowFileIO(dict(config.properties))
+
+
+_active = StorageConfig()
+
+
+def configure(config: StorageConfig) -> None:
+    """Make ``config`` this process's storage configuration (where a catalog is opened, and first
+    thing in every task)."""
+    global _active
+    _active = config
+
+
+def active() -> StorageConfig:
+    return _active
+
+
+def shipped(function: F) -> F:
+    """``function`` carrying this process's storage configuration, which it applies before it runs:
+    for functions Spark pickles into tasks (``mapInArrow``, ``flatMap``)."""
+    config = _active
+
+    @functools.wraps(function)
+    def in_task(*args: Any, **kwargs: Any) -> Any:
+        configure(config)
+        return function(*args, **kwargs)
+
+    return in_task  # type: ignore[return-value]
+
+
+def scheme_of(location: str) -> str:
+    """``s3`` of ``s3://b/x``; ``file`` of a local path."""
+    return urlparse(location).scheme.lower() if "://" in location else "file"
+
+
+def is_remote(location: str) -> bool:
+    """Whether ``location`` is a URI of another store than the local disk (``s3://``, ``hdfs://``...)."""
+    return scheme_of(location) != "file"
+
+
+def filesystem(location: str, config: StorageConfig | None = None) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem of a location (through ``config``, default this process's), and the
+    path within it."""
     if location.startswith("file:"):
         return pafs.LocalFileSystem(), urlparse(location).path
-    fs, path = pafs.FileSystem.from_uri(location)
-    return fs, path
+    if "://" not in location:
+        return pafs.LocalFileSystem(), location
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    scheme, netloc, path = PyArrowFileIO.parse_location(location)
+    return (config or _active).filesystem(scheme.lower(), netloc), path
+
+
+def check_reachable(location: str, config: StorageConfig | None = None) -> None:
+    """Raise a one-line error naming the store when ``location`` cannot be reached: a remote
+    warehouse is checked when its catalog is opened, before anything is written. pyarrow's S3 client
+    gives up after its retry strategy (three attempts by default; ``s3.connect-timeout`` and
+    ``s3.request-timeout`` bound each)."""
+    if not is_remote(location):
+        return
+    config = config or _active
+    fs, path = filesystem(location, config)
+    try:
+        fs.get_file_info(path)
+    except OSError as e:
+        where = config.get("s3.endpoint") if scheme_of(location) in ("s3", "s3a", "s3n", "oss") else None
+        host = urlparse(where).netloc or where if where else urlparse(location).netloc
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ExecutionError(f"Cannot reach the warehouse {location} at {host}: {detail}") from None
 
 
 def prefix(location: str, path: str) -> str:
@@ -63,8 +206,6 @@ def json_records(folder: str) -> list[dict]:
         except FileNotFoundError:
             continue  # removed while we listed
         except ValueError as e:  # not JSON: refuse to guess what it was protecting, and say where it is
-            from arctic_sql.errors import ExecutionError
-
             raise ExecutionError(f"Cannot read the record {prefix(folder, path)}{info.path}: {e}; "
                                  "remove or repair it") from None
     return found
@@ -100,6 +241,23 @@ def delete_tree(location: str) -> None:
         fs.delete_dir(path)
     except FileNotFoundError:
         pass
+
+
+def check_spark_reaches(spark: Any, location: str, what: str, instead: str) -> None:
+    """Raise a one-line error, before any job, when ``what`` would have Spark's own Parquet reader or
+    writer reach ``location`` and Spark's Hadoop configuration has no file system for its scheme
+    (``s3://`` without a connector): Spark would fail in every task with a JVM stack.
+    ``instead``: what else the user can do (``, or ...``), or why not."""
+    if not is_remote(location):
+        return
+    scheme = scheme_of(location)
+    try:
+        spark._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
+    except Exception:  # py4j's error for Hadoop's UnsupportedFileSystemException
+        raise UnsupportedOperationError(
+            f"{what} goes through Spark's own Parquet I/O, and this Spark has no file system for '{scheme}://': "
+            f"add the store's Hadoop connector (e.g. hadoop-aws, with spark.hadoop.fs.{scheme}.impl){instead}"
+        ) from None
 
 
 def spark_path(location: str) -> str:

@@ -87,8 +87,8 @@ def commit_overwrite(table: ArcticTable, paths: list[str], operation: str,
 def append_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Append rows to a table without a primary key."""
     with leases.writing(table, operation):
-        rows = writer.align(rows, table.schema, what=f"{operation.upper()} into {table.identifier}")
-        paths = writer.write_files(rows, table, store=Store.BASE)
+        what = f"{operation.upper()} into {table.identifier}"
+        paths = bulk_writer.write_base_files(writer.align(rows, table.schema, what=what), table, what)
         if paths:
             commit_append(table, paths, operation)
 
@@ -114,8 +114,8 @@ def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # no
     def once(version: int) -> None:
         snapshot = table.base.current_snapshot()
         read_id = snapshot.snapshot_id if snapshot else None
-        rows = writer.align(build_rows(version), table.schema, what=f"{operation.upper()} into {table.identifier}")
-        paths = writer.write_files(rows, table, store=Store.BASE)
+        what = f"{operation.upper()} into {table.identifier}"
+        paths = bulk_writer.write_base_files(writer.align(build_rows(version), table.schema, what=what), table, what)
         new_files = commit.data_files(table.base, paths)
 
         def build(store: Table) -> commit.BaseChange:

@@ -14,7 +14,7 @@ import pytest
 import arctic_sql
 from arctic_sql import cli, demo, optimizer_command, options, session
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.spark import driver_address
+from arctic_sql.spark import driver_address, spark_warehouse
 from arctic_sql.thrift import server
 
 PARSERS = {
@@ -197,3 +197,35 @@ def test_the_demo_suggests_commands_with_the_same_catalog_and_master(tmp_path):
     assert options.connect_options(again) == options.connect_options(args)
     text = demo.try_next(str(tmp_path), options.command_line(args))
     assert text.count("--master spark://head:7077") == len(demo.TRY_NEXT) + 1  # and the Thrift server's line
+
+
+@pytest.mark.parametrize("warehouse", ["s3://lake/wh", "s3a://lake/wh", "gs://lake/wh", "abfss://c@acct/wh",
+                                       "hdfs://nn:8020/wh"])
+def test_a_remote_warehouse_needs_catalog_properties_and_makes_no_local_folder(tmp_path, monkeypatch, warehouse):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgumentError, match=rf"^The warehouse {warehouse} is not a local folder: the "
+                                                   r"embedded catalog .* Give catalog properties"):
+        options.load_catalog(warehouse, "arctic", None, None)
+    args = cli.build_arg_parser().parse_args(["--warehouse", warehouse])
+    with pytest.raises(InvalidArgumentError, match="is not a local folder"):
+        session.connect(**options.connect_options(args))  # before any JVM starts
+    assert list(tmp_path.iterdir()) == []  # no ./s3:/lake/wh
+
+
+def test_an_unknown_warehouse_scheme_is_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgumentError, match=r"^Unknown storage scheme 'ftp://' in the warehouse ftp://h/wh: "
+                                                   r"use a local folder or one of file://, s3://"):
+        options.load_catalog("ftp://h/wh", "arctic", None, None)
+    with pytest.raises(InvalidArgumentError, match=r"^Unknown storage scheme 'ftp://'"):
+        options.load_catalog(None, "arctic", {"type": "sql", "uri": f"sqlite:///{tmp_path}/c.db",
+                                              "warehouse": "ftp://h/wh"}, None)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_spark_keeps_its_own_tables_in_a_local_warehouse_only(tmp_path):
+    local = {"spark.sql.warehouse.dir": f"{tmp_path}/spark-warehouse",
+             "spark.driver.extraJavaOptions": f"-Dderby.system.home={tmp_path}"}
+    assert spark_warehouse(str(tmp_path)) == local
+    assert spark_warehouse(f"file://{tmp_path}") == local
+    assert spark_warehouse("s3://lake/wh") == {}  # Spark's default; s3:// would need the hadoop-aws connector

@@ -1,0 +1,173 @@
+"""Tables on an S3-compatible object store: moto's S3 server on loopback, a real S3 API over HTTP.
+
+The store is configured only by the catalog's properties (pyiceberg's ``s3.*`` names), with no
+``AWS_*`` environment variable: arctic's file I/O and pyiceberg's metadata I/O both reach the bucket,
+and the Spark tasks (other processes) get the settings in their plans.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+import arctic_sql
+from arctic_sql.errors import ExecutionError, UnsupportedOperationError
+
+pytestmark = pytest.mark.spark
+
+BUCKET = "lake"
+KEY_ID, SECRET = "arctic-test-key", "arctic-test-secret-value"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """An S3 server on a free loopback port with one bucket; its endpoint and a boto3 client."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET)
+    client.create_bucket(Bucket=BUCKET)
+    yield endpoint, client
+    server.stop()
+
+
+@pytest.fixture
+def no_aws_environment(monkeypatch):
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+
+
+def catalog_properties(tmp_path, endpoint: str, warehouse: str) -> dict[str, str]:
+    return {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": warehouse,
+            "s3.endpoint": endpoint, "s3.access-key-id": KEY_ID, "s3.secret-access-key": SECRET,
+            "s3.region": "us-east-1", "s3.path-style-access": "true"}
+
+
+def objects(client, prefix: str) -> list[str]:
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+
+def rows(df) -> list[tuple]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_a_keyed_table_lives_in_the_bucket(spark, tmp_path, s3, no_aws_environment):
+    endpoint, client = s3
+    session = arctic_sql.connect(warehouse="s3://lake/wh", spark=spark,
+                                 catalog_properties=catalog_properties(tmp_path, endpoint, "s3://lake/wh"))
+    session.sql("CREATE DATABASE db")
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    session.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    session.sql("UPDATE db.t SET v = 'B' WHERE id = 2")
+    session.sql("DELETE FROM db.t WHERE id = 3")
+    # Without a broadcast threshold the change rows are written by Spark tasks, not by the driver.
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        session.sql("INSERT INTO db.t VALUES (4, 'd'), (1, 'A')")
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+    expected = [(1, "A"), (2, "B"), (4, "d")]
+    assert rows(session.sql("SELECT id, v FROM db.t")) == expected
+    assert rows(session.sql("SELECT id, v FROM db.t WHERE id > 1")) == expected[1:]
+    assert rows(spark.read.format("arctic").load("db.t").select("id", "v")) == expected
+
+    stored = objects(client, "wh/db/t/")
+    data = [k for k in stored if k.endswith(".parquet")]
+    assert any(k.startswith("wh/db/t/change/") for k in data), stored
+    assert any(k.endswith(".metadata.json") for k in stored), stored
+    assert [p.name for p in tmp_path.iterdir()] == ["catalog.db"]  # nothing else on the local disk
+
+
+def test_a_warehouse_whose_endpoint_does_not_answer_is_named_and_nothing_is_written(spark, tmp_path,
+                                                                                  no_aws_environment):
+    dead = f"http://127.0.0.1:{_free_port()}"
+    with pytest.raises(ExecutionError, match=rf"^Cannot reach the warehouse s3://lake/wh at {dead[7:]}: ") as raised:
+        arctic_sql.connect(warehouse="s3://lake/wh", spark=spark,
+                           catalog_properties=catalog_properties(tmp_path, dead, "s3://lake/wh"))
+    assert SECRET not in str(raised.value) and KEY_ID not in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def in_bucket(spark, tmp_path, s3, no_aws_environment):
+    """A session whose warehouse is in the bucket, and a function listing the bucket under it."""
+    endpoint, client = s3
+    warehouse = f"s3://{BUCKET}/{tmp_path.name}"
+    session = arctic_sql.connect(warehouse=warehouse, spark=spark,
+                                 catalog_properties=catalog_properties(tmp_path, endpoint, warehouse))
+    session.sql("CREATE DATABASE db")
+    yield session, lambda table: objects(client, f"{tmp_path.name}/db/{table}/")
+    assert [p.name for p in tmp_path.iterdir()] == ["catalog.db"]
+
+
+def test_base_files_written_by_overwrite_ctas_and_full_optimize_are_read_from_the_bucket(in_bucket):
+    session, listed = in_bucket
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    session.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
+    session.sql("INSERT OVERWRITE db.t VALUES (5, 'e'), (6, 'f')")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(5, "e"), (6, "f")]  # base files only
+    assert rows(session.sql("SELECT count(*) FROM db.t")) == [(2,)]
+    session.sql("INSERT INTO db.t VALUES (7, 'g'), (5, 'E')")
+    session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(5, "E"), (6, "f"), (7, "g")]
+    assert rows(session.sql("SELECT v FROM db.t VERSION AS OF 2")) == [("e",), ("f",)]
+    session.sql("CREATE TABLE db.c (id BIGINT, v STRING, PRIMARY KEY (id)) AS SELECT * FROM db.t WHERE id > 5")
+    assert rows(session.sql("SELECT id, v FROM db.c")) == [(6, "f"), (7, "g")]
+    assert any("/base/" in k and k.endswith(".parquet") for k in listed("t"))
+    session.sql("DELETE FROM db.t WHERE id = 6")
+    session.sql("UPDATE db.t SET v = 'G' WHERE id = 7")
+    assert rows(session.sql("SELECT * FROM db.t VERSION BETWEEN 3 AND 5")) == [(6, None, "delete", 4),
+                                                                            (7, "G", "upsert", 5)]
+    spark = session.spark
+    spark.createDataFrame([(8, "h"), (5, "e5")], "id long, v string").write.format("arctic").mode("append").save("db.t")
+    assert rows(spark.read.format("arctic").load("db.t").select("id", "v")) == [(5, "e5"), (7, "G"), (8, "h")]
+    assert any("/base/" in k and k.endswith(".parquet") for k in listed("c"))
+
+
+def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
+    session, listed = in_bucket
+    session.sql("CREATE TABLE db.p (id BIGINT, v STRING)")
+    session.sql("INSERT INTO db.p VALUES (1, 'x'), (2, 'y'), (3, 'z')")
+    session.sql("DELETE FROM db.p WHERE id = 1")
+    session.sql("UPDATE db.p SET v = 'Y' WHERE id = 2")
+    assert rows(session.sql("SELECT id, v FROM db.p")) == [(2, "Y"), (3, "z")]
+    assert rows(session.sql("SELECT count(*) FROM db.p")) == [(2,)]
+    assert rows(session.sql("SELECT v FROM db.p WHERE id = 3")) == [("z",)]
+    session.sql("INSERT INTO db.p VALUES (4, 'w')")
+    assert rows(session.sql("SELECT * FROM db.p VERSION BETWEEN 3 AND 4")) == [(4, "w", "insert", 4)]
+    session.sql("CALL system.optimize(table => 'db.p', mode => 'full')")
+    assert rows(session.sql("SELECT id, v FROM db.p")) == [(2, "Y"), (3, "z"), (4, "w")]
+    assert [r["rows"] for r in session.sql("SELECT * FROM db.p.files").collect()] == [3]  # one file now
+    assert any(k.endswith(".parquet") for k in listed("p"))
+
+
+def test_what_still_needs_sparks_own_file_system_says_so_before_any_job(in_bucket):
+    session, _ = in_bucket
+    connector = r"goes through Spark's own Parquet I/O, and this Spark has no file system for 's3://': add "
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
+                "TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1', "
+                "'self-optimizing.execute.in-memory-max-bytes' = '1')")
+    session.sql("INSERT INTO db.t VALUES (1, 'a')")
+    with pytest.raises(UnsupportedOperationError, match=rf"^Optimizing db.t {connector}.*, or raise "
+                                                        r"self-optimizing.execute.in-memory-max-bytes above"):
+        session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    with pytest.raises(UnsupportedOperationError, match=rf"^Reading db.t {connector}.*, or raise "
+                                                        r"merge-on-read.in-memory-max-bytes above"):
+        session.sql("SELECT * FROM db.t").collect()
+    session.sql("ALTER TABLE db.t UNSET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes')")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(1, "a")]

@@ -142,7 +142,7 @@ class Service:
 
     def _schedule(self, tables: list[ArcticTable]) -> list[ArcticTable]:
         now = state.now_ms()
-        records = {str(t.identifier): state.processes(t) for t in tables}
+        records = {str(t.identifier): state.processes(t, strict=False) for t in tables}  # an order only
         if self.policy == "balanced":
             order = sorted(tables, key=lambda t: (last_optimized_ms(records[str(t.identifier)]), str(t.identifier)))
         else:

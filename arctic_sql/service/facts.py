@@ -240,7 +240,7 @@ class FactsCache:
             entry = self._entries.get(facts.name)
             table = entry.table if entry is not None and entry.table is not None else \
                 self.catalog.load_table(TableIdentifier(*facts.name.split(".", 1)))
-            cached = _Records(listing, state.processes(table))
+            cached = _Records(listing, state.processes(table, strict=False))  # shown only
             self._records[facts.name] = cached
         return cached.records
 

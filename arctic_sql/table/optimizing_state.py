@@ -162,8 +162,15 @@ def heartbeat(table: ArcticTable, record: ProcessRecord) -> None:
     save(table, record)
 
 
-def processes(table: ArcticTable) -> list[ProcessRecord]:
-    """Every recorded optimizing process of ``table``, oldest first."""
+def processes(table: ArcticTable, *, strict: bool = True) -> list[ProcessRecord]:
+    """Every recorded optimizing process of ``table``, oldest first.
+
+    A record removed while we listed is skipped. Any other record that cannot be read (the store
+    failed to answer, or the file is not a process record) raises, naming it: maintenance must not
+    take a running process it cannot see for none (it would delete that process's inputs or
+    outputs). ``strict=False`` skips such records instead, for callers that only order or show
+    processes and must go on (the optimizer's scheduling, the service's dashboard).
+    """
     fs, path = storage.filesystem(_folder(table))
     infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     known = {f.name for f in fields(ProcessRecord)}
@@ -175,8 +182,16 @@ def processes(table: ArcticTable) -> list[ProcessRecord]:
             with fs.open_input_stream(info.path) as stream:
                 raw = json.loads(stream.read())
             records.append(ProcessRecord(**{k: v for k, v in raw.items() if k in known}))
-        except (OSError, ValueError, TypeError, AttributeError):
-            continue  # removed or replaced while we listed, or not a process record: maintenance goes on
+        except FileNotFoundError:
+            continue  # removed while we listed: that process is over
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            if not strict:
+                continue
+            from arctic_sql.errors import ExecutionError
+
+            raise ExecutionError(f"Cannot read the optimizing record {storage.prefix(_folder(table), path)}"
+                                 f"{info.path} ({type(e).__name__}: {e}); nothing was changed; "
+                                 "retry, or remove or repair the record") from None
     return records
 
 

@@ -34,6 +34,8 @@ STORAGE_PREFIXES = ("s3.", "client.", "gcs.", "adls.", "hdfs.", "oss.")
 # Schemes pyiceberg's PyArrowFileIO maps to a pyarrow file system (``_initialize_fs``).
 SCHEMES = ("file", "s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "hdfs", "viewfs")
 REMOTE_SCHEMES = tuple(s for s in SCHEMES if s != "file")
+# Stores of whole objects, written at once when an upload completes, with no rename and no folders.
+OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs")
 # A property whose name holds one of these words is a credential: never shown.
 _SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas", "connection-string", "signer",
                  "ticket")
@@ -212,9 +214,15 @@ def json_records(folder: str) -> list[dict]:
 
 
 def replace_file(location: str, data: bytes) -> None:
-    """Write ``data`` to ``location`` by a rename over it, so a reader sees the old or the new
-    content, never half of it (a small record rewritten while others read it)."""
+    """Write ``data`` to ``location`` so a reader sees the old or the new content, never half of it
+    (a small record rewritten while others read it). An object store's whole-object PUT is that
+    already (an object appears when its upload completes), with no directory marker to make; a file
+    system gets a temporary file renamed over the old one (a copy and a delete on an object store)."""
     fs, path = filesystem(location)
+    if scheme_of(location) in OBJECT_STORE_SCHEMES:
+        with fs.open_output_stream(path) as out:
+            out.write(data)
+        return
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     tmp = f"{path}.{uuid.uuid4().hex[:6]}.tmp"
     with fs.open_output_stream(tmp) as out:

@@ -50,6 +50,15 @@ def no_aws_environment(monkeypatch):
         monkeypatch.delenv(name)
 
 
+@pytest.fixture
+def restore_storage():
+    from arctic_sql.table import storage
+
+    before = storage.active()
+    yield
+    storage.configure(before)
+
+
 def catalog_properties(tmp_path, endpoint: str, warehouse: str) -> dict[str, str]:
     return {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": warehouse,
             "s3.endpoint": endpoint, "s3.access-key-id": KEY_ID, "s3.secret-access-key": SECRET,
@@ -171,3 +180,17 @@ def test_what_still_needs_sparks_own_file_system_says_so_before_any_job(in_bucke
         session.sql("SELECT * FROM db.t").collect()
     session.sql("ALTER TABLE db.t UNSET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes')")
     assert rows(session.sql("SELECT id, v FROM db.t")) == [(1, "a")]
+
+
+def test_a_record_is_one_whole_object_put_with_no_folder_markers(s3, no_aws_environment, restore_storage):
+    """Leases and process records are rewritten while others read them: on an object store one
+    PUT replaces the object whole (a rename would be a copy and a delete, and folders are markers)."""
+    from arctic_sql.table import storage
+
+    endpoint, client = s3
+    storage.configure(storage.StorageConfig.of(catalog_properties("/unused", endpoint, "s3://lake/records")))
+    location = "s3://lake/records/t/optimizing/p-1.json"
+    storage.replace_file(location, b'{"n": 1}')
+    storage.replace_file(location, b'{"n": 2}')
+    assert objects(client, "records/") == ["records/t/optimizing/p-1.json"]
+    assert storage.json_records("s3://lake/records/t/optimizing") == [{"n": 2}]

@@ -34,4 +34,9 @@ def test_a_runnable_block_runs(code, tmp_path):
                             text=True, timeout=600)
     output = f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     assert result.returncode == 0, f"the block failed:\n{code}\n{output}"
-    assert (tmp_path / "warehouse").is_dir()  # the examples write to ./warehouse, here the test's folder
+    assert (tmp_path / "warehouse" / "catalog.db").is_file()  # ./warehouse: here, the test's folder
+    if "shop.orders VERSION AS OF 1" in code:  # the getting-started example shows what the page says
+        before_update = re.search(r"^\|\s*1\|\s*new\|\s*9\.5\|\s*eu\|$", result.stdout, re.MULTILINE)
+        assert before_update, output
+        operations = re.findall(r"^\|\s*(\d+)\|[^|]*\|\s*(\w+)\|", result.stdout, re.MULTILINE)
+        assert operations == [("1", "insert"), ("2", "update")], output

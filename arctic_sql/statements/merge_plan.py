@@ -228,7 +228,8 @@ class MergePlan:
         pinned = self._pinned_keys()
         if pinned is None:
             return None
-        source = ctx.run_spark(self._source_select(), to_spark_sql(self._source_select()))
+        select = self._source_select()
+        source = ctx.run_spark(select, to_spark_sql(select))
         if not is_small(source, SMALL_SOURCE_BYTES):
             return None
         types = {f.name.lower(): f.dataType for f in source.schema.fields}
@@ -250,16 +251,23 @@ class MergePlan:
 
     def _pinned_keys(self) -> dict[str, str] | None:
         """The source column ``ON`` sets equal to each key column (``t.k = s.c``), or None."""
-        target, source = self.target_alias.lower(), self.source_alias.lower()
         pinned: dict[str, str] = {}
+        for pair in self._on_pairs():
+            if pair is not None:
+                pinned.setdefault(pair[0].lower(), pair[1])
+        return {k: pinned[k.lower()] for k in self.keys} if all(k.lower() in pinned for k in self.keys) else None
+
+    def _on_pairs(self) -> list[tuple[str, str] | None]:
+        """Each conjunct of ``ON``: (target column, source column) when it is ``t.a = s.b`` (either
+        way round), else None."""
+        target, source = self.target_alias.lower(), self.source_alias.lower()
+        pairs: list[tuple[str, str] | None] = []
         for part in self.on.flatten() if isinstance(self.on, exp.And) else [self.on]:
-            if not isinstance(part, exp.EQ) or not all(isinstance(s, exp.Column) for s in (part.this, part.expression)):
-                continue
-            sides = {side.table.lower(): side for side in (part.this, part.expression)}
-            if set(sides) == {target, source}:
-                pinned.setdefault(sides[target].name.lower(), sides[source].name)
-        lowered = [k.lower() for k in self.keys]
-        return {k: pinned[k.lower()] for k in self.keys} if all(k in pinned for k in lowered) else None
+            sides = [part.this, part.expression] if isinstance(part, exp.EQ) else []
+            by_table = {s.table.lower(): s for s in sides if isinstance(s, exp.Column)}
+            pairs.append((by_table[target].name, by_table[source].name)
+                         if len(sides) == 2 and set(by_table) == {target, source} else None)
+        return pairs
 
     def _source_select(self) -> exp.Select:
         return exp.select(exp.Star(), exp.alias_(exp.true(), SOURCE_MARK)).from_(self.source.copy())
@@ -271,20 +279,10 @@ class MergePlan:
         return any(c.table.lower() == target for c in node.find_all(exp.Column))
 
     def _may_be_blind(self) -> bool:
-        pairs = []
-        for part in self.on.flatten() if isinstance(self.on, exp.And) else [self.on]:
-            if not isinstance(part, exp.EQ):
-                return False
-            sides = [part.this, part.expression]
-            if not all(isinstance(s, exp.Column) for s in sides):
-                return False
-            tables = {s.table.lower() for s in sides}
-            if tables != {self.target_alias.lower(), self.source_alias.lower()}:
-                return False
-            if sides[0].name.lower() != sides[1].name.lower():
-                return False
-            pairs.append(sides[0].name.lower())
-        if sorted(pairs) != sorted(k.lower() for k in self.keys):
+        pairs = self._on_pairs()
+        if any(p is None or p[0].lower() != p[1].lower() for p in pairs):
+            return False
+        if sorted(p[0].lower() for p in pairs if p) != sorted(k.lower() for k in self.keys):
             return False
         for clause in self.clauses:
             if clause.category == "not_matched_by_source" or clause.assignments is not None:

@@ -86,19 +86,22 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
     from pyspark.sql.functions import broadcast
 
     remote = storage.is_remote(table.base.location())
+
+    def spark_reads() -> None:  # what follows hands the files to Spark's own Parquet reader
+        storage.check_spark_reaches(spark, table.base.location(), f"Reading {table.identifier}",
+                                    ", or raise merge-on-read.in-memory-max-bytes above its largest node group")
+
     if table.change is None or not plan.change_files:
         # Spark's Parquet reader goes through its Hadoop file system, which reaches an object store
         # only with a JVM connector: remote files are read in pyarrow, in tasks, as merges are.
         found = merged_by_node(spark, table, plan, columns) if remote and plan.base_files else None
         if found is None and plan.base_files:
-            storage.check_spark_reaches(spark, table.base.location(), f"Reading {table.identifier}",
-                                        ", or raise merge-on-read.in-memory-max-bytes above its largest node group")
+            spark_reads()
         return found if found is not None else read_files(spark, plan.schema, plan.base_files)
     merged = merged_by_node(spark, table, plan, columns) if in_memory or remote else None
     if merged is not None:
         return merged
-    storage.check_spark_reaches(spark, table.base.location(), f"Reading {table.identifier}",
-                                ", or raise merge-on-read.in-memory-max-bytes above its largest node group")
+    spark_reads()
     base = read_files(spark, plan.schema, plan.base_files)
     keys = table.primary_key
     # Every key with a change above the watermark overrides the base, whatever that change is, so

@@ -31,11 +31,11 @@ from arctic_sql.errors import ExecutionError
 from arctic_sql.faults import fault_point
 from arctic_sql.optimizer.cancellation import OptimizingCancelledError
 from arctic_sql.optimizer.planner import Task, unique_inputs
-from arctic_sql.table import node_merge, position_deletes, storage, writer
+from arctic_sql.table import bulk_writer, node_merge, position_deletes, storage, writer
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
-from arctic_sql.table.reader import balance, read_files
+from arctic_sql.table.reader import TAG, balance, read_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -134,16 +134,14 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     change = tuple(unique_inputs(tasks, "change_files"))
     if not table.is_keyed:  # no key, no merge: cut the rows into target-size files
         target = table.settings.target_size
-        rows = read_files(spark, table.schema, base).coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target)))
-        return writer.laid_out(rows, table, Store.BASE)
+        rows = read_files(spark, table, table.schema, base)
+        return writer.laid_out(rows.coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target))), table,
+                               Store.BASE)
     columns = [F.col(f"`{c}`") for c in (f.name for f in table.schema.fields)]
-    rows = read_files(spark, table.schema, base, all_nullable=True).select(*columns, F.lit(0).cast("long").alias(_TAG))
+    rows = read_files(spark, table, table.schema, base, all_nullable=True).select(*columns, F.lit(0).cast("long").alias(_TAG))
     if change:
-        tags = F.create_map(*[x for f in change for x in (F.lit(storage.spark_path(f.path)),
-                                                           F.lit(f.sequence_number * 2 + int(f.is_delete)))])
-        changed = read_files(spark, table.schema, change, all_nullable=True)
-        changed = changed.select(*columns, F.element_at(tags, F.col("_metadata.file_path")).cast("long").alias(_TAG))
-        rows = rows.unionByName(changed)
+        changed = read_files(spark, table, table.schema, change, all_nullable=True, tagged=True)
+        rows = rows.unionByName(changed.select(*columns, F.col(_TAG)))
     out, directories = writer.laid_out(rows, table, Store.BASE)
     newest_first = Window.partitionBy(*[F.col(d) for d in directories], *[F.col(f"`{k}`") for k in table.primary_key]
                                       ).orderBy(F.col(_TAG).desc())
@@ -154,7 +152,7 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     return out, directories
 
 
-_TAG = "_arctic_txn_op"  # transaction * 2 + (1 if a delete): orders by transaction, tells the kind
+_TAG = TAG  # transaction * 2 + (1 if a delete): orders by transaction, tells the kind
 _RANK = "_arctic_rank"
 
 
@@ -174,10 +172,6 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     in_spark: list[Task] = []
     for task in tasks:
         (in_arrow if in_memory(table, task) else in_spark).append(task)
-    if in_spark:
-        storage.check_spark_reaches(spark, location, f"Optimizing {table.identifier}",
-                                    ", or raise self-optimizing.execute.in-memory-max-bytes above its largest task"
-                                    if table.is_keyed else " (a table without a primary key is optimized so)")
     if any(task.kept_files for task in in_spark):  # the Spark query rewrites whole files: it would keep both rows
         raise ExecutionError(f"Optimizing {table.identifier}: a task that keeps base files is too large to merge "
                              "in memory (planner and executor disagree on execute.in-memory-max-bytes)")
@@ -190,8 +184,8 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
             paths: list[str] = []
             if in_spark:  # first: Spark's writer wants a location that does not exist yet
                 rows, directories = merged_rows(spark, table, in_spark)
-                paths += writer.write_laid_out(rows, table, directories, store=Store.BASE, location=location,
-                                               clustered=table.is_keyed)
+                paths += bulk_writer.write_laid_out_files(rows, table, directories, location,
+                                                             clustered=table.is_keyed)
             if in_arrow:
                 paths += run_in_memory(spark, table, in_arrow, location)
             return Execution(sorted(paths), int((time.monotonic() - started) * 1000), attempt + 1)

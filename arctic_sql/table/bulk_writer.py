@@ -10,7 +10,8 @@ and key, checks the keys, and writes each directory's rows as sorted files, exac
 lays them out (the names, folders and row cap writer.py's Spark writes would give).
 
 Tasks return their files (or the one-line reason they refused the load) to the driver, which commits
-them through writes.commit_overwrite. Files of a task attempt that failed or lost to a speculative
+them through writes.commit_overwrite. Optimizing's spilling merge writes the same way on an object
+store (``write_streamed``), a file at a time, from rows Spark has already merged and sorted. Files of a task attempt that failed or lost to a speculative
 copy are never returned: nothing references them and orphan removal takes them.
 """
 
@@ -80,6 +81,70 @@ def write_base_files(rows: DataFrame, table: ArcticTable, what: str) -> list[str
     if storage.is_remote(table.base.location()):
         return write_base(rows, table, what)
     return writer.write_files(rows, table, store=Store.BASE)
+
+
+def write_laid_out_files(rows: DataFrame, table: ArcticTable, directories: list[str], location: str, *,
+                         clustered: bool = False) -> list[str]:
+    """Base files of ``rows`` laid out by ``writer.laid_out`` (optimizing's merged rows), under
+    ``location``: on the local disk Spark's Parquet writer; elsewhere :func:`write_streamed`."""
+    if not storage.is_remote(location):
+        return writer.write_laid_out(rows, table, directories, store=Store.BASE, location=location, clustered=clustered)
+    from pyspark.sql import functions as F
+
+    if not clustered and directories and rows.rdd.getNumPartitions() > 1:  # planning only: no job runs
+        rows = rows.repartition(*[F.col(d) for d in directories])
+    return write_streamed(rows, WriteTarget.of(table, Store.BASE), tuple(directories), location)
+
+
+def write_streamed(rows: DataFrame, target: WriteTarget, directories: tuple[str, ...], location: str) -> list[str]:
+    """Write ``rows`` (each directory's rows in one Spark partition) as sorted files under
+    ``location`` with pyarrow in Spark tasks; return their locations.
+
+    Spark sorts each partition (spilling as it needs) and a task writes a file as soon as it has a
+    full file's rows or its directory ends: a task holds at most one file's rows, whatever it writes.
+    Files of a failed task attempt are never returned (orphan removal takes them)."""
+    from pyspark.sql import functions as F
+
+    order = [*directories, *target.keys]
+    if order:
+        rows = rows.sortWithinPartitions(*[F.col(f"`{c}`") for c in order])
+    results = rows.mapInArrow(storage.shipped(lambda batches: _streamed_task(target, directories, location, batches)),
+                              RESULT_SCHEMA).collect()
+    return [r["path"] for r in results]
+
+
+def _streamed_task(target: WriteTarget, directories: tuple[str, ...], location: str,
+                   batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    task = context.partitionId() if context is not None else 0
+    pending: list[pa.Table] = []
+    folder = ""
+
+    def flush(upto: int | None = None) -> Iterator[pa.RecordBatch]:
+        """Write the pending rows (the first ``upto``, whole files), keep the rest pending."""
+        rows = pa.concat_tables(pending)
+        upto = rows.num_rows if upto is None else upto
+        pending[:] = [rows.slice(upto)] if upto < rows.num_rows else []
+        written = write_folder(conform(rows.slice(0, upto), target), target, f"{location}/{folder}".rstrip("/"),
+                               uuid.uuid4(), task, key_hashes=False)
+        yield _results([f.path for f in written], [f.rows for f in written], [None] * len(written))
+
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        rows = pa.Table.from_batches([batch])
+        for run_folder, start, stop in directory_runs(rows, directories):
+            if run_folder != folder and pending:
+                yield from flush()
+            folder = run_folder
+            pending.append(rows.slice(start, stop - start))
+            held = sum(t.num_rows for t in pending)
+            if held >= target.max_rows:
+                yield from flush(held - held % target.max_rows)
+    if pending:
+        yield from flush()
 
 
 def write_task(plan: BulkPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -25,7 +25,7 @@ from arctic_sql.table import node_merge, storage
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.reader import FILE, IS_DELETE, TXN, latest_changes, node_groups, read_files
+from arctic_sql.table.reader import IS_DELETE, TAG, TXN, latest_changes, node_groups, read_files
 from arctic_sql.table.scan import FileEntry, ReadPlan, live_files
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def changes_between(spark: SparkSession, table: ArcticTable, span: Range) -> Dat
     if table.is_keyed:
         plan = ReadPlan(span.end, table.schema, (), files, {}, None)
         if not files:
-            empty = read_files(spark, table.schema, (), all_nullable=True)
+            empty = read_files(spark, table, table.schema, (), all_nullable=True)
             return empty.select(*columns, F.lit(UPSERT).alias(CHANGE_TYPE), F.lit(0).cast("long").alias(CHANGE_VERSION))
         latest = latest_changes(spark, table, plan)
         kind = F.when(F.col(IS_DELETE), F.lit(DELETE)).otherwise(F.lit(UPSERT))
@@ -137,12 +137,8 @@ def _appended_rows(spark: SparkSession, table: ArcticTable, files: tuple[FileEnt
     from pyspark.sql import functions as F
 
 
-    rows = read_files(spark, table.schema, files)
-    if not files:
-        return rows.withColumn(TXN, F.lit(0).cast("long"))
-    tags = spark.createDataFrame([(storage.spark_path(f.path), f.sequence_number) for f in files],
-                                         f"{FILE} string, {TXN} long")
-    return rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(tags), on=FILE).drop(FILE)
+    rows = read_files(spark, table, table.schema, files, tagged=True)
+    return rows.withColumn(TXN, F.expr(f"{TAG} DIV 2")).drop(TAG)
 
 
 def net_changes(store: Callable[[str], node_merge.Store], files: Sequence[tuple[str, DataFile, int]],

@@ -19,7 +19,9 @@ the key. The planner already dropped change files at or below the watermark. Two
 
   The base side is never shuffled while the change data is small (``merge-on-read.broadcast-
   threshold-rows``). Filters and projections of the query push down through the union and the
-  anti-join into both Parquet scans (row-group skipping), which ``EXPLAIN`` shows.
+  anti-join into both Parquet scans (row-group skipping), which ``EXPLAIN`` shows. On an object store
+  or HDFS the scans are pyarrow's, in Spark tasks, a file at a time (``scanned``): Spark's own
+  reader would reach those stores only through a JVM connector.
 
 ``benchmarks/merge_on_read.py`` and figure R1 of ``benchmarks/optimizing.py`` keep the measurements
 behind these choices.
@@ -28,10 +30,13 @@ behind these choices.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table import node_merge, storage
+from arctic_sql.table.format import layout
 from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.table.scan import FileEntry, ReadPlan
 from arctic_sql.table.types import spark_schema
@@ -51,17 +56,35 @@ IS_DELETE = "_arctic_is_delete"
 FILE = "_arctic_file"
 RANK = "_arctic_rank"
 POS = "_arctic_pos"
+TAG = "_arctic_txn_op"  # node_merge.tag: transaction * 2 + (1 if a delete)
+# A Spark read tags rows by a literal map of this many files at most (``with_tags``).
+MAX_MAPPED_FILES = 1000
+# The file bytes one task of a pyarrow scan reads at most, when there are more than cores to share them.
+SCAN_TASK_BYTES = 256 * 1024 * 1024
 
 
-def read_files(spark: SparkSession, plan_schema, files: tuple[FileEntry, ...], *, all_nullable: bool = False):
-    """The rows of ``files`` (``FileEntry`` or optimizer ``PlanFile``), without those their
-    position-delete files delete."""
+def read_files(spark: SparkSession, table: ArcticTable, plan_schema: Schema, files: tuple,
+               *, all_nullable: bool = False, tagged: bool = False) -> DataFrame:
+    """The rows of ``files`` (``FileEntry`` or optimizer ``PlanFile``) of ``table``, without those
+    their position-delete files delete; ``tagged``: with each row's change tag in column ``TAG``
+    (``node_merge.tag`` of its file's transaction and kind: the newest change has the highest).
+
+    Files on the local disk are read by Spark's Parquet reader (filters and projections push down
+    into it); files on an object store or HDFS in pyarrow inside Spark tasks (:func:`scanned`), since
+    Spark reaches those only through its Hadoop file system and a JVM connector."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
     schema = spark_schema(plan_schema, all_nullable=all_nullable)
+    if tagged:
+        schema = StructType([*schema.fields, StructField(TAG, LongType(), nullable=False)])
     if not files:
         return spark.createDataFrame([], schema)
-    rows = spark.read.schema(schema).parquet(*[f.path for f in files])
+    if storage.is_remote(files[0].path):
+        return scanned(spark, table, plan_schema, files, schema, tagged)
+    rows = spark.read.schema(spark_schema(plan_schema, all_nullable=all_nullable)).parquet(*[f.path for f in files])
     deletes = {d.file_path for f in files for d in f.deletes}
-    return without_deleted(spark, rows, files, sorted(deletes)) if deletes else rows
+    rows = without_deleted(spark, rows, files, sorted(deletes)) if deletes else rows
+    return with_tags(spark, rows, files) if tagged else rows
 
 
 def without_deleted(spark: SparkSession, rows: DataFrame, files, deletes: list[str]) -> DataFrame:  # noqa: ANN001
@@ -79,6 +102,59 @@ def without_deleted(spark: SparkSession, rows: DataFrame, files, deletes: list[s
             .join(gone, on=[FILE, POS], how="left_anti").select(*columns))
 
 
+def with_tags(spark: SparkSession, rows: DataFrame, files) -> DataFrame:  # noqa: ANN001
+    """``rows`` (a Spark Parquet read of ``files``) with each row's change tag in ``TAG``, found by
+    its ``_metadata.file_path``: a literal map for a few files (no join, no extra job), a broadcast
+    join beyond, where the map would swell the plan."""
+    from pyspark.sql import functions as F
+
+    if len(files) <= MAX_MAPPED_FILES:
+        tags = F.create_map(*[x for f in files for x in (F.lit(storage.spark_path(f.path)),
+                                                           F.lit(node_merge.tag(f.sequence_number, f.is_delete)))])
+        return rows.withColumn(TAG, F.element_at(tags, F.col("_metadata.file_path")).cast("long"))
+    located = spark.createDataFrame(
+        [(storage.spark_path(f.path), node_merge.tag(f.sequence_number, f.is_delete)) for f in files],
+        f"{FILE} string, {TAG} long")
+    return rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(located), on=FILE).drop(FILE)
+
+
+def scanned(spark: SparkSession, table: ArcticTable, plan_schema: Schema, files: tuple,
+            spark_type: StructType, tagged: bool) -> DataFrame:
+    """``read_files`` in pyarrow: Spark tasks (as many as cores, more for large reads) each read their
+    share of the files one at a time, through the catalog's file I/O. A task holds one file's rows,
+    never a node's: what follows (joins, windows, sorts) is Spark's and spills as it needs."""
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    stores = {layout.Store.BASE: node_merge.Store.of(table.base)}
+    if table.change is not None:
+        stores[layout.Store.CHANGE] = node_merge.Store.of(table.change)
+    jobs = [(f.store, f.data_file, tuple(f.deletes), node_merge.tag(f.sequence_number, f.is_delete)) for f in files]
+    sizes = [f.file_size for f in files]
+    slots = balance(sizes, max(spark.sparkContext.defaultParallelism, math.ceil(sum(sizes) / SCAN_TASK_BYTES)))
+    arrow_type = to_arrow_schema(spark_type, timezone="UTC")
+    table_name = str(table.identifier)
+
+    def scan(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # slot indexes in, rows out
+        for batch in batches:
+            for slot in batch.column(0).to_pylist():
+                for i in slots[slot]:
+                    store, data_file, deletes, tag = jobs[i]
+                    try:
+                        rows = stores[store].read([data_file], plan_schema,
+                                                  deletes={data_file.file_path: deletes} if deletes else None)
+                    except FileNotFoundError:  # Spark shows the driver only a worker traceback
+                        raise VersionNotFoundError(f"A file of {table_name} that this read needs is gone: "
+                                                   f"{data_file.file_path} (expired or removed)") from None
+                    if tagged:
+                        rows = rows.append_column(TAG, pa.array(np.full(rows.num_rows, tag, np.int64)))
+                    yield from rows.cast(arrow_type).to_batches()
+
+    scan.__name__ = f"arctic_scan[files={len(files)}]"  # as EXPLAIN shows it
+    return _slots(spark, len(slots), sum(sizes)).mapInArrow(storage.shipped(scan), spark_type)
+
+
 def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
                      columns: list[str] | None = None, in_memory: bool = True) -> DataFrame:
     """The rows of ``plan``'s version of ``table``; ``columns``: at least these (default all);
@@ -86,27 +162,18 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
     from pyspark.sql.functions import broadcast
 
     remote = storage.is_remote(table.base.location())
-
-    def spark_reads() -> None:  # what follows hands the files to Spark's own Parquet reader
-        storage.check_spark_reaches(spark, table.base.location(), f"Reading {table.identifier}",
-                                    ", or raise merge-on-read.in-memory-max-bytes above its largest node group")
-
     if table.change is None or not plan.change_files:
-        # Spark's Parquet reader goes through its Hadoop file system, which reaches an object store
-        # only with a JVM connector: remote files are read in pyarrow, in tasks, as merges are.
+        # Remote files are read in pyarrow anyway: by node when they fit, which prunes row groups.
         found = merged_by_node(spark, table, plan, columns) if remote and plan.base_files else None
-        if found is None and plan.base_files:
-            spark_reads()
-        return found if found is not None else read_files(spark, plan.schema, plan.base_files)
+        return found if found is not None else read_files(spark, table, plan.schema, plan.base_files)
     merged = merged_by_node(spark, table, plan, columns) if in_memory or remote else None
     if merged is not None:
         return merged
-    spark_reads()
-    base = read_files(spark, plan.schema, plan.base_files)
+    base = read_files(spark, table, plan.schema, plan.base_files)
     keys = table.primary_key
     # Every key with a change above the watermark overrides the base, whatever that change is, so
     # the anti-join side needs only the distinct changed keys: no transaction order, no file tags.
-    changed_keys = read_files(spark, plan.schema, plan.change_files, all_nullable=True)
+    changed_keys = read_files(spark, table, plan.schema, plan.change_files, all_nullable=True)
     changed_keys = changed_keys.select(*[f"`{k}`" for k in keys]).distinct()
     threshold = table.settings.merge_on_read_broadcast_threshold_rows
     if plan.change_rows <= threshold:
@@ -120,21 +187,18 @@ def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
 def latest_changes(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> DataFrame:
     """The newest change per key among the plan's change files, with ``_arctic_txn``/``_arctic_is_delete``.
 
-    Each file's transaction and kind come from the plan, joined on Spark's ``_metadata.file_path``
-    (a small broadcast): the files themselves carry only the table's columns. Within one
-    transaction a key appears once, so the newest row per key is unique.
+    Each file's transaction and kind come from the plan (``read_files``' tag): the files themselves
+    carry only the table's columns. Within one transaction a key appears once, so the newest row per
+    key is unique.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    rows = read_files(spark, plan.schema, plan.change_files, all_nullable=True)
-    files = spark.createDataFrame(
-        [(storage.spark_path(f.path), f.sequence_number, f.is_delete) for f in plan.change_files],
-        f"{FILE} string, {TXN} long, {IS_DELETE} boolean",
-    )
-    tagged = rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(files), on=FILE).drop(FILE)
-    newest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(F.col(TXN).desc())
-    return tagged.withColumn(RANK, F.row_number().over(newest_first)).where(F.col(RANK) == 1).drop(RANK)
+    rows = read_files(spark, table, plan.schema, plan.change_files, all_nullable=True, tagged=True)
+    tagged = rows.withColumn(TXN, F.expr(f"{TAG} DIV 2")).withColumn(IS_DELETE, F.col(TAG) % 2 == 1)
+    newest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(F.col(TAG).desc())
+    return (tagged.withColumn(RANK, F.row_number().over(newest_first)).where(F.col(RANK) == 1)
+            .drop(RANK, TAG))
 
 
 def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:

@@ -251,23 +251,6 @@ def delete_tree(location: str) -> None:
         pass
 
 
-def check_spark_reaches(spark: Any, location: str, what: str, instead: str) -> None:
-    """Raise a one-line error, before any job, when ``what`` would have Spark's own Parquet reader or
-    writer reach ``location`` and Spark's Hadoop configuration has no file system for its scheme
-    (``s3://`` without a connector): Spark would fail in every task with a JVM stack.
-    ``instead``: what else the user can do (``, or ...``), or why not."""
-    if not is_remote(location):
-        return
-    scheme = scheme_of(location)
-    try:
-        spark._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
-    except Exception:  # py4j's error for Hadoop's UnsupportedFileSystemException
-        raise UnsupportedOperationError(
-            f"{what} goes through Spark's own Parquet I/O, and this Spark has no file system for '{scheme}://': "
-            f"add the store's Hadoop connector (e.g. hadoop-aws, with spark.hadoop.fs.{scheme}.impl){instead}"
-        ) from None
-
-
 def spark_path(location: str) -> str:
     """How Spark's ``_metadata.file_path`` spells a location (``file:/x`` for ``file:///x`` or ``/x``)."""
     if location.startswith("file:///"):

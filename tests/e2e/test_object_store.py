@@ -13,7 +13,7 @@ import socket
 import pytest
 
 import arctic_sql
-from arctic_sql.errors import ExecutionError, UnsupportedOperationError
+from arctic_sql.errors import ExecutionError
 
 pytestmark = pytest.mark.spark
 
@@ -165,21 +165,43 @@ def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
     assert any(k.endswith(".parquet") for k in listed("p"))
 
 
-def test_what_still_needs_sparks_own_file_system_says_so_before_any_job(in_bucket):
-    session, _ = in_bucket
-    connector = r"goes through Spark's own Parquet I/O, and this Spark has no file system for 's3://': add "
-    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
+def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writes_the_bucket(in_bucket):
+    """With every in-memory limit at one byte, reads, VERSION BETWEEN and optimizing take the
+    Spark plans that spill; their files still go through the catalog's file I/O (this Spark has no
+    S3 connector at all), position deletes and change tags included."""
+    session, listed = in_bucket
+    spark = session.spark
+    with pytest.raises(Exception, match="s3"):  # the premise: Spark itself cannot reach the bucket
+        spark.read.parquet("s3://lake/none").collect()
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) PARTITIONED BY (bucket(2, id)) "
                 "TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1', "
                 "'self-optimizing.execute.in-memory-max-bytes' = '1')")
-    session.sql("INSERT INTO db.t VALUES (1, 'a')")
-    with pytest.raises(UnsupportedOperationError, match=rf"^Optimizing db.t {connector}.*, or raise "
-                                                        r"self-optimizing.execute.in-memory-max-bytes above"):
-        session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
-    with pytest.raises(UnsupportedOperationError, match=rf"^Reading db.t {connector}.*, or raise "
-                                                        r"merge-on-read.in-memory-max-bytes above"):
-        session.sql("SELECT * FROM db.t").collect()
-    session.sql("ALTER TABLE db.t UNSET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes')")
-    assert rows(session.sql("SELECT id, v FROM db.t")) == [(1, "a")]
+    session.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')")
+    session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")  # base files, written in tasks
+    session.sql("INSERT INTO db.t VALUES (2, 'B'), (5, 'e')")
+    session.sql("DELETE FROM db.t WHERE id = 3")
+    expected = [(1, "a"), (2, "B"), (4, "d"), (5, "e")]
+    assert rows(session.sql("SELECT id, v FROM db.t")) == expected
+    assert rows(session.sql("SELECT v FROM db.t VERSION AS OF 1")) == [("a",), ("b",), ("c",), ("d",)]
+    assert rows(session.sql("SELECT id, v, _change_type FROM db.t VERSION BETWEEN 1 AND 3")) == [
+        (2, "B", "upsert"), (3, None, "delete"), (5, "e", "upsert")]
+    session.sql("CALL system.optimize(table => 'db.t', mode => 'minor')")  # position deletes on base files
+    session.sql("UPDATE db.t SET v = 'E' WHERE id = 5")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(1, "a"), (2, "B"), (4, "d"), (5, "E")]
+    session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    assert rows(session.sql("SELECT id, v FROM db.t")) == [(1, "a"), (2, "B"), (4, "d"), (5, "E")]
+    files = session.sql("SELECT path FROM db.t.files").collect()
+    assert files and all(r["path"].startswith("s3://lake/") for r in files)
+    assert any("/base/" in k and k.endswith(".parquet") for k in listed("t"))
+
+    session.sql("CREATE TABLE db.p (id BIGINT, v STRING) "
+                "TBLPROPERTIES ('self-optimizing.execute.in-memory-max-bytes' = '1')")
+    session.sql("INSERT INTO db.p VALUES (1, 'x'), (2, 'y')")
+    session.sql("INSERT INTO db.p VALUES (3, 'z')")
+    assert rows(session.sql("SELECT * FROM db.p VERSION BETWEEN 1 AND 2")) == [(3, "z", "insert", 2)]
+    session.sql("CALL system.optimize(table => 'db.p', mode => 'full')")
+    assert rows(session.sql("SELECT id, v FROM db.p")) == [(1, "x"), (2, "y"), (3, "z")]
+    assert len(session.sql("SELECT * FROM db.p.files").collect()) == 1
 
 
 def test_a_record_is_one_whole_object_put_with_no_folder_markers(s3, no_aws_environment, restore_storage):

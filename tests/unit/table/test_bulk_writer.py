@@ -28,3 +28,30 @@ def test_directory_runs_split_sorted_rows_by_every_directory_and_null():
         ("arctic_p_0=eu/arctic_node=4", 0, 1), ("arctic_p_0=eu/arctic_node=5", 1, 2),
         ("arctic_p_0=us/arctic_node=5", 2, 3), ("arctic_p_0=__HIVE_DEFAULT_PARTITION__/arctic_node=5", 3, 5)]
     assert list(directory_runs(rows, ())) == [("", 0, 5)]
+
+
+def test_a_streamed_task_writes_full_files_and_cuts_at_each_folder(tmp_path):
+    """Batches cut anywhere still give files of at most max_rows, one folder each, rows in order."""
+    import pyarrow.parquet as pq
+    from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from arctic_sql.table.arrow_writer import WriteTarget
+    from arctic_sql.table.bulk_writer import _streamed_task
+
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    target = WriteTarget("base", str(tmp_path), schema, UNPARTITIONED_PARTITION_SPEC, ("id",), 4, max_rows=3)
+    nodes = [4] * 7 + [5] * 2  # node 4: 7 rows (files of 3, 3, 1), node 5: 2 rows
+    rows = pa.table({"id": list(range(9)), "arctic_node": nodes})
+    batches = [rows.slice(0, 2), rows.slice(2, 4), rows.slice(6, 0), rows.slice(6, 3)]
+    results = pa.Table.from_batches(
+        [b for b in _streamed_task(target, ("arctic_node",), f"{tmp_path}/w",
+                                   (b for t in batches for b in t.to_batches() or [pa.RecordBatch.from_pylist([], schema=rows.schema)]))])
+    assert results.column("problem").null_count == results.num_rows
+    written = {p: pq.read_table(p).column("id").to_pylist() for p in results.column("path").to_pylist()}
+    by_folder: dict[str, list[list[int]]] = {}
+    for path, ids in sorted(written.items(), key=lambda kv: kv[1]):
+        by_folder.setdefault(path.split("/")[-2], []).append(ids)
+    assert by_folder == {"arctic_node=4": [[0, 1, 2], [3, 4, 5], [6]], "arctic_node=5": [[7, 8]]}
+    assert results.column("rows").to_pylist() == [len(ids) for ids in written.values()]

@@ -2,9 +2,9 @@
 
     python cluster_workload.py MASTER WAREHOUSE SEED [--catalog FILE] [--parts a,b] [--create] [--short]
 
-Connects with ``arctic_sql.connect(master=...)`` (``--catalog``: a JSON file of catalog properties,
-kept out of the command line since it holds credentials; without it the embedded catalog of a local
-warehouse), applies a seeded random sequence of upserts, deletes and merges to ``db.t`` while
+Connects with ``arctic_sql.connect(master=...)`` (``--catalog``: a pyiceberg YAML file of the catalog
+``arctic``, kept off the command line since it holds credentials; without it the embedded catalog of
+a local warehouse), applies a seeded random sequence of upserts, deletes and merges to ``db.t`` while
 keeping a plain-Python model, optimizes (``CALL system.optimize`` minor, major and full) and compares
 the table with the model after every step; then reads versions back with ``VERSION AS OF`` and
 ``VERSION BETWEEN``. It writes and checks only the partitions ``--parts`` names, so that two drivers
@@ -122,12 +122,7 @@ class Workload:
 
 
 def connect(args: argparse.Namespace):
-    properties = None
-    if args.catalog:
-        with open(args.catalog, encoding="utf-8") as f:
-            properties = json.load(f)
-    return arctic_sql.connect(warehouse=args.warehouse, master=args.master, catalog_properties=properties,
-                              spark_conf={
+    return arctic_sql.connect(warehouse=args.warehouse, master=args.master, config_file=args.catalog, spark_conf={
         "spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": str(args.cores),
         "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
         # The first job waits for every executor, so that each one runs tasks from the start.
@@ -181,7 +176,7 @@ if __name__ == "__main__":
     parser.add_argument("master")
     parser.add_argument("warehouse")
     parser.add_argument("seed", type=int)
-    parser.add_argument("--catalog", help="a JSON file of catalog properties")
+    parser.add_argument("--catalog", help="a pyiceberg YAML file of the catalog 'arctic'")
     parser.add_argument("--parts", default="a,b", help="the partitions this driver writes and checks")
     parser.add_argument("--create", action="store_true", help="create db.t first")
     parser.add_argument("--cores", type=int, default=2, help="cores (one-core executors) to take")

@@ -22,6 +22,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -70,27 +71,32 @@ def s3():
 
 @pytest.fixture
 def catalog(postgres, s3, tmp_path):
-    """The deployment's catalog properties, and the same in a file only its owner reads."""
+    """The deployment's catalog properties, and the same in a pyiceberg YAML file only its owner reads
+    (``--catalog-config``: credentials stay off the command lines, which ``ps`` shows to anyone)."""
     endpoint, _ = s3
     properties = {"type": "sql", "uri": postgres.uri("catalog"), "warehouse": WAREHOUSE,
                   **storage_properties(endpoint)}
-    path = tmp_path / "catalog.json"
+    path = tmp_path / "catalog.yaml"
     path.touch(mode=0o600)
-    path.write_text(json.dumps(properties))
+    path.write_text("catalog:\n  arctic:\n" + "".join(f"    {k}: {json.dumps(v)}\n" for k, v in properties.items()))
     return properties, path
 
 
-def _optimizer(properties: dict, log: Path) -> subprocess.Popen:
+def _optimizer(catalog_file: Path, log: Path) -> subprocess.Popen:
     """``arctic-sql optimizer`` on local Spark, in its own process, with the shared catalog."""
-    flags = [part for key, value in properties.items() if key not in ("type", "uri")
-             for part in ("--catalog-prop", f"{key}={value}")]
     command = [sys.executable, "-m", "arctic_sql.cli", "optimizer", "--warehouse", WAREHOUSE,
-               "--catalog-uri", properties["uri"], *flags, "--master", "local[1]", "--interval", "0.5"]
+               "--catalog-config", str(catalog_file), "--master", "local[1]", "--interval", "0.5"]
     return start_driver(command, log, env=DRIVER_ENV, cwd=log.parent)
 
 
 def _local_table_files(*roots: Path) -> list[str]:
     return [str(p) for root in roots for p in root.rglob("*") if p.is_file() and TABLE_FILE.search(p.as_posix())]
+
+
+def _local_copies(names: set[str], root: str) -> list[str]:
+    """Files under ``root`` named as one of ``names`` (the bucket's files: uuids, unique): a spill or
+    staging copy of a table file anywhere in the machine's temporary folder."""
+    return [os.path.join(folder, n) for folder, _, files in os.walk(root) for n in files if n in names]
 
 
 def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_catalog(
@@ -107,7 +113,7 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     folders = {name: tmp_path / name for name in [*DRIVERS, "optimizer"]}
     for folder in folders.values():
         folder.mkdir()
-    service = _optimizer(properties, folders["optimizer"] / "log")
+    service = _optimizer(catalog_file, folders["optimizer"] / "log")
     drivers = {}
     try:
         for name, (parts, seed, length) in DRIVERS.items():
@@ -162,6 +168,8 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     stored = objects(client, BUCKET, "wh/db/t/")
     assert any(k.endswith(".parquet") for k in stored) and any(k.endswith(".metadata.json") for k in stored)
     assert _local_table_files(tmp_path, cluster.root) == []
+    assert _local_copies({os.path.basename(k) for k in stored if len(os.path.basename(k)) > 20},
+                         tempfile.gettempdir()) == []
 
     this.sql("DROP TABLE db.t PURGE")
     assert objects(client, BUCKET, "wh/db/t/") == []

@@ -79,7 +79,7 @@ catalog:
   pyiceberg SQL catalog at URI (sqlite:////abs/cat.db, postgresql+psycopg2://...) with table data
   under --warehouse. Other catalogs: --catalog-type rest|hive|glue|sql plus --catalog-prop
   key=value (repeatable), passed to pyiceberg's load_catalog as they are. --catalog-config FILE
-  reads them from a pyiceberg YAML file instead (catalog: {arctic: {...}}): credentials stay off
+  reads them from a pyiceberg YAML file instead (catalog: {{arctic: {{...}}}}): credentials stay off
   the command line.
 
 spark:

@@ -78,7 +78,9 @@ catalog:
   By default a pyiceberg SQL catalog on SQLite inside --warehouse. --catalog-uri URI uses the
   pyiceberg SQL catalog at URI (sqlite:////abs/cat.db, postgresql+psycopg2://...) with table data
   under --warehouse. Other catalogs: --catalog-type rest|hive|glue|sql plus --catalog-prop
-  key=value (repeatable), passed to pyiceberg's load_catalog as they are.
+  key=value (repeatable), passed to pyiceberg's load_catalog as they are. --catalog-config FILE
+  reads them from a pyiceberg YAML file instead (catalog: {{arctic: {{...}}}}): credentials stay off
+  the command line.
 
 spark:
   --master local[N] (default: $ARCTIC_SPARK_MASTER, else local[*]) or a cluster: spark://HOST:7077,

@@ -4,7 +4,7 @@ The ``arctic-sql`` shell, ``arctic-sql optimizer``, ``arctic-sql thriftserver`` 
 the same flags, so a warehouse, a catalog or a cluster that works with one works with all:
 
     --warehouse DIR|URI  --catalog-uri URI  --catalog-type rest|hive|glue|sql  --catalog-prop K=V ...
-    --catalog-name NAME  --master URL  --conf K=V ...
+    --catalog-name NAME  --catalog-config FILE  --master URL  --conf K=V ...
 
 >>> parser = argparse.ArgumentParser()
 >>> add_connect_arguments(parser)
@@ -65,6 +65,10 @@ def add_catalog_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGr
     parser.add_argument("--catalog-prop", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="pyiceberg catalog property (repeatable)")
     parser.add_argument("--catalog-name", default=None, metavar="NAME", help="catalog name (default: arctic)")
+    # Flags are visible to every user of the machine (ps); a file keeps the catalog's credentials off them.
+    parser.add_argument("--catalog-config", default=None, metavar="FILE",
+                        help="pyiceberg YAML file (catalog: {NAME: {uri: ..., s3.secret-access-key: ...}}) "
+                             "instead of --catalog-uri/--catalog-type/--catalog-prop")
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -95,6 +99,11 @@ def master_url(text: str) -> str:
 def check_connect_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Combinations argparse cannot see; exits with code 2 and one line, as argparse does."""
     properties = catalog_properties(args)
+    if args.catalog_config is not None:
+        if properties is not None:
+            parser.error("--catalog-config cannot be combined with --catalog-uri, --catalog-type or --catalog-prop")
+        if not os.path.isfile(args.catalog_config):
+            parser.error(f"--catalog-config: no such file: {args.catalog_config}")
     if properties is not None and "type" not in properties and "uri" not in properties:
         parser.error("--catalog-prop needs --catalog-type or --catalog-uri (or a type= or uri= property)")
 
@@ -119,6 +128,8 @@ def catalog_options(args: argparse.Namespace) -> dict[str, Any]:
                                "catalog_properties": catalog_properties(args)}
     if args.catalog_name is not None:
         options["catalog_name"] = args.catalog_name
+    if args.catalog_config is not None:
+        options["config_file"] = os.path.abspath(args.catalog_config)
     return options
 
 
@@ -153,7 +164,8 @@ def command_line(args: argparse.Namespace) -> list[str]:
     """The flags that give another entry point the same catalog and Spark as ``args`` (warehouse aside)."""
     flags: list[str] = []
     for flag, value in (("--catalog-uri", args.catalog_uri), ("--catalog-type", args.catalog_type),
-                        ("--catalog-name", args.catalog_name), ("--master", args.master)):
+                        ("--catalog-name", args.catalog_name), ("--catalog-config", args.catalog_config),
+                        ("--master", args.master)):
         if value is not None:
             flags += [flag, value]
     flags += [part for key, value in args.catalog_prop for part in ("--catalog-prop", f"{key}={value}")]

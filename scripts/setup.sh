@@ -44,6 +44,14 @@ case ",$extras," in
       { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
         echo "Could not install chromium: the dashboard's browser test will be skipped" >&2
     fi
+    # The cluster test keeps its catalog in a real PostgreSQL (tests/e2e/pg_harness.py): Debian's
+    # server binaries live in /usr/lib/postgresql/<version>/bin, off PATH. Same rules as Chromium.
+    if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 &&
+       [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+      echo "No PostgreSQL found: installing Debian's postgresql for the cluster test's catalog..."
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } ||
+        echo "Could not install postgresql: the cluster test will be skipped" >&2
+    fi
     ;;
 esac
 

@@ -36,3 +36,13 @@ def arctic(spark, warehouse):
         if view.isTemporary:
             spark.catalog.dropTempView(view.name)
     spark.sql("USE default")
+
+
+@pytest.fixture
+def restore_storage():
+    """The process's storage configuration as it was before the test (a catalog opened sets it)."""
+    from arctic_sql.table import storage
+
+    before = storage.active()
+    yield
+    storage.configure(before)

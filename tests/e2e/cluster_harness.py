@@ -6,7 +6,7 @@ in a process group of its own, and the executors a worker launches inherit that 
 kills whatever is left of each group, even after a test failed halfway.
 
 >>> with StandaloneCluster(tmp_path, workers=2) as cluster:   # doctest: +SKIP
-...     run_driver([sys.executable, "app.py", cluster.master_url], timeout=300)
+...     finish_driver(start_driver([sys.executable, "app.py", cluster.master_url], log), log, 300)
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 
 def spark_home() -> str:
@@ -36,11 +37,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def without_aws(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` less every ``AWS_*`` variable: the tests prove that the drivers and executors reach an
+    object store through the catalog's properties alone, shipped in arctic's task plans."""
+    return {k: v for k, v in env.items() if not k.startswith("AWS_")}
+
+
 def daemon_env() -> dict[str, str]:
     """Loopback only, small daemon heaps, and no REST submission server (its fixed port 6066 would
-    clash with any other cluster on the machine)."""
+    clash with any other cluster on the machine). No AWS_* variable reaches the executors."""
     return {
-        **os.environ,
+        **without_aws(os.environ),
         "SPARK_HOME": spark_home(),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_DAEMON_MEMORY": "256m",
@@ -49,7 +56,28 @@ def daemon_env() -> dict[str, str]:
     }
 
 
-class StandaloneCluster:
+class Started:
+    """Servers a test starts: ``with`` starts one, and stops it also when starting failed halfway."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class StandaloneCluster(Started):
     """Master and workers as child processes of the test; ``stop()`` is safe to call at any point."""
 
     def __init__(self, root: Path, workers: int = 2, cores: int = 1, memory: str = "768m") -> None:
@@ -65,17 +93,6 @@ class StandaloneCluster:
     @property
     def master_url(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> StandaloneCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self, timeout_s: float = 120) -> None:
         self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -168,23 +185,29 @@ def _kill_group(pgid: int) -> None:
         pass  # the group is empty: nothing was left behind
 
 
-def run_driver(
-    command: list[str], timeout_s: float, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run a Spark driver program in its own process (one SparkContext per JVM: the test process has
-    its own local session) and group, so that a timeout also ends the JVM it started."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})}, start_new_session=True)
+def start_driver(command: list[str], log: Path, env: Mapping[str, str] | None = None,
+                 cwd: Path | None = None) -> subprocess.Popen[str]:
+    """Start a Spark driver program in its own process (one SparkContext per JVM: the test process has
+    its own local session) and group, with no AWS_* variable; stdout to ``log``.out, stderr to
+    ``log``.err (files, not pipes, so that drivers running side by side never block on a full pipe)."""
+    with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
+        return subprocess.Popen(command, stdout=out, stderr=err, text=True, cwd=cwd,
+                                env=without_aws({**os.environ, **(env or {})}), start_new_session=True)
+
+
+def finish_driver(process: subprocess.Popen[str], log: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """Wait for a driver of :func:`start_driver`; a timeout also ends the JVM it started."""
     try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
+        process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(process.pid)
-        stdout, stderr = process.communicate()
-        message = f"the driver did not finish within {timeout_s:.0f} s:\n{stderr[-3000:]}"
-        raise AssertionError(message) from None
+        process.wait()
+        tail = Path(f"{log}.err").read_text(errors="replace")[-3000:]
+        raise AssertionError(f"the driver did not finish within {timeout_s:.0f} s:\n{tail}") from None
     finally:
         _kill_group(process.pid)
-    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(process.args, process.returncode, Path(f"{log}.out").read_text(),
+                                       Path(f"{log}.err").read_text(errors="replace"))
 
 
 def executor_logs(work_dir: Path, app_id: str) -> list[Path]:

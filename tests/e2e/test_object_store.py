@@ -8,9 +8,11 @@ and the Spark tasks (other processes) get the settings in their plans.
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
+import s3_harness
+from cluster_harness import free_port
+from s3_harness import KEY_ID, SECRET, moto_s3, storage_properties
 
 import arctic_sql
 from arctic_sql.errors import ExecutionError
@@ -18,30 +20,13 @@ from arctic_sql.errors import ExecutionError
 pytestmark = pytest.mark.spark
 
 BUCKET = "lake"
-KEY_ID, SECRET = "arctic-test-key", "arctic-test-secret-value"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def s3():
     """An S3 server on a free loopback port with one bucket; its endpoint and a boto3 client."""
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET)
-    client.create_bucket(Bucket=BUCKET)
-    yield endpoint, client
-    server.stop()
+    with moto_s3(BUCKET) as server:
+        yield server
 
 
 @pytest.fixture
@@ -50,24 +35,13 @@ def no_aws_environment(monkeypatch):
         monkeypatch.delenv(name)
 
 
-@pytest.fixture
-def restore_storage():
-    from arctic_sql.table import storage
-
-    before = storage.active()
-    yield
-    storage.configure(before)
-
-
 def catalog_properties(tmp_path, endpoint: str, warehouse: str) -> dict[str, str]:
     return {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": warehouse,
-            "s3.endpoint": endpoint, "s3.access-key-id": KEY_ID, "s3.secret-access-key": SECRET,
-            "s3.region": "us-east-1", "s3.path-style-access": "true"}
+            **storage_properties(endpoint)}
 
 
 def objects(client, prefix: str) -> list[str]:
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
-    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+    return s3_harness.objects(client, BUCKET, prefix)
 
 
 def rows(df) -> list[tuple]:
@@ -104,7 +78,7 @@ def test_a_keyed_table_lives_in_the_bucket(spark, tmp_path, s3, no_aws_environme
 
 def test_a_warehouse_whose_endpoint_does_not_answer_is_named_and_nothing_is_written(spark, tmp_path,
                                                                                   no_aws_environment):
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(ExecutionError, match=rf"^Cannot reach the warehouse s3://lake/wh at {dead[7:]}: ") as raised:
         arctic_sql.connect(warehouse="s3://lake/wh", spark=spark,
                            catalog_properties=catalog_properties(tmp_path, dead, "s3://lake/wh"))

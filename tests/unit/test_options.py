@@ -140,6 +140,18 @@ def test_the_default_catalog_and_a_config_file(tmp_path):
         options.load_catalog(None, "arctic", None, None)
 
 
+def test_a_catalog_config_file_keeps_the_credentials_off_the_command_line(connects, tmp_path):
+    config = tmp_path / "catalog.yaml"
+    config.write_text("catalog:\n  arctic:\n    type: sql\n    uri: postgresql+psycopg2://u:secret@db/c\n",
+                      encoding="utf-8")
+    flags = ["--warehouse", "s3://lake/wh", "--catalog-config", str(config)]
+    seen = {name: _connect_kwargs(connects, name, flags) for name in MAINS}
+    for kwargs in seen.values():
+        assert kwargs["config_file"] == str(config) and kwargs["catalog_properties"] is None, kwargs
+    args = PARSERS["demo"]().parse_args(flags)
+    assert options.command_line(args) == ["--catalog-config", str(config)]
+
+
 @pytest.mark.parametrize("name", sorted(MAINS))
 @pytest.mark.parametrize(("flags", "named"), [
     (["--master", "spark//head:7077"], "argument --master: expected local[N]"),
@@ -148,6 +160,8 @@ def test_the_default_catalog_and_a_config_file(tmp_path):
     (["--catalog-prop", "=x"], "argument --catalog-prop: expected KEY=VALUE"),
     (["--catalog-type", "mongo"], "argument --catalog-type: invalid choice"),
     (["--catalog-prop", "token=x"], "--catalog-prop needs --catalog-type or --catalog-uri"),
+    (["--catalog-config", "/no/such/catalog.yaml"], "--catalog-config: no such file: /no/such/catalog.yaml"),
+    (["--catalog-config", "c.yaml", "--catalog-uri", "sqlite:///c.db"], "--catalog-config cannot be combined"),
 ])
 def test_a_bad_value_is_one_line_naming_the_option(connects, capsys, name, flags, named):
     main, extra = MAINS[name]

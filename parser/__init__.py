@@ -37,6 +37,7 @@ from .statements import (
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
+    TagStatement,
     UnsetTableProperties,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "ShowPartitions",
     "ShowTableProperties",
     "ShowTables",
+    "TagStatement",
     "UnsetTableProperties",
     "parse",
     "parse_one",

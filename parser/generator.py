@@ -22,6 +22,7 @@ from .statements import (
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
+    TagStatement,
     UnsetTableProperties,
 )
 
@@ -71,6 +72,20 @@ def _compact_table_sql(self: ArcticGenerator, expression: CompactTable) -> str:
     return f"ALTER TABLE {self.sql(expression, 'this')} COMPACT {expression.text('kind').upper()}"
 
 
+def _tag_statement_sql(self: ArcticGenerator, expression: TagStatement) -> str:
+    action = expression.text("action")
+    words = {"create": "CREATE TAG", "replace": "REPLACE TAG", "create_or_replace": "CREATE OR REPLACE TAG",
+             "drop": "DROP TAG"}[action]
+    if expression.args.get("exists"):
+        words += " IF EXISTS" if action == "drop" else " IF NOT EXISTS"
+    text = f"ALTER TABLE {self.sql(expression, 'this')} {words} {self.sql(expression, 'name')}"
+    if expression.args.get("version") is not None:
+        text += f" AS OF VERSION {self.sql(expression, 'version')}"
+    if expression.args.get("retain") is not None:
+        text += f" RETAIN {self.sql(expression, 'retain')} {expression.text('unit').upper()}"
+    return text
+
+
 def _describe_history_sql(self: ArcticGenerator, expression: DescribeHistory) -> str:
     return f"DESCRIBE HISTORY {self.sql(expression, 'this')}"
 
@@ -97,6 +112,7 @@ class ArcticGenerator(SparkGenerator):
         ShowColumns: _show_columns_sql,
         ShowPartitions: _show_partitions_sql,
         CompactTable: _compact_table_sql,
+        TagStatement: _tag_statement_sql,
         DescribeHistory: _describe_history_sql,
         Explain: _explain_sql,
         Call: _call_sql,

@@ -26,6 +26,7 @@ from .statements import (
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
+    TagStatement,
     UnsetTableProperties,
 )
 
@@ -79,7 +80,12 @@ class ArcticParser(SparkParser):
     ] = {
         "UNSET": lambda self, table: self._parse_unset_table_properties(table),
         "COMPACT": lambda self, table: self._parse_compact_table(table),
+        # Only before TAG: ``ALTER TABLE t DROP COLUMN ...`` and the like stay sqlglot's.
+        "CREATE": lambda self, table: self._parse_tag_statement(table, "create"),
+        "REPLACE": lambda self, table: self._parse_tag_statement(table, "replace"),
+        "DROP": lambda self, table: self._parse_tag_statement(table, "drop"),
     }
+    RETAIN_UNITS: t.ClassVar[frozenset[str]] = frozenset({"DAYS", "HOURS", "MINUTES"})
 
     # HISTORY is ours (DescribeHistory); as a style it would swallow a table named history.
     DESCRIBE_STYLES: t.ClassVar = SparkParser.DESCRIBE_STYLES - {"HISTORY"}
@@ -199,10 +205,12 @@ class ArcticParser(SparkParser):
         index = self._index
         if self._match(TokenType.TABLE):
             table = self._try_parse(self._parse_table_parts)
-            parser = self.ALTER_TABLE_STATEMENT_PARSERS.get(self._curr.text.upper())
+            parser = self.ALTER_TABLE_STATEMENT_PARSERS.get(self._curr.text.upper()) if self._curr else None
             if isinstance(table, exp.Table) and parser is not None:
                 self._advance()
-                return parser(self, table)
+                statement = parser(self, table)
+                if statement is not None:  # None: not ours after all (ALTER TABLE t DROP COLUMN c)
+                    return statement
         self._retreat(index)
         return super()._parse_alter()
 
@@ -228,6 +236,27 @@ class ArcticParser(SparkParser):
         if not self._match_texts(self.COMPACT_KINDS):
             self.raise_error("Expecting MINOR, MAJOR or FULL after COMPACT")
         return self.expression(CompactTable(this=table, kind=self._prev.text.lower()))
+
+    def _parse_tag_statement(self, table: exp.Table, action: str) -> TagStatement | None:
+        if action == "create" and self._match_text_seq("OR", "REPLACE", "TAG"):
+            action = "create_or_replace"
+        elif not self._match_text_seq("TAG"):
+            return None
+        exists = self._match_text_seq("IF", "NOT", "EXISTS") if action == "create" else (
+            self._match_text_seq("IF", "EXISTS") if action == "drop" else False)
+        name = self._parse_id_var(any_token=False)
+        if name is None:
+            self.raise_error("Expecting a tag name")
+        tag = TagStatement(this=table, action=action, name=name, exists=bool(exists))
+        if action != "drop":
+            if self._match_text_seq("AS", "OF", "VERSION"):
+                tag.set("version", self._parse_bitwise())
+            if self._match_text_seq("RETAIN"):
+                tag.set("retain", self._parse_number())
+                if tag.args.get("retain") is None or not self._match_texts(self.RETAIN_UNITS):
+                    self.raise_error("Expecting RETAIN <number> DAYS|HOURS|MINUTES")
+                tag.set("unit", self._prev.text.lower())
+        return self.expression(tag)
 
     # DESCRIBE HISTORY --------------------------------------------------------------------------
 

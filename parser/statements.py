@@ -120,6 +120,21 @@ class ShowPartitions(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "partition": False}
 
 
+class TagStatement(exp.Expression):
+    """``ALTER TABLE t CREATE [OR REPLACE] TAG [IF NOT EXISTS] name [AS OF VERSION v] [RETAIN n DAYS|HOURS|MINUTES]``,
+    ``ALTER TABLE t REPLACE TAG name ...`` and ``ALTER TABLE t DROP TAG [IF EXISTS] name`` (Iceberg's).
+
+    ``this``: the ``exp.Table``. ``action``: ``'create'``, ``'replace'``, ``'create_or_replace'`` or
+    ``'drop'`` (a ``str``). ``name``: the tag as an ``exp.Identifier``. ``exists``: True for ``IF NOT
+    EXISTS`` / ``IF EXISTS``. ``version``: the version expression, or None for the newest.
+    ``retain``: the amount as an ``exp.Literal``, or None to keep the tag until it is dropped;
+    ``unit``: ``'days'``, ``'hours'`` or ``'minutes'``.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "action": True, "name": True, "exists": False,
+                                              "version": False, "retain": False, "unit": False}
+
+
 ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     ShowTables,
     ShowDatabases,
@@ -132,5 +147,6 @@ ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     ShowCreateTable,
     ShowColumns,
     ShowPartitions,
+    TagStatement,
 )
 """Every node class this module defines, for callers that dispatch on statement type."""

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.procedures import Parameter, procedure
 
-from arctic_sql.table import maintenance, maintenance_log
+from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table import maintenance, maintenance_log, tags
 from arctic_sql.table.maintenance_log import Kind
 
 if TYPE_CHECKING:
@@ -79,10 +80,21 @@ def remove_orphan_files(ctx: StatementContext, table: str, older_than: datetime.
     return [(p,) for p in found]
 
 
-@procedure("rollback_to_version", (Parameter("table"), Parameter("version", "long")), maintenance.ROLLBACK_OUTPUT)
-def rollback_to_version(ctx: StatementContext, table: str, version: int) -> list[tuple]:
-    """Make a version's rows current again, as a new commit."""
-    return [maintenance.rollback_to_version(ctx.spark, ctx.table(table), version).row()]
+@procedure("rollback_to_version", (Parameter("table"), Parameter("version", "any")), maintenance.ROLLBACK_OUTPUT)
+def rollback_to_version(ctx: StatementContext, table: str, version: object) -> list[tuple]:
+    """Make a version's rows current again, as a new commit; ``version``: its number or a tag's name."""
+    arctic_table = ctx.table(table)
+    if isinstance(version, str) and tags.NAME.fullmatch(version.strip()):
+        number = tags.version_of(arctic_table, version.strip())
+    else:
+        try:
+            number = int(str(version).strip()) if not isinstance(version, (bool, float)) else None
+        except ValueError:
+            number = None
+    if number is None:
+        raise InvalidArgumentError(f"system.rollback_to_version: parameter 'version' must be a version number or "
+                                   f"a tag's name, got {version!r}")
+    return [maintenance.rollback_to_version(ctx.spark, arctic_table, number).row()]
 
 
 @procedure(

@@ -23,7 +23,7 @@ from pyspark.sql.datasource import DataSourceReader
 from arctic_sql.datasource import filters as pushed
 from arctic_sql.datasource import partitions
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
-from arctic_sql.table import storage
+from arctic_sql.table import storage, tags
 from arctic_sql.table import time_travel as tt
 from arctic_sql.table.changes import Range, change_files, version_at
 from arctic_sql.table.format import versions
@@ -74,6 +74,8 @@ class ArcticBatchReader(DataSourceReader):
 
 def version_as_of(table: ArcticTable, history: versions.History, options: ReadOptions) -> int | None:
     """The version ``versionAsOf``/``timestampAsOf`` name (checked as SQL's AS OF), None: the newest."""
+    if options.tag is not None:
+        return tt.checked_version(table, history, tags.version_of(table, options.tag))
     if options.version_as_of is not None:
         return tt.checked_version(table, history, options.version_as_of)
     if options.timestamp_as_of is not None:

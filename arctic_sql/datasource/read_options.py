@@ -41,6 +41,7 @@ class ReadOptions:
 
     table: str | None = None
     version_as_of: int | None = None
+    tag: str | None = None  # versionAsOf given a tag's name
     timestamp_as_of: int | None = None
     read_change_feed: bool = False
     starting_version: int | None = None
@@ -112,7 +113,8 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
     start = given.get("startingversion")
     parsed = ReadOptions(
         table=given.get("path") or given.get("table"),
-        version_as_of=_whole(given, "versionasof", minimum=0),
+        version_as_of=None if _is_tag(given.get("versionasof")) else _whole(given, "versionasof", minimum=0),
+        tag=given["versionasof"].strip() if _is_tag(given.get("versionasof")) else None,
         timestamp_as_of=_instant(given, "timestampasof"),
         read_change_feed=_flag(given, "readchangefeed"),
         starting_version=None if start is None or start.strip().lower() == LATEST
@@ -131,7 +133,8 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
     _exclusive(given, "versionasof", "timestampasof")
     _exclusive(given, "startingversion", "startingtimestamp")
     _exclusive(given, "endingversion", "endingtimestamp")
-    if parsed.read_change_feed and (parsed.version_as_of is not None or parsed.timestamp_as_of is not None):
+    if parsed.read_change_feed and (parsed.version_as_of is not None or parsed.tag is not None
+                                    or parsed.timestamp_as_of is not None):
         raise InvalidArgumentError("readChangeFeed reads a range of versions: use startingVersion/endingVersion, "
                                    "not versionAsOf/timestampAsOf")
     return parsed
@@ -140,6 +143,11 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
 def _exclusive(given: Mapping[str, str], first: str, second: str) -> None:
     if first in given and second in given:
         raise InvalidArgumentError(f"Options {KNOWN[first]} and {KNOWN[second]} exclude each other: give one")
+
+
+def _is_tag(raw: str | None) -> bool:
+    """Whether a version option names a tag: a word that starts with a letter or underscore."""
+    return raw is not None and re.fullmatch(r"[A-Za-z_]\w*", raw.strip()) is not None
 
 
 def _whole(given: Mapping[str, str], name: str, minimum: int) -> int | None:

@@ -15,14 +15,15 @@ from arctic_sql.errors import (
     InvalidArgumentError,
     NoSuchColumnError,
     NoSuchDatabaseError,
+    NoSuchTableError,
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
-from arctic_sql.statements import query, views
+from arctic_sql.statements import query, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
-from arctic_sql.table import commit, leases, writes
+from arctic_sql.table import commit, leases, tags, writes
 from arctic_sql.table import properties as props
 from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
@@ -307,6 +308,25 @@ def unset_properties(ctx: StatementContext, expression: statements.UnsetTablePro
             raise InvalidArgumentError(f"Table property '{key}' is not set on {table.identifier}")
     with leases.writing(table, "alter"):
         commit.set_properties(table.base, removals=keys)
+    return ctx.ok()
+
+
+def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -> DataFrame:
+    """``ALTER TABLE t CREATE [OR REPLACE] TAG | REPLACE TAG | DROP TAG ...`` (Iceberg's syntax)."""
+    table = ctx.arctic_table(expression.this)
+    if table is None:
+        raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
+    action, name = expression.text("action"), expression.text("name")
+    if action == "drop":
+        tags.drop(table, name, if_exists=bool(expression.args.get("exists")))
+        return ctx.ok()
+    version = expression.args.get("version")
+    retain = expression.args.get("retain")
+    tags.create(
+        table, name,
+        time_travel.version_value(ctx, table, version, f"TAG {name} of {table.identifier}") if version else None,
+        int(retain.this) * tags.UNIT_MS[expression.text("unit")] if retain is not None else None,
+        create=action != "replace", replace=action != "create", if_not_exists=bool(expression.args.get("exists")))
     return ctx.ok()
 
 

@@ -130,6 +130,7 @@ HANDLERS: dict[type, Handler] = {
     statements.ShowCreateTable: show.show_create_table,
     exp.TruncateTable: truncate.truncate,
     statements.CompactTable: _compact,
+    statements.TagStatement: ddl.tag,
     exp.Cache: _table_command,
     exp.Uncache: _table_command,
     exp.Refresh: _table_command,

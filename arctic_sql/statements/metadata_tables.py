@@ -1,5 +1,5 @@
 """Metadata tables: ``db.t.history``, ``db.t.snapshots``, ``db.t.files``, ``db.t.partitions``,
-``db.t.optimizing``, ``db.t.consumers``. The rows come from table/metadata_rows.py (shared with
+``db.t.optimizing``, ``db.t.consumers``, ``db.t.refs``. The rows come from table/metadata_rows.py (shared with
 the management service); here they become DataFrames with SQL types."""
 
 from __future__ import annotations
@@ -51,11 +51,13 @@ _TABLES: dict[str, tuple[Callable[[ArcticTable], list[dict]], tuple[str, ...], s
                     "output_files long, output_bytes long, task_time_ms long, retries long, failure_reason string")),
     "consumers": (metadata_rows.consumers, ("consumer_id", "version", "updated_at_ms", "live"),
                   "consumer_id string, version long, updated_at timestamp, live boolean"),
+    "refs": (metadata_rows.refs, ("name", "type", "version", "created_at_ms", "retained_until_ms"),
+             "name string, type string, version long, created_at timestamp, retained_until timestamp"),
 }
 
 
 def _cell(key: str, value: object) -> object:
-    if key.endswith("_at_ms"):
+    if key.endswith(("_at_ms", "_until_ms")):
         return _ts(value)  # type: ignore[arg-type]
     if isinstance(value, list):
         return ",".join(value)

@@ -1,6 +1,7 @@
 """Time travel, incremental reads and the ``get_latest_*`` functions in SQL.
 
-- ``VERSION AS OF v`` / ``FOR SYSTEM_VERSION AS OF v`` name a retained version;
+- ``VERSION AS OF v`` / ``FOR SYSTEM_VERSION AS OF v`` name a retained version (``v`` a number,
+  or a tag's name as a string: ``VERSION AS OF 'q3'``);
   ``TIMESTAMP AS OF ts`` / ``FOR SYSTEM_TIME AS OF ts`` the newest version committed at or before
   ``ts`` (as in Iceberg: a timestamp after the newest commit reads the newest version).
 - ``VERSION BETWEEN v1 AND v2`` / ``TIMESTAMP BETWEEN t1 AND t2`` read what changed in
@@ -18,6 +19,7 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.parser import to_spark_sql
+from arctic_sql.table import tags
 from arctic_sql.table import time_travel as tt
 from arctic_sql.table.catalog import ArcticTable, TableIdentifier
 from arctic_sql.table.changes import Range
@@ -112,9 +114,13 @@ def at_version(table_node: exp.Table, version: int) -> exp.Table:
 
 
 # evaluating AS OF / BETWEEN values ---------------------------------------------------------------
-def _version_value(ctx: StatementContext, value: exp.Expression, where: str) -> int:
+def version_value(ctx: StatementContext, table: ArcticTable, value: exp.Expression, where: str) -> int:
+    """The version ``value`` names: a number, a tag's name (a string that is not a number), or
+    ``get_latest_version(...)``."""
     if _is_call(value, LATEST_VERSION):
         return _latest_version(ctx, value)
+    if isinstance(value, exp.Literal) and value.is_string and tags.NAME.fullmatch(value.this.strip()):
+        return tags.version_of(table, value.this.strip())
     raw: object
     if isinstance(value, exp.Literal):
         raw = value.this
@@ -126,7 +132,7 @@ def _version_value(ctx: StatementContext, value: exp.Expression, where: str) -> 
             return int(str(raw).strip())
     except ValueError:
         pass
-    raise InvalidArgumentError(f"{where} needs a version number, got {value.sql()}")
+    raise InvalidArgumentError(f"{where} needs a version number or a tag's name, got {value.sql()}")
 
 
 def _timestamp_micros(ctx: StatementContext, value: exp.Expression, where: str) -> int:
@@ -153,7 +159,7 @@ def version_as_of(ctx: StatementContext, table: ArcticTable, node: exp.Version) 
     value = node.args["expression"]
     if node.name.upper() == "TIMESTAMP":
         return tt.version_as_of_timestamp(table, history, _timestamp_micros(ctx, value, where))
-    return tt.checked_version(table, history, _version_value(ctx, value, where))
+    return tt.checked_version(table, history, version_value(ctx, table, value, where))
 
 
 def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version) -> Range:
@@ -164,5 +170,5 @@ def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version) 
     if node.name.upper() == "TIMESTAMP":
         return tt.range_of_timestamps(history, _timestamp_micros(ctx, low, where),
                                       _timestamp_micros(ctx, high, where), where)
-    return tt.range_of_versions(table, history, _version_value(ctx, low, where), _version_value(ctx, high, where),
-                                where)
+    return tt.range_of_versions(table, history, version_value(ctx, table, low, where),
+                                version_value(ctx, table, high, where), where)

@@ -7,7 +7,8 @@ metadata change (atomic, per store) and only then deletes files, so a crash at a
 readable table and, at worst, unreferenced files that :func:`remove_orphan_files` takes later.
 
 Expiration works in versions, not snapshots: it keeps every version committed at or after
-``older_than`` plus the newest ``retain_last`` versions, and for the oldest kept version ``v0`` it
+``older_than`` plus the newest ``retain_last`` versions (and every version from the oldest one a
+live stream consumer or tag needs), and for the oldest kept version ``v0`` it
 keeps the snapshots that hold it: the base snapshot whose merged state is at or before ``v0`` (which
 may be much older than ``older_than``), the change snapshot at ``v0``, the snapshot that carries the
 commit itself, the newest base snapshot carrying a watermark (as Amoro keeps its latest optimized
@@ -32,7 +33,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
 from arctic_sql.faults import fault_point
-from arctic_sql.table import bulk_writer, commit, consumers, leases, storage, writer
+from arctic_sql.table import bulk_writer, commit, consumers, leases, storage, tags, writer
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.changes import version_at
 from arctic_sql.table.format import layout, versions
@@ -177,9 +178,10 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
     history = versions.history(table.base, table.change)
     commits = history.commits
     kept = [c for c in commits if c.committed_at_ms >= older_than_ms] + commits[-retain_last:]
-    needed = consumers.oldest_needed(table)  # a live stream consumer reads the changes after it
-    if needed is not None:
-        kept += [c for c in commits if c.version >= needed]
+    # A live stream consumer reads the changes after its version; a live tag names its version.
+    for needed in (consumers.oldest_needed(table), tags.oldest_needed(table)):
+        if needed is not None:
+            kept += [c for c in commits if c.version >= needed]
     v0 = min(kept, key=lambda c: c.version) if kept else None
     running = running_processes(table)
     plans = []
@@ -234,6 +236,7 @@ def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: i
     committed: list[StoreExpiry] = []  # what landed, also from an attempt that lost a race halfway
     for attempt in range(_ATTEMPTS):
         _refresh(table)
+        tags.drop_past_retention(table, now_ms())
         plans, oldest = plan_expiry(table, older_than_ms, retain_last)
         try:
             for plan in plans:

@@ -15,6 +15,7 @@ from typing import Any
 
 from arctic_sql.table import consumers as table_consumers
 from arctic_sql.table import optimizing_state as state
+from arctic_sql.table import tags
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
@@ -145,3 +146,14 @@ def consumers(table: ArcticTable) -> list[Row]:
     minutes = table.settings.consumer_expiration_time
     return [{"consumer_id": c.consumer_id, "version": c.version, "updated_at_ms": c.updated_ms,
              "live": c.live(minutes)} for c in table_consumers.consumers(table)]
+
+
+def refs(table: ArcticTable) -> list[Row]:
+    """The table's named versions: ``main`` (the newest version; arctic-sql has no other branch yet)
+    and its tags, with the version each names and until when a tag keeps it."""
+    latest = versions.history(table.base, table.change).latest
+    rows: list[Row] = [{"name": tags.MAIN, "type": "BRANCH", "version": latest, "created_at_ms": None,
+                        "retained_until_ms": None}]
+    now = tags.now_ms()
+    return rows + [{"name": t.name, "type": "TAG", "version": t.version, "created_at_ms": t.created_at_ms,
+                    "retained_until_ms": t.retain_until_ms} for t in tags.tags(table) if t.live(now)]

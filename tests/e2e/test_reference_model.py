@@ -5,7 +5,8 @@ and 8 buckets, partitioned and not. After every statement the table must hold ex
 rows; at the end every retained version read with ``VERSION AS OF`` must equal the model's state
 after the commit that made it, and random ``VERSION BETWEEN`` ranges must return, per key changed in
 the range, the model's last change (invariant 3): applied to the state at the start, they give the
-state at the end. A range that crosses an INSERT OVERWRITE must be refused.
+state at the end. A range that crosses an INSERT OVERWRITE must be refused. Last, a random version
+is tagged and history expired: the tagged version and those after it must still read the model's.
 """
 
 from __future__ import annotations
@@ -214,6 +215,21 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
             continue
         assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == expected, version
     check_incremental_reads(arctic, rng, model, states, log)
+    check_a_tag_outlives_expiration(arctic, random.Random(seed + 200), states)
+
+
+def check_a_tag_outlives_expiration(arctic, rng: random.Random, states: dict[int, list[tuple]]) -> None:
+    """A tagged version, and every version after it, still reads the model's state after an
+    expiration that keeps only the newest version otherwise."""
+    committed = [v for v in states if v > 0]
+    if not committed:
+        return
+    tagged = rng.choice(committed)
+    arctic.sql(f"ALTER TABLE db.t CREATE TAG audit AS OF VERSION {tagged}")
+    arctic.sql("CALL system.expire_snapshots(table => 'db.t', older_than => now() + INTERVAL 1 DAY, retain_last => 1)")
+    assert _rows(arctic, "SELECT id, p, v, s FROM db.t VERSION AS OF 'audit'") == states[tagged], tagged
+    for version in (v for v in committed if v > tagged):
+        assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == states[version], version
 
 
 class Log:

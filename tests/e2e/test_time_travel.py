@@ -113,7 +113,9 @@ def test_versions_and_timestamps_outside_the_history_are_clear_errors(keyed):
         keyed.sql("SELECT * FROM db.t FOR SYSTEM_VERSION AS OF -1")
     with pytest.raises(VersionNotFoundError, match=rf"before the oldest retained commit.*{names_both_ends}"):
         keyed.sql("SELECT * FROM db.t TIMESTAMP AS OF '2001-02-03 04:05:06'")
-    with pytest.raises(InvalidArgumentError, match="needs a version number"):
+    with pytest.raises(InvalidArgumentError, match="needs a version number or a tag's name, got '3x'"):
+        keyed.sql("SELECT * FROM db.t VERSION AS OF '3x'")
+    with pytest.raises(VersionNotFoundError, match=r"^Tag 'three' of db.t does not exist \(tags: none; see db.t.refs\)"):
         keyed.sql("SELECT * FROM db.t VERSION AS OF 'three'")
     with pytest.raises(InvalidArgumentError, match="needs a timestamp"):
         keyed.sql("SELECT * FROM db.t TIMESTAMP AS OF 'yesterday-ish'")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from arctic_sql.parser import (
+    TagStatement,
     Call,
     CompactTable,
     DescribeHistory,
@@ -339,3 +340,26 @@ def test_insert_overwrite_keeps_partition_and_columns() -> None:
     assert insert.args["overwrite"] is True
     assert insert.find(exp.Partition) is not None
     assert [c.name for c in insert.this.expressions] == ["id", "v"]
+
+
+@pytest.mark.parametrize(("sql", "action", "exists", "version", "retain"), [
+    ("ALTER TABLE db.t CREATE TAG q3", "create", False, None, None),
+    ("ALTER TABLE db.t CREATE TAG IF NOT EXISTS q3 AS OF VERSION 7 RETAIN 30 DAYS", "create", True, "7", ("30", "days")),
+    ("ALTER TABLE db.t CREATE OR REPLACE TAG q3 RETAIN 2 HOURS", "create_or_replace", False, None, ("2", "hours")),
+    ("ALTER TABLE db.t REPLACE TAG q3 AS OF VERSION 2", "replace", False, "2", None),
+    ("ALTER TABLE db.t DROP TAG IF EXISTS q3", "drop", True, None, None),
+])
+def test_tag_statements_round_trip(sql: str, action: str, exists: bool, version: str | None,
+                                   retain: tuple[str, str] | None) -> None:
+    tag = _parse(sql, TagStatement)
+    assert tag.this == exp.to_table("db.t")
+    assert (tag.text("action"), tag.text("name"), bool(tag.args.get("exists"))) == (action, "q3", exists)
+    assert (tag.args["version"].sql() if tag.args.get("version") else None) == version
+    assert ((tag.args["retain"].sql(), tag.text("unit")) if tag.args.get("retain") else None) == retain
+    assert to_spark_sql(tag) == sql
+
+
+def test_drop_column_stays_sqlglot_alter_and_a_tag_needs_its_unit() -> None:
+    assert isinstance(parse_one("ALTER TABLE db.t DROP COLUMN c"), exp.Alter)
+    with pytest.raises(SqlParseError, match="Expecting RETAIN <number> DAYS|HOURS|MINUTES"):
+        parse_one("ALTER TABLE db.t CREATE TAG q3 RETAIN 3 WEEKS")

@@ -8,40 +8,28 @@ and the Spark tasks (other processes) get the settings in their plans.
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
+from s3_harness import BUCKET, KEY_ID, SECRET, free_port, objects, s3_server
+from s3_harness import catalog_properties as _catalog_properties
 
 import arctic_sql
 from arctic_sql.errors import ExecutionError, UnsupportedOperationError
 
 pytestmark = pytest.mark.spark
 
-BUCKET = "lake"
-KEY_ID, SECRET = "arctic-test-key", "arctic-test-secret-value"
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture(scope="module")
+def s3_counting():
+    """An S3 server on a free loopback port with one bucket, counting the requests it answers."""
+    with s3_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def s3():
-    """An S3 server on a free loopback port with one bucket; its endpoint and a boto3 client."""
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET)
-    client.create_bucket(Bucket=BUCKET)
-    yield endpoint, client
-    server.stop()
+def s3(s3_counting):
+    """The server's endpoint and a boto3 client."""
+    return s3_counting.endpoint, s3_counting.client()
 
 
 @pytest.fixture
@@ -60,14 +48,7 @@ def restore_storage():
 
 
 def catalog_properties(tmp_path, endpoint: str, warehouse: str) -> dict[str, str]:
-    return {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": warehouse,
-            "s3.endpoint": endpoint, "s3.access-key-id": KEY_ID, "s3.secret-access-key": SECRET,
-            "s3.region": "us-east-1", "s3.path-style-access": "true"}
-
-
-def objects(client, prefix: str) -> list[str]:
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
-    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+    return _catalog_properties(f"{tmp_path}/catalog.db", endpoint, warehouse)
 
 
 def rows(df) -> list[tuple]:
@@ -104,7 +85,7 @@ def test_a_keyed_table_lives_in_the_bucket(spark, tmp_path, s3, no_aws_environme
 
 def test_a_warehouse_whose_endpoint_does_not_answer_is_named_and_nothing_is_written(spark, tmp_path,
                                                                                   no_aws_environment):
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(ExecutionError, match=rf"^Cannot reach the warehouse s3://lake/wh at {dead[7:]}: ") as raised:
         arctic_sql.connect(warehouse="s3://lake/wh", spark=spark,
                            catalog_properties=catalog_properties(tmp_path, dead, "s3://lake/wh"))
@@ -194,3 +175,29 @@ def test_a_record_is_one_whole_object_put_with_no_folder_markers(s3, no_aws_envi
     storage.replace_file(location, b'{"n": 2}')
     assert objects(client, "records/") == ["records/t/optimizing/p-1.json"]
     assert storage.json_records("s3://lake/records/t/optimizing") == [{"n": 2}]
+
+
+def test_an_upsert_commit_and_a_full_read_make_few_requests(in_bucket, s3_counting):
+    """Counted at the S3 server: a 1,000-row upsert commit (issue 27: about 95 requests before, 40 of
+    them folder markers), its write lease, and a full read (a HEAD before every file's GET before)."""
+    session, listed = in_bucket
+    spark = session.spark
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    spark.range(0, 3000).selectExpr("id", "cast(id AS STRING) AS v").createOrReplaceTempView("load")
+    session.sql("INSERT OVERWRITE db.t SELECT * FROM load")
+    spark.range(2500, 3500).selectExpr("id", "concat('u', id) AS v").createOrReplaceTempView("batch")
+    session.sql("INSERT INTO db.t SELECT * FROM batch")  # change files for the read; its first commit warms up
+    spark.range(2000, 3000).selectExpr("id", "concat('w', id) AS v").createOrReplaceTempView("batch")
+    with s3_counting.log.measure() as commit:
+        session.sql("INSERT INTO db.t SELECT * FROM batch")  # 1,000 rows, all of their keys exist
+    assert len(commit) <= 20, commit.table()
+    assert commit.count("PUT", "/writes/") + commit.count("DELETE", "/writes/") + commit.count("HEAD", "/writes/") <= 3
+    assert not [r for r in commit.requests if r.path.endswith("/")], commit.table()  # no folder markers
+
+    data_files = [k for k in listed("t") if k.endswith(".parquet")]  # nothing was optimized: all are live
+    with s3_counting.log.measure() as read:
+        assert session.sql("SELECT * FROM db.t").count() == 3500
+    reads = [r for r in read.requests if r.path.endswith(".parquet")]
+    assert read.count("HEAD", ".parquet") == 0, read.table()  # sizes come from the manifests
+    assert {r.path.split("/", 2)[2] for r in reads} == set(data_files)
+    assert len(reads) <= 2 * len(data_files), read.table()  # a footer and the columns of each

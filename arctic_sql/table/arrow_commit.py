@@ -78,7 +78,8 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
     except BatchAlreadyCommitted:
         return None  # commit_loop deleted the files: nothing was sent
     finally:
-        storage.delete_files([sidecar_path(p) for p in paths])
+        if plan.sequence_column is not None:  # only then did the tasks write sidecars (arrow_writes.write_task)
+            storage.delete_files([sidecar_path(p) for p in paths])
 
 
 def empties_table(table: ArcticTable, plan: WritePlan) -> bool:
@@ -91,7 +92,7 @@ def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:
     """Raise unless every file is still there with the size its writer reported: a file deleted
     between the write and the commit (by anyone) must fail the write, not commit a reference to
     nothing. One batched stat for all of them."""
-    for f, info in zip(files, storage.file_infos([f.path for f in files]), strict=True):
+    for f, info in zip(files, storage.file_infos([f.path for f in files], under=plan.location), strict=True):
         if info.type != FileType.File or (f.size is not None and info.size != f.size):
             rows = sum(x.rows for x in files)
             raise ExecutionError(f"{plan.what} wrote {rows} rows in {len(files)} file(s), but {f.path} was gone "

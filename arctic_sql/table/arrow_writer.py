@@ -225,8 +225,7 @@ def write_folder(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UU
     ``key_hashes``: record each file's key hashes for the committer (arrow_writes.py); a write that
     has checked its keys itself (bulk_writer.py) skips them.
     """
-    fs, path = storage.filesystem(folder)
-    fs.create_dir(path, recursive=True)
+    fs, path = storage.folder(folder)
     scheme = storage.prefix(folder, path)
     written = []
     for count, start in enumerate(range(0, group.num_rows, target.max_rows)):

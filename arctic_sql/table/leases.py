@@ -20,6 +20,7 @@ orphan removal only postpones the files written since.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -85,7 +86,17 @@ def save(table_root: str, lease: Lease) -> None:
 
 
 def _remove(table_root: str, lease: Lease) -> None:
-    storage.delete_files([f"{_folder(table_root)}/{lease.lease_id}.json"])
+    """End ``lease``. On an object store the record is rewritten as run out (one PUT), not deleted:
+    pyarrow's delete is three requests there (a HEAD, the DELETE, and a PUT recreating the folder's
+    marker). A run-out lease protects nothing, and :func:`expire` (orphan removal) deletes it later."""
+    if storage.is_object_store(table_root):
+        save(table_root, dataclasses.replace(lease, expires_ms=min(lease.expires_ms, now_ms())))
+    else:
+        _delete(table_root, lease.lease_id)
+
+
+def _delete(table_root: str, lease_id: str) -> None:
+    storage.delete_files([f"{_folder(table_root)}/{lease_id}.json"])
 
 
 def take(table_root: str, operation: str) -> Lease:
@@ -99,16 +110,20 @@ def take(table_root: str, operation: str) -> Lease:
 
 
 def find(table_root: str, lease_id: str) -> Lease | None:
+    """The lease, or None once it has ended: released (deleted, or on an object store rewritten as
+    run out: see :func:`_remove`) or run out."""
     fs, path = storage.filesystem(f"{_folder(table_root)}/{lease_id}.json")
     try:
         with fs.open_input_stream(path) as stream:
-            return Lease(**json.loads(stream.read()))
+            lease = Lease(**json.loads(stream.read()))
     except FileNotFoundError:
         return None
+    return lease if lease.live else None
 
 
 def release(table_root: str, lease_id: str) -> None:
-    storage.delete_files([f"{_folder(table_root)}/{lease_id}.json"])
+    now = now_ms()
+    _remove(table_root, Lease(lease_id, "released", now, now, socket.gethostname(), os.getpid()))
 
 
 def leases(table_root: str) -> list[Lease]:
@@ -122,10 +137,10 @@ def live_leases(table_root: str) -> list[Lease]:
 
 
 def expire(table_root: str) -> int:
-    """Remove leases that ran out (their writers died); return how many."""
+    """Remove leases that ran out (their writers died, or ended them on an object store); return how many."""
     gone = [lease for lease in leases(table_root) if not lease.live]
     for lease in gone:
-        _remove(table_root, lease)
+        _delete(table_root, lease.lease_id)
     return len(gone)
 
 

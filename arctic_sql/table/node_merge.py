@@ -346,8 +346,10 @@ def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpres
     fs, first = storage.filesystem(files[0].file_path)
     scheme = storage.prefix(files[0].file_path, first)
     file_format = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(dictionary)))
-    dataset = ds.dataset([f.file_path.removeprefix(scheme) for f in files], format=file_format, filesystem=fs)
-    fragments = list(dataset.get_fragments())
+    # Each file's size from its manifest entry: opening it then makes no HEAD request on an object store.
+    fragments = [file_format.make_fragment(f.file_path.removeprefix(scheme), fs, file_size=f.file_size_in_bytes)
+                 for f in files]
+    dataset = ds.FileSystemDataset(fragments, fragments[0].physical_schema, file_format, fs)
     checked = []  # the distinct file schemas already checked (files of one writer share one)
     for fragment in fragments:
         physical = fragment.physical_schema
@@ -415,8 +417,7 @@ def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: in
     fragment or undersized segment for the next optimize to rewrite again."""
     target = schema_to_pyarrow(schema, include_field_ids=True)
     rows = rows.cast(target)
-    fs, path = storage.filesystem(directory)
-    fs.create_dir(path, recursive=True)
+    fs, path = storage.folder(directory)
     scheme = storage.prefix(directory, path)
     written = []
     name = uuid.uuid4().hex

@@ -57,8 +57,7 @@ def referenced_path(delete_file: DataFile) -> str | None:
 def write(directory: str, data_path: str, positions: np.ndarray) -> str:
     """Write the sorted, distinct ``positions`` of the data file ``data_path`` as one delete file
     under ``directory``; return its location."""
-    fs, path = storage.filesystem(directory)
-    fs.create_dir(path, recursive=True)
+    fs, path = storage.folder(directory)
     location = f"{path.rstrip('/')}/{PREFIX}{uuid.uuid4().hex}.parquet"
     rows = pa.table([pa.array(np.full(len(positions), data_path, dtype=object), pa.string()),
                      pa.array(positions, pa.int64())], schema=SCHEMA)

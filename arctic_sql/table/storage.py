@@ -91,9 +91,9 @@ def is_secret(key: str) -> bool:
 def file_io(config: StorageConfig) -> Any:
     """pyiceberg's FileIO for ``config``, one per process and configuration; its ``fs_by_scheme``
     caches a file system per scheme and netloc (one S3 client per bucket, not per call)."""
-    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from arctic_sql.table.file_io import ArcticFileIO
 
-    return PyArrowFileIO(dict(config.properties))
+    return ArcticFileIO(dict(config.properties))
 
 
 _active = StorageConfig()
@@ -146,6 +146,20 @@ def filesystem(location: str, config: StorageConfig | None = None) -> tuple[pafs
     return (config or _active).filesystem(scheme.lower(), netloc), path
 
 
+def is_object_store(location: str) -> bool:
+    """Whether ``location`` is on a store of whole objects (S3, GCS, Azure Blob): no folders, no rename."""
+    return scheme_of(location) in OBJECT_STORE_SCHEMES
+
+
+def folder(location: str) -> tuple[pafs.FileSystem, str]:
+    """``filesystem(location)`` of a folder about to get files: made first on a file system. An
+    object store has no folders; pyarrow would PUT a marker object per level, and its writes need none."""
+    fs, path = filesystem(location)
+    if not is_object_store(location):
+        fs.create_dir(path, recursive=True)
+    return fs, path
+
+
 def check_reachable(location: str, config: StorageConfig | None = None) -> None:
     """Raise a one-line error naming the store when ``location`` cannot be reached: a remote
     warehouse is checked when its catalog is opened, before anything is written. pyarrow's S3 client
@@ -170,11 +184,20 @@ def prefix(location: str, path: str) -> str:
     return location[: len(location) - len(path)] if location.endswith(path) else ""
 
 
-def file_infos(locations: list[str]) -> list[pafs.FileInfo]:
+def file_infos(locations: list[str], under: str | None = None) -> list[pafs.FileInfo]:
     """What the filesystem says of each of ``locations`` (files of one store: one filesystem and
-    scheme), in one batched call (on S3 a client per call would cost more than the calls)."""
+    scheme), in one batched call (on S3 a client per call would cost more than the calls).
+    ``under``: a folder holding them all and little else (a write's own folder); on an object store
+    one listing of it (a request per 1,000 objects) then replaces a HEAD request per file."""
     if not locations:
         return []
+    if under is not None and is_object_store(under):
+        fs, folder_path = filesystem(under)
+        head = prefix(under, folder_path)
+        listed = fs.get_file_info(pafs.FileSelector(folder_path, recursive=True, allow_not_found=True))
+        found = {info.path: info for info in listed}
+        paths = [location[len(head):] for location in locations]
+        return [found.get(path) or pafs.FileInfo(path, pafs.FileType.NotFound) for path in paths]
     fs, first = filesystem(locations[0])
     head = prefix(locations[0], first)
     return fs.get_file_info([location[len(head):] for location in locations])
@@ -219,7 +242,7 @@ def replace_file(location: str, data: bytes) -> None:
     already (an object appears when its upload completes), with no directory marker to make; a file
     system gets a temporary file renamed over the old one (a copy and a delete on an object store)."""
     fs, path = filesystem(location)
-    if scheme_of(location) in OBJECT_STORE_SCHEMES:
+    if is_object_store(location):
         with fs.open_output_stream(path) as out:
             out.write(data)
         return

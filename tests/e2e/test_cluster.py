@@ -159,20 +159,20 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     removed = this.sql("CALL system.remove_orphan_files(table => 'db.t', force => true, older_than => "
                        "timestamp_millis(unix_millis(current_timestamp()) + 1000))").collect()
     assert [r[0] for r in removed] == [orphan], removed
-    assert orphan.removeprefix(f"s3://{BUCKET}/") not in objects(client, BUCKET, "wh/")
+    assert orphan.removeprefix(f"s3://{BUCKET}/") not in objects(client, "wh/", BUCKET)
     assert _sorted(this, "SELECT id, p, v FROM db.t") == expected
     assert _sorted(this, f"SELECT id, p, v FROM db.t VERSION AS OF {latest}") == expected
 
     # Nothing of the table was written to a local disk: not by the drivers, the optimizer, the
     # executors (their working folders are the workers'), nor this process.
-    stored = objects(client, BUCKET, "wh/db/t/")
+    stored = objects(client, "wh/db/t/", BUCKET)
     assert any(k.endswith(".parquet") for k in stored) and any(k.endswith(".metadata.json") for k in stored)
     assert _local_table_files(tmp_path, cluster.root) == []
     assert _local_copies({os.path.basename(k) for k in stored if len(os.path.basename(k)) > 20},
                          tempfile.gettempdir()) == []
 
     this.sql("DROP TABLE db.t PURGE")
-    assert objects(client, BUCKET, "wh/db/t/") == []
+    assert objects(client, "wh/db/t/", BUCKET) == []
     assert this.sql("SHOW TABLES IN db").collect() == []
 
     # Each driver's executor ran on a worker of its own and finished tasks there.

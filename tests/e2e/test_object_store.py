@@ -10,23 +10,26 @@ from __future__ import annotations
 import os
 
 import pytest
-import s3_harness
-from cluster_harness import free_port
-from s3_harness import KEY_ID, SECRET, moto_s3, storage_properties
+from s3_harness import BUCKET, KEY_ID, SECRET, free_port, objects, s3_server
+from s3_harness import catalog_properties as _catalog_properties
 
 import arctic_sql
 from arctic_sql.errors import ExecutionError
 
 pytestmark = pytest.mark.spark
 
-BUCKET = "lake"
+
+@pytest.fixture(scope="module")
+def s3_counting():
+    """An S3 server on a free loopback port with one bucket, counting the requests it answers."""
+    with s3_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def s3():
-    """An S3 server on a free loopback port with one bucket; its endpoint and a boto3 client."""
-    with moto_s3(BUCKET) as server:
-        yield server
+def s3(s3_counting):
+    """The server's endpoint and a boto3 client."""
+    return s3_counting.endpoint, s3_counting.client()
 
 
 @pytest.fixture
@@ -36,12 +39,7 @@ def no_aws_environment(monkeypatch):
 
 
 def catalog_properties(tmp_path, endpoint: str, warehouse: str) -> dict[str, str]:
-    return {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": warehouse,
-            **storage_properties(endpoint)}
-
-
-def objects(client, prefix: str) -> list[str]:
-    return s3_harness.objects(client, BUCKET, prefix)
+    return _catalog_properties(f"{tmp_path}/catalog.db", endpoint, warehouse)
 
 
 def rows(df) -> list[tuple]:
@@ -190,3 +188,29 @@ def test_a_record_is_one_whole_object_put_with_no_folder_markers(s3, no_aws_envi
     storage.replace_file(location, b'{"n": 2}')
     assert objects(client, "records/") == ["records/t/optimizing/p-1.json"]
     assert storage.json_records("s3://lake/records/t/optimizing") == [{"n": 2}]
+
+
+def test_an_upsert_commit_and_a_full_read_make_few_requests(in_bucket, s3_counting):
+    """Counted at the S3 server: a 1,000-row upsert commit (issue 27: about 95 requests before, 40 of
+    them folder markers), its write lease, and a full read (a HEAD before every file's GET before)."""
+    session, listed = in_bucket
+    spark = session.spark
+    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    spark.range(0, 3000).selectExpr("id", "cast(id AS STRING) AS v").createOrReplaceTempView("load")
+    session.sql("INSERT OVERWRITE db.t SELECT * FROM load")
+    spark.range(2500, 3500).selectExpr("id", "concat('u', id) AS v").createOrReplaceTempView("batch")
+    session.sql("INSERT INTO db.t SELECT * FROM batch")  # change files for the read; its first commit warms up
+    spark.range(2000, 3000).selectExpr("id", "concat('w', id) AS v").createOrReplaceTempView("batch")
+    with s3_counting.log.measure() as commit:
+        session.sql("INSERT INTO db.t SELECT * FROM batch")  # 1,000 rows, all of their keys exist
+    assert len(commit) <= 20, commit.table()
+    assert commit.count("PUT", "/writes/") + commit.count("DELETE", "/writes/") + commit.count("HEAD", "/writes/") <= 3
+    assert not [r for r in commit.requests if r.path.endswith("/")], commit.table()  # no folder markers
+
+    data_files = [k for k in listed("t") if k.endswith(".parquet")]  # nothing was optimized: all are live
+    with s3_counting.log.measure() as read:
+        assert session.sql("SELECT * FROM db.t").count() == 3500
+    reads = [r for r in read.requests if r.path.endswith(".parquet")]
+    assert read.count("HEAD", ".parquet") == 0, read.table()  # sizes come from the manifests
+    assert {r.path.split("/", 2)[2] for r in reads} == set(data_files)
+    assert len(reads) <= 2 * len(data_files), read.table()  # a footer and the columns of each

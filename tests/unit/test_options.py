@@ -113,7 +113,7 @@ def test_rest_catalog_properties_reach_pyiceberg_load_catalog(monkeypatch):
     with pytest.raises(_Connecting):  # the real connect: the catalog is opened before Spark starts
         session.connect(**options.connect_options(args))
     assert loaded == [("lake", {"type": "rest", "uri": "http://127.0.0.1:8181", "warehouse": "s3://bucket/wh",
-                                "credential": "id:secret"})]
+                                "credential": "id:secret", "py-io-impl": options.FILE_IO})]
 
 
 def test_a_sql_catalog_uri_keeps_table_data_in_the_warehouse(tmp_path):

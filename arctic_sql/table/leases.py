@@ -77,12 +77,12 @@ class Lease:
         return now_ms() < self.expires_ms
 
 
-def _folder(table_root: str) -> str:
+def folder(table_root: str) -> str:
     return f"{table_root.rstrip('/')}/{FOLDER}"
 
 
 def save(table_root: str, lease: Lease) -> None:
-    storage.replace_file(f"{_folder(table_root)}/{lease.lease_id}.json", json.dumps(asdict(lease), sort_keys=True).encode())
+    storage.replace_file(f"{folder(table_root)}/{lease.lease_id}.json", json.dumps(asdict(lease), sort_keys=True).encode())
 
 
 def _remove(table_root: str, lease: Lease) -> None:
@@ -96,7 +96,7 @@ def _remove(table_root: str, lease: Lease) -> None:
 
 
 def _delete(table_root: str, lease_id: str) -> None:
-    storage.delete_files([f"{_folder(table_root)}/{lease_id}.json"])
+    storage.delete_files([f"{folder(table_root)}/{lease_id}.json"])
 
 
 def take(table_root: str, operation: str) -> Lease:
@@ -112,7 +112,7 @@ def take(table_root: str, operation: str) -> Lease:
 def find(table_root: str, lease_id: str) -> Lease | None:
     """The lease, or None once it has ended: released (deleted, or on an object store rewritten as
     run out: see :func:`_remove`) or run out."""
-    fs, path = storage.filesystem(f"{_folder(table_root)}/{lease_id}.json")
+    fs, path = storage.filesystem(f"{folder(table_root)}/{lease_id}.json")
     try:
         with fs.open_input_stream(path) as stream:
             lease = Lease(**json.loads(stream.read()))
@@ -129,11 +129,17 @@ def release(table_root: str, lease_id: str) -> None:
 def leases(table_root: str) -> list[Lease]:
     """Every lease of the table, live or run out. An unreadable lease file raises: orphan removal
     must not go on without knowing what is in flight."""
-    return [Lease(**record) for record in storage.json_records(_folder(table_root))]
+    return [Lease(**record) for record in storage.json_records(folder(table_root))]
 
 
 def live_leases(table_root: str) -> list[Lease]:
     return [lease for lease in leases(table_root) if lease.live]
+
+
+def ended_paths(table_root: str) -> list[str]:
+    """The records of the leases that have ended (what :func:`expire` would delete): a table's own
+    files, which a purge deletes with the rest."""
+    return [f"{folder(table_root)}/{lease.lease_id}.json" for lease in leases(table_root) if not lease.live]
 
 
 def expire(table_root: str) -> int:

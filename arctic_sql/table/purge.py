@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow.fs as pafs
 
-from arctic_sql.table import maintenance_log, storage
+from arctic_sql.table import leases, maintenance_log, storage
 from arctic_sql.table import optimizing_state as state
 
 if TYPE_CHECKING:
@@ -113,6 +113,10 @@ def files_of_table(table: ArcticTable) -> TableFiles:
     files.folders.add(folder)
     files.add_files(maintenance_log.record_paths(table))
     files.folders.add(maintenance_log.folder(table))
+    # Ended write leases (an object store keeps them, marked run out, until orphan removal); a live
+    # one belongs to a writer still at work, whose commit the drop will refuse: it stays.
+    files.add_files(leases.ended_paths(state.table_root(table)))
+    files.folders.add(leases.folder(state.table_root(table)))
     return files
 
 

@@ -3,9 +3,10 @@ on a three-partition topic, ``spark.readStream.format("kafka")`` -> ``arctic_sql
 arctic sink with the optimizer running, in a driver process that is SIGKILLed mid-stream and restarted.
 
 The events (examples/kafka/orders_cdc.py, the example's own code) hold creates, updates, deletes,
-several changes of one key, and transactions whose changes span partitions. After every kill the
-table may lag but never holds a state the events did not produce; at the end it equals the model, and
-every micro-batch Spark logged is committed exactly once.
+several changes of one key, and transactions whose changes span partitions. The driver is killed
+after its first commit, more events arrive, a second driver is killed after one more commit, and a
+third finishes with availableNow: the table then equals the model built from the events, and every
+micro-batch Spark logged is committed exactly once (the killed drivers' replays are skipped).
 """
 
 from __future__ import annotations

@@ -60,4 +60,9 @@ if [ ! -x "$here/.venv/bin/python" ]; then
 fi
 "$here/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 "$here/.venv/bin/python" -m pip install -q "$here[$extras]"
+# The JVM artifacts the tests use (scripts/jars.lock): Iceberg's Spark runtime with the pyspark it is built
+# for (tests/e2e/test_iceberg_interop.py), Spark's Kafka connector and a Kafka broker (test_kafka_cdc.py).
+case ",$extras," in
+  *,test,*) bash "$here/scripts/jars.sh" iceberg venv-spark4.1 kafka broker ;;
+esac
 echo "arctic-sql installed in $here/.venv (Python: $("$here/.venv/bin/python" --version), Java: $(java -version 2>&1 | head -1))"

@@ -1,0 +1,70 @@
+"""Interop: Iceberg's own Spark runtime reads the base store of an optimized arctic table as a plain table.
+
+After a full optimize every row of a keyed table is in its base store, an Iceberg table registered in
+pyiceberg's SQL catalog (SQLite inside the warehouse by default). A reader that knows nothing of
+arctic-sql, Iceberg's SparkCatalog over Iceberg's JDBC catalog on that same SQLite file, must get
+exactly the table's rows, and the arctic table must read the same afterwards.
+
+Iceberg's newest Spark runtime (scripts/jars.lock) is built for Spark 4.1 and fails on our pyspark 4.3,
+and one JVM holds one SparkContext (the suite's has no Iceberg jar), so the reader runs in a subprocess
+of the virtual environment with pyspark 4.1 that ``bash scripts/jars.sh iceberg venv-spark4.1`` makes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from arctic_sql.jars import MissingJarsError, spark_jars
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+READER = Path(__file__).with_name("iceberg_reader_driver.py")
+PEER_PYTHON = ROOT / ".venv-spark4.1" / "bin" / "python"
+ROWS = "SELECT id, p, amount, day, note FROM db.t"
+
+
+def _rows(frame_rows) -> list[tuple]:
+    return sorted(tuple(str(v) if v is not None else None for v in row) for row in frame_rows)
+
+
+def test_icebergs_spark_runtime_reads_an_optimized_base_store_as_a_plain_table(arctic, warehouse):
+    jars = spark_jars("iceberg", root=os.environ.get("ARCTIC_SQL_JARS") or ROOT / "jars")
+    if not PEER_PYTHON.exists():
+        raise MissingJarsError(f"No {PEER_PYTHON}: make it with 'bash scripts/jars.sh venv-spark4.1'")
+    arctic.sql("CREATE TABLE db.t (id BIGINT, p STRING, amount DOUBLE, day DATE, note STRING, PRIMARY KEY (id, p)) "
+               "PARTITIONED BY (p)")
+    arctic.sql("INSERT INTO db.t SELECT id, CASE WHEN id % 3 = 0 THEN 'a' ELSE 'b' END, id * 1.5, "
+               "date_add(DATE'2026-01-01', CAST(id AS INT)), CASE WHEN id % 5 = 0 THEN NULL ELSE concat('n', id) END "
+               "FROM range(1, 301)")
+    arctic.sql("UPDATE db.t SET amount = -amount, note = 'updated' WHERE id % 7 = 0")
+    arctic.sql("DELETE FROM db.t WHERE id % 11 = 0")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'b', 99.0, DATE'2027-01-01', 'upserted'), (1000, 'a', 0.5, NULL, 'new')")
+    arctic.sql("UPDATE db.t SET note = 'twice' WHERE id = 14")
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    expected = _rows(arctic.sql(ROWS).collect())
+    assert len(expected) == 300 - 27 + 1 and ("1", "b", "99.0", "2027-01-01", "upserted") in expected
+
+    catalog = arctic.catalog.iceberg
+    sqlite_file = catalog.properties["uri"].removeprefix("sqlite:///")
+    base = catalog.load_table(("db", "t"))
+    assert not any(task.delete_files for task in base.scan().plan_files()), "the full optimize left deletes"
+
+    started = time.monotonic()
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONSAFEPATH": "1"}
+    done = subprocess.run([str(PEER_PYTHON), str(READER), jars, catalog.name, "/" + sqlite_file.lstrip("/"),
+                           catalog.properties["warehouse"], "db.t"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    header = json.loads(lines[0])
+    print(f"Iceberg reader on Spark {header['spark']}: {time.monotonic() - started:.1f} s")
+    assert header["columns"] == ["id", "p", "amount", "day", "note"]
+    assert _rows(json.loads(line) for line in lines[1:]) == expected
+    assert _rows(arctic.sql(ROWS).collect()) == expected  # the reader changed nothing

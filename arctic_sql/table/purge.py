@@ -39,9 +39,13 @@ class TableFiles:
     manifest_lists: set[str] = field(default_factory=set)
     metadata: dict[str, set[str]] = field(default_factory=dict)  # metadata JSON files by store location
     folders: set[str] = field(default_factory=set)  # where the stores live: removed when left empty
+    # The stores' own storage settings: a purge deletes through them, never through whatever this
+    # process last configured (another catalog opened in the same process may have changed that).
+    config: storage.StorageConfig | None = None
 
     def add_store(self, store: Table) -> None:
         io = store.io
+        self.config = storage.StorageConfig.of(io.properties)
         manifests = {}
         for snapshot in store.snapshots():
             self.manifest_lists.add(snapshot.manifest_list)
@@ -143,7 +147,7 @@ def delete_content(files: TableFiles) -> None:
     """Delete the data, delete, statistics, manifest and manifest list files, in that order (missing
     ones are fine: a purge may run twice)."""
     for paths in (files.data, files.manifests, files.manifest_lists):
-        _delete_each(paths)
+        _delete_each(paths, files.config)
 
 
 def delete_metadata(store: Table, files: TableFiles) -> None:
@@ -152,7 +156,7 @@ def delete_metadata(store: Table, files: TableFiles) -> None:
     own = set(files.metadata.get(store.location(), ()))
     own.add(store.metadata_location)
     own.update(entry.metadata_file for entry in store.metadata.metadata_log)
-    _delete_each(own)
+    _delete_each(own, files.config)
 
 
 def remove_folders(files: TableFiles, root: str | None) -> None:
@@ -163,8 +167,8 @@ def remove_folders(files: TableFiles, root: str | None) -> None:
         remove_empty_folders(root)
 
 
-def _delete_each(paths: Iterable[str]) -> None:
-    storage.delete_files(sorted(paths))
+def _delete_each(paths: Iterable[str], config: storage.StorageConfig | None = None) -> None:
+    storage.delete_files(sorted(paths), config)
 
 
 def remove_empty_folders(location: str) -> None:

@@ -253,11 +253,12 @@ def replace_file(location: str, data: bytes) -> None:
     fs.move(tmp, path)
 
 
-def delete_files(locations: Iterable[str]) -> int:
-    """Delete files, in the order given; missing ones are fine. Returns how many were deleted."""
+def delete_files(locations: Iterable[str], config: StorageConfig | None = None) -> int:
+    """Delete files, in the order given; missing ones are fine. Returns how many were deleted.
+    ``config``: the store's own configuration (default this process's)."""
     deleted = 0
     for location in locations:
-        fs, path = filesystem(location)
+        fs, path = filesystem(location, config)
         try:
             fs.delete_file(path)
             deleted += 1

@@ -131,6 +131,12 @@ class CountingS3Server:
 
     def stop(self) -> None:
         if self._server is not None:
+            # moto keeps its buckets in process-wide state, shared by every server of the process:
+            # without a reset, the next test's server (same worker, same bucket name) would start
+            # with this one's objects in it.
+            import urllib.request
+
+            urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")).close()
             self._server.shutdown()
         if self._thread is not None:
             self._thread.join()
@@ -165,7 +171,10 @@ def s3_server(bucket: str = BUCKET) -> Iterator[CountingS3Server]:
     """A started server with ``bucket`` created; stopped when the block ends."""
     server = CountingS3Server().start()
     try:
-        server.client().create_bucket(Bucket=bucket)
+        client = server.client()
+        leaked = [b["Name"] for b in client.list_buckets().get("Buckets", [])]
+        assert not leaked, f"moto's process-wide state still holds buckets {leaked}: a server was not stopped"
+        client.create_bucket(Bucket=bucket)
         yield server
     finally:
         server.stop()

@@ -1,7 +1,8 @@
 """``spark.read.format("arctic").load("db.t")``: a version of a table, or its change feed, as a DataFrame.
 
 - Without options: the current rows (equal to ``SELECT * FROM db.t``); ``versionAsOf`` /
-  ``timestampAsOf``: the rows of that version (SQL's ``VERSION|TIMESTAMP AS OF``).
+  ``timestampAsOf``: the rows of that version (SQL's ``VERSION|TIMESTAMP AS OF``). Every version
+  option takes a tag's name as well as a number.
 - ``readChangeFeed=true`` with ``startingVersion`` (inclusive, as in Delta) or ``startingTimestamp``,
   and optionally ``endingVersion`` / ``endingTimestamp`` (inclusive; default the newest version):
   per key changed, its last change, with ``_change_type``, ``_change_version`` and
@@ -15,6 +16,7 @@ Partitions are balanced node groups merged in Arrow (``partitions``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import AlwaysTrue
@@ -83,6 +85,13 @@ def version_as_of(table: ArcticTable, history: versions.History, options: ReadOp
     return None
 
 
+def resolve_tags(table: ArcticTable, options: ReadOptions) -> ReadOptions:
+    """``options`` with a tag's name in startingVersion/endingVersion replaced by its version."""
+    named = {f: tags.version_of(table, v) for f in ("starting_version", "ending_version")
+             if isinstance(v := getattr(options, f), str)}
+    return dataclasses.replace(options, **named) if named else options
+
+
 def first_change(table: ArcticTable, history: versions.History, starting_version: int, what: str) -> int:
     """The exclusive start ``starting_version - 1``, or the one-line error naming the oldest
     retained version when its changes have expired."""
@@ -99,6 +108,7 @@ def change_feed_range(table: ArcticTable, history: versions.History, options: Re
     """``(start, end]`` of a batch change feed: startingVersion inclusive, as Delta's;
     startingTimestamp: the changes committed at or after it; the end inclusive (default the newest)."""
     where = f"readChangeFeed of {table.identifier}"
+    options = resolve_tags(table, options)
     if options.starting_timestamp is not None:
         start = start_after(table, history, options.starting_timestamp)
     else:

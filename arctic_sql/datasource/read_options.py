@@ -44,10 +44,10 @@ class ReadOptions:
     tag: str | None = None  # versionAsOf given a tag's name
     timestamp_as_of: int | None = None
     read_change_feed: bool = False
-    starting_version: int | None = None
+    starting_version: int | str | None = None  # a str: a tag's name, resolved by resolve_tags
     starting_latest: bool = False  # startingVersion = "latest"
     starting_timestamp: int | None = None
-    ending_version: int | None = None
+    ending_version: int | str | None = None  # as starting_version
     ending_timestamp: int | None = None
     max_versions: int | None = None
     max_files: int | None = None
@@ -118,10 +118,10 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
         timestamp_as_of=_instant(given, "timestampasof"),
         read_change_feed=_flag(given, "readchangefeed"),
         starting_version=None if start is None or start.strip().lower() == LATEST
-        else _whole(given, "startingversion", minimum=0),
+        else _version(given, "startingversion"),
         starting_latest=start is not None and start.strip().lower() == LATEST,
         starting_timestamp=_instant(given, "startingtimestamp"),
-        ending_version=_whole(given, "endingversion", minimum=0),
+        ending_version=_version(given, "endingversion"),
         ending_timestamp=_instant(given, "endingtimestamp"),
         max_versions=_whole(given, "maxversionspertrigger", minimum=1),
         max_files=_whole(given, "maxfilespertrigger", minimum=1),
@@ -148,6 +148,12 @@ def _exclusive(given: Mapping[str, str], first: str, second: str) -> None:
 def _is_tag(raw: str | None) -> bool:
     """Whether a version option names a tag: a word that starts with a letter or underscore."""
     return raw is not None and re.fullmatch(r"[A-Za-z_]\w*", raw.strip()) is not None
+
+
+def _version(given: Mapping[str, str], name: str) -> int | str | None:
+    """A version number, or a tag's name (resolved against the table when it is read)."""
+    raw = given.get(name)
+    return raw.strip() if _is_tag(raw) else _whole(given, name, minimum=0)
 
 
 def _whole(given: Mapping[str, str], name: str, minimum: int) -> int | None:

@@ -8,7 +8,7 @@ later micro-batch the changes of the versions in ``(start, end]``: per key, its 
 with ``_change_type``, ``_change_version`` and ``_commit_timestamp``. Optimizing commits are not
 versions, so they produce nothing (they only move data).
 
-``startingVersion`` (inclusive) or ``startingTimestamp`` start from changes only;
+``startingVersion`` (inclusive: a version or a tag's name) or ``startingTimestamp`` start from changes only;
 ``startingVersion="latest"`` after the newest version. As in Delta they count only for a new
 checkpoint: a restarted query goes on from its checkpointed offset.
 
@@ -38,7 +38,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from arctic_sql.datasource import partitions
-from arctic_sql.datasource.batch_read import change_partitions, first_change, start_after
+from arctic_sql.datasource.batch_read import change_partitions, first_change, resolve_tags, start_after
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table import consumers, storage
 from arctic_sql.table.changes import Range, carries_changes, commit_files
@@ -97,7 +97,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offset
 
     def _start(self, table: ArcticTable, history: versions.History) -> dict:
-        options = self.options
+        options = resolve_tags(table, self.options)
         if options.starting_latest:
             return _offset(table, history.latest)
         if options.starting_version is not None:

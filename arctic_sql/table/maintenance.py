@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 MINUTE_MS = 60_000
 _ATTEMPTS = 10
+TAG_WAIT_S = 10.0  # how long an expiration waits for a tag being created before it keeps everything
 
 
 def now_ms() -> int:
@@ -228,8 +229,23 @@ def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retai
     if retain_last < 1:
         raise InvalidArgumentError(f"retain_last must be 1 or more for {table.identifier}, got {retain_last}")
     removed = expire_change_data(table) if change_ttl and table.is_keyed else 0
-    with leases.writing(table, "expire"):  # its metadata files are unreferenced until the commit
+    with leases.writing(table, tags.EXPIRING):  # its metadata files are unreferenced until the commit
+        if _tag_in_the_making(table):
+            log.info("a tag of %s is being created: expiration keeps every version this run", table.identifier)
+            return ExpireResult(removed_change_files=removed, oldest_version=versions.history(table.base, table.change).oldest)
         return _expire(table, older_than_ms, retain_last, removed)
+
+
+def _tag_in_the_making(table: ArcticTable) -> bool:
+    """Whether a tag is being created after this expiration's lease was written (one created later
+    waits for the lease to end, tags.py): the tag may name any version. A tag takes milliseconds, so
+    wait a little for it first."""
+    deadline = time.monotonic() + TAG_WAIT_S
+    while tags.being_created(table):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: int) -> ExpireResult:

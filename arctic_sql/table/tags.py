@@ -9,6 +9,13 @@ follow each other, and expiration removes a prefix of versions, never a gap.
 Each tag is one reserved property of the base store, ``arctic.tag.<name>`` (users cannot set
 ``arctic.*`` keys), written in one metadata commit: two writers creating different tags never
 overwrite each other, and the tag travels with the table's metadata.
+
+A tag and an expiration never cross. pyiceberg applies an expiration's snapshot removal to the
+catalog's newest metadata with no requirement a property commit could fail, so an expiration
+planned before a tag was written would remove the tagged version anyway. Both take a write lease
+first and then look for the other's (leases are read after they are written, on every supported
+store): a tag waits for a running expiration to end and checks its version after it; an
+expiration that finds a tag being made keeps every version this run (table/maintenance.py).
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
-from arctic_sql.table import commit
+from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
+from arctic_sql.table import commit, leases
+from arctic_sql.table.format import layout
 from arctic_sql.table.format import versions
 from arctic_sql.table.time_travel import checked_version
 
@@ -31,6 +39,9 @@ PREFIX = "arctic.tag."
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAIN = "main"  # the table's own line of history, as Iceberg names it: never a tag
 UNIT_MS = {"days": 86_400_000, "hours": 3_600_000, "minutes": 60_000}
+TAGGING = "tag"  # the operation of a tag's write lease, which expiration looks for
+EXPIRING = "expire"  # the operation of an expiration's lease, which a tag waits for
+WAIT_FOR_EXPIRATION_S = 120.0  # how long a tag waits for a running expiration before it gives up
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,16 @@ def create(table: ArcticTable, name: str, version: int | None = None, retain_ms:
     key = _checked_name(name)
     if retain_ms is not None and retain_ms <= 0:
         raise InvalidArgumentError(f"Tag '{name}' of {table.identifier}: RETAIN must be positive")
+    with leases.writing(table, TAGGING):
+        _wait_for_expiration(table, key)
+        return _create(table, key, version, retain_ms, replace=replace, create=create, if_not_exists=if_not_exists)
+
+
+def _create(table: ArcticTable, key: str, version: int | None, retain_ms: int | None, *, replace: bool,
+            create: bool, if_not_exists: bool) -> Tag | None:
     table.base.refresh()
+    if table.change is not None:  # an expiration may have just ended: check the version on what it left
+        table.change.refresh()
     existing = find(table, key)
     if existing is not None and not replace:
         if if_not_exists:
@@ -115,6 +135,25 @@ def create(table: ArcticTable, name: str, version: int | None = None, retain_ms:
     tag = Tag(key, version, created, created + retain_ms if retain_ms is not None else None)
     commit.set_properties(table.base, {PREFIX + key: tag.value()})
     return tag
+
+
+def _wait_for_expiration(table: ArcticTable, key: str) -> None:
+    """Return once no expiration of ``table`` runs (this tag's lease is already written, so one that
+    starts from now on sees it), or CommitConflictError after :data:`WAIT_FOR_EXPIRATION_S`."""
+    root = layout.table_root(table.base.location())
+    deadline = time.monotonic() + WAIT_FOR_EXPIRATION_S
+    while any(lease.operation == EXPIRING for lease in leases.live_leases(root)):
+        if time.monotonic() >= deadline:
+            raise CommitConflictError(f"Tag '{key}' of {table.identifier}: an expiration of the table has run for "
+                                      f"over {WAIT_FOR_EXPIRATION_S:.0f} s; create the tag when it ends")
+        time.sleep(0.2)
+
+
+def being_created(table: ArcticTable) -> bool:
+    """Whether a tag of ``table`` is being created now (a live tag lease): an expiration keeps every
+    version then, since the tag may name any of them."""
+    root = layout.table_root(table.base.location())
+    return any(lease.operation == TAGGING for lease in leases.live_leases(root))
 
 
 def drop(table: ArcticTable, name: str, *, if_exists: bool = False) -> bool:

@@ -92,3 +92,49 @@ def test_expiration_keeps_a_tagged_version_until_the_tag_goes(tagged):
     with pytest.raises(VersionNotFoundError, match=r"^Version 4 of db.t has expired"):
         tagged.sql("SELECT * FROM db.t VERSION AS OF 4").collect()
     assert _rows(tagged, "SELECT * FROM db.t") == [(2, "B"), (3, "c"), (4, "d"), (5, "e")]
+
+
+def test_the_change_feed_and_a_stream_start_and_end_at_tags(tagged, tmp_path):
+    feed = (tagged.spark.read.format("arctic").option("readChangeFeed", "true")
+            .option("startingVersion", "first_load").option("endingVersion", "q3").load("db.t"))
+    by_number = (tagged.spark.read.format("arctic").option("readChangeFeed", "true")
+                 .option("startingVersion", 1).option("endingVersion", 3).load("db.t"))
+    assert sorted(map(tuple, feed.collect())) == sorted(map(tuple, by_number.collect()))
+    assert {(r["id"], r["_change_type"]) for r in feed.collect()} == {(1, "delete"), (2, "upsert"), (3, "upsert")}
+
+    stream = (tagged.spark.readStream.format("arctic").option("readChangeFeed", "true")
+              .option("startingVersion", "q3").load("db.t"))
+    query = (stream.writeStream.format("memory").queryName("from_tag").trigger(availableNow=True)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    query.awaitTermination()
+    assert [(r["id"], r["_change_type"]) for r in tagged.spark.table("from_tag").collect()] == [(1, "delete")]
+
+    with pytest.raises(Exception, match=r"Tag 'nope' of db.t does not exist \(tags: first_load, q3"):  # Spark wraps it
+        (tagged.spark.read.format("arctic").option("readChangeFeed", "true")
+         .option("startingVersion", "nope").load("db.t").collect())
+
+
+def test_a_tag_waits_for_a_running_expiration_and_an_expiration_keeps_all_while_a_tag_is_made(tagged, monkeypatch):
+    from arctic_sql.errors import CommitConflictError
+    from arctic_sql.table import leases, maintenance, tags
+
+    table = tagged.table("db.t")
+    tagged.sql("ALTER TABLE db.t DROP TAG first_load")
+    tagged.sql("ALTER TABLE db.t DROP TAG q3")
+    # An expiration in flight (its lease written, its plan made without the tag): the tag does not
+    # land beside it, since the expiration would remove its version.
+    monkeypatch.setattr(tags, "WAIT_FOR_EXPIRATION_S", 0.0)
+    with leases.writing(table, tags.EXPIRING):
+        with pytest.raises(CommitConflictError, match=r"^Tag 'audit' of db.t: an expiration of the table has run"):
+            tagged.sql("ALTER TABLE db.t CREATE TAG audit AS OF VERSION 1")
+    assert [r["name"] for r in tagged.sql("SELECT name FROM db.t.refs").collect()] == ["main"]
+
+    # A tag being made (its lease written, its version not yet recorded): the expiration keeps every version.
+    monkeypatch.setattr(maintenance, "TAG_WAIT_S", 0.0)
+    with leases.writing(table, tags.TAGGING):
+        kept = maintenance.expire_snapshots(tagged.table("db.t"), older_than_ms=maintenance.now_ms() + 1, retain_last=1)
+    assert kept.expired_snapshots == 0 and kept.oldest_version == 1
+    assert _rows(tagged, "SELECT * FROM db.t VERSION AS OF 1") == V1
+
+    tagged.sql("ALTER TABLE db.t CREATE TAG audit AS OF VERSION 1")  # no expiration runs now
+    assert _rows(tagged, "SELECT * FROM db.t VERSION AS OF 'audit'") == V1

@@ -1,4 +1,4 @@
-"""ALTER TABLE: properties and schema evolution, applied to both stores alike.
+"""ALTER TABLE: properties and schema evolution (add, rename, drop, widen), applied to both stores alike.
 
 Both stores start with the same field ids and take the same schema updates in the same order, so
 a column keeps one id in both; files written before a rename or drop still resolve by id. A schema
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyiceberg.exceptions import ResolveError
+from pyiceberg.schema import promote
+from pyiceberg.types import DecimalType
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
@@ -39,6 +42,8 @@ def apply_alter(ctx: StatementContext, table: ArcticTable, expression: exp.Alter
             _add_columns(ctx, table, [c for c in columns if isinstance(c, exp.ColumnDef)])
         elif isinstance(action, exp.RenameColumn):
             _rename_column(table, action.this.name, action.args["to"].name)
+        elif isinstance(action, exp.AlterColumn) and _only_type(action):
+            _widen_column(ctx, table, action)
         elif isinstance(action, exp.Drop) and (action.kind or "").upper() == "COLUMN":
             _drop_columns(table, [c.name for c in action.args.get("tables") or []], bool(action.args.get("exists")))
         else:
@@ -52,6 +57,8 @@ def _refuse_nested(table: ArcticTable, action: exp.Expression) -> None:
         names = [c.this for c in (action.expressions if isinstance(action, exp.Schema) else [action])]
     elif isinstance(action, exp.RenameColumn):
         names = [action.this, action.args["to"]]
+    elif isinstance(action, exp.AlterColumn):
+        names = [action.this]
     elif isinstance(action, exp.Drop):
         names = list(action.args.get("tables") or [])
     else:
@@ -116,6 +123,40 @@ def _rename_column(table: ArcticTable, old: str, new: str) -> None:
     if new.lower().startswith(RESERVED_COLUMN_PREFIX):
         raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
     _evolve(table, lambda update: update.rename_column(field.name, new))
+
+
+def _only_type(action: exp.AlterColumn) -> bool:
+    """``ALTER COLUMN c TYPE t`` (or Hive's ``CHANGE COLUMN c c t``): a new type and nothing else."""
+    renamed = action.args.get("rename_to")
+    if renamed is not None and renamed.name.lower() != action.this.name.lower():
+        raise UnsupportedOperationError(f"CHANGE COLUMN {action.this.name} {renamed.name} renames and retypes at once: "
+                                        "use RENAME COLUMN, then ALTER COLUMN ... TYPE")
+    others = [k for k, v in action.args.items() if v and k not in ("this", "dtype", "rename_to")]
+    return action.args.get("dtype") is not None and not others
+
+
+def _widen_column(ctx: StatementContext, table: ArcticTable, action: exp.AlterColumn) -> None:
+    """Widen a column's type as Iceberg allows (int to bigint, float to double, a decimal's precision
+    up at the same scale). Files keep their old type: readers promote them by field id, as pyiceberg
+    and Spark do. Key columns stay: their type is in the hash that placed every row in its tree node."""
+    field = _find(table, action.this.name)
+    _protected(table, field.field_id, "change the type of", field.name)
+    spark_type = spark_struct(ctx, [exp.ColumnDef(this=action.this.copy(), kind=action.args["dtype"].copy())])
+    wanted = to_iceberg_type(spark_type.fields[0].dataType, _Ids(), field.name)
+    if wanted == field.field_type:
+        return
+    try:
+        promote(field.field_type, wanted)
+        # pyiceberg's promote (0.12) compares the file's scale with itself: a new scale would pass it,
+        # and its schema update, and old files would then read scaled wrong.
+        if isinstance(wanted, DecimalType) and wanted.scale != field.field_type.scale:
+            raise ResolveError("a decimal keeps its scale")
+    except ResolveError:
+        raise InvalidArgumentError(
+            f"Cannot change column '{field.name}' of {table.identifier} from {field.field_type} to {wanted}: only "
+            "int to bigint, float to double and a decimal to a larger precision with the same scale are allowed"
+        ) from None
+    _evolve(table, lambda update: update.update_column(field.name, field_type=wanted))
 
 
 def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None:

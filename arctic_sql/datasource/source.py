@@ -148,10 +148,12 @@ class ArcticDataSource(DataSource):
     def _plan_write(self, schema: StructType, *, overwrite: bool, streaming: bool):  # noqa: ANN202
         from functools import partial
 
-        from arctic_sql.datasource.write_options import plan_write
+        from arctic_sql.datasource.write_options import evolve_for, plan_write
 
         name = self.table_name()
         table = self.spec.load_table(name)
+        if evolve_for(table, schema, self.options, overwrite=overwrite, streaming=streaming):  # mergeSchema: new columns, wider types, before any task
+            table = self.spec.load_table(name)
         plan = plan_write(table, schema, self.options, overwrite=overwrite, streaming=streaming)
         return plan, partial(self.spec.load_table, name)
 

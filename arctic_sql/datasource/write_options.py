@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from arctic_sql.table.catalog import ArcticTable
 
 SEQUENCE_COLUMN = "sequenceColumn"
+MERGE_SCHEMA = "mergeSchema"  # Delta's name; the table property write.schema.auto-merge is its default
 # Options Spark itself passes to a sink, besides the ones users give.
 _SPARK_OPTIONS = frozenset({"path", "checkpointlocation", "queryname"})
-BATCH_OPTIONS = frozenset({"path", "table", SEQUENCE_COLUMN.lower()})
+BATCH_OPTIONS = frozenset({"path", "table", SEQUENCE_COLUMN.lower(), MERGE_SCHEMA.lower()})
 STREAM_OPTIONS = BATCH_OPTIONS | _SPARK_OPTIONS
 
 
@@ -39,6 +40,54 @@ def sequence_column(options: Mapping[str, str]) -> str | None:
         if key.lower() == SEQUENCE_COLUMN.lower():
             return value
     return None
+
+
+def merge_schema(table: ArcticTable, options: Mapping[str, str]) -> bool:
+    """Whether the write may add columns and widen types: ``mergeSchema``, else the table's
+    ``write.schema.auto-merge``."""
+    for key, value in options.items():
+        if key.lower() == MERGE_SCHEMA.lower():
+            if value.strip().lower() not in ("true", "false"):
+                raise InvalidArgumentError(f"Option {MERGE_SCHEMA} must be true or false, got '{value}'")
+            return value.strip().lower() == "true"
+    return table.settings.write_schema_auto_merge
+
+
+def evolve_for(table: ArcticTable, schema: StructType, options: Mapping[str, str], *, overwrite: bool,
+               streaming: bool) -> bool:
+    """With :func:`merge_schema`, make ``table`` take the incoming columns: add the new ones (nullable,
+    at the end) and widen those the rows carry wider, before any task writes; the write is checked
+    first, so a refused one changes nothing. Whether the table changed."""
+    check_options(options, STREAM_OPTIONS if streaming else BATCH_OPTIONS)
+    if not merge_schema(table, options):
+        return False
+    from arctic_sql.table import schema_evolution
+    from arctic_sql.table.types import _Ids, to_iceberg_type
+
+    sequence = sequence_column(options)
+    extra = {CHANGE_TYPE.lower(), *FEED_COLUMNS} | ({sequence.lower()} if sequence else set())
+    fields = {f.name.lower(): f for f in table.schema.fields}
+    added, widened = [], []
+    for incoming in schema.fields:
+        name = incoming.name.lower()
+        if name in extra:
+            continue
+        if name in {a[0].lower() for a in added}:
+            raise InvalidArgumentError(f"Column '{incoming.name}' appears twice in the rows written to "
+                                       f"{table.identifier} (column names are case-insensitive)")
+        wanted = to_iceberg_type(incoming.dataType, _Ids(), incoming.name)
+        field = fields.get(name)
+        if field is None:
+            added.append((incoming.name, wanted))
+        elif wanted.is_primitive and schema_evolution.widens(field.field_type, wanted):
+            widened.append((field, wanted))
+    new = {a[0].lower() for a in added}
+    from pyspark.sql.types import StructType as Struct
+
+    check_columns(table, Struct([f for f in schema.fields if f.name.lower() not in new]), overwrite=overwrite,
+                  sequence=sequence)
+    schema_evolution.add_and_widen(table, added, widened)
+    return bool(added or widened)
 
 
 def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, sequence: str | None) -> None:

@@ -10,24 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyiceberg.exceptions import ResolveError
-from pyiceberg.schema import promote
-from pyiceberg.types import DecimalType
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
-from arctic_sql.faults import fault_point
 from arctic_sql.statements.clauses import literal_value, spark_struct
-from arctic_sql.table import commit, store_sync
+from arctic_sql.table import commit, schema_evolution
 from arctic_sql.table import properties as props
 from arctic_sql.table.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
 from arctic_sql.table.types import _Ids, to_iceberg_type
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from pyiceberg.table.update.schema import UpdateSchema
-
     from arctic_sql.statements.context import StatementContext
 
 
@@ -78,26 +70,11 @@ def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
     commit.set_properties(table.base, values)
 
 
-def _evolve(table: ArcticTable, change: Callable[[UpdateSchema], None]) -> None:
-    """Apply ``change`` to the base store's schema, then bring the change store into line."""
-    commit.evolve_schema(table.base, change)
-    fault_point("alter-between-stores")
-    if table.change is not None:
-        store_sync.align(str(table.identifier), table.base.schema(), table.change)
-
-
 def _find(table: ArcticTable, name: str):
     try:
         return table.schema.find_field(name, case_sensitive=False)
     except ValueError:
         raise NoSuchColumnError(f"Column '{name}' does not exist in {table.identifier}") from None
-
-
-def _protected(table: ArcticTable, field_id: int, verb: str, name: str) -> None:
-    if field_id in table.schema.identifier_field_ids:
-        raise InvalidArgumentError(f"Cannot {verb} primary key column '{name}' of {table.identifier}")
-    if any(f.source_id == field_id for f in table.spec.fields):
-        raise InvalidArgumentError(f"Cannot {verb} partition column '{name}' of {table.identifier}")
 
 
 def _add_columns(ctx: StatementContext, table: ArcticTable, columns: list[exp.ColumnDef]) -> None:
@@ -113,7 +90,7 @@ def _add_columns(ctx: StatementContext, table: ArcticTable, columns: list[exp.Co
         for field in struct.fields:
             update.add_column(field.name, to_iceberg_type(field.dataType, _Ids(), field.name))
 
-    _evolve(table, add)
+    schema_evolution.evolve(table, add)
 
 
 def _rename_column(table: ArcticTable, old: str, new: str) -> None:
@@ -122,7 +99,7 @@ def _rename_column(table: ArcticTable, old: str, new: str) -> None:
         raise InvalidArgumentError(f"Column '{new}' already exists in {table.identifier}")
     if new.lower().startswith(RESERVED_COLUMN_PREFIX):
         raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
-    _evolve(table, lambda update: update.rename_column(field.name, new))
+    schema_evolution.evolve(table, lambda update: update.rename_column(field.name, new))
 
 
 def _only_type(action: exp.AlterColumn) -> bool:
@@ -140,23 +117,10 @@ def _widen_column(ctx: StatementContext, table: ArcticTable, action: exp.AlterCo
     up at the same scale). Files keep their old type: readers promote them by field id, as pyiceberg
     and Spark do. Key columns stay: their type is in the hash that placed every row in its tree node."""
     field = _find(table, action.this.name)
-    _protected(table, field.field_id, "change the type of", field.name)
     spark_type = spark_struct(ctx, [exp.ColumnDef(this=action.this.copy(), kind=action.args["dtype"].copy())])
     wanted = to_iceberg_type(spark_type.fields[0].dataType, _Ids(), field.name)
-    if wanted == field.field_type:
-        return
-    try:
-        promote(field.field_type, wanted)
-        # pyiceberg's promote (0.12) compares the file's scale with itself: a new scale would pass it,
-        # and its schema update, and old files would then read scaled wrong.
-        if isinstance(wanted, DecimalType) and wanted.scale != field.field_type.scale:
-            raise ResolveError("a decimal keeps its scale")
-    except ResolveError:
-        raise InvalidArgumentError(
-            f"Cannot change column '{field.name}' of {table.identifier} from {field.field_type} to {wanted}: only "
-            "int to bigint, float to double and a decimal to a larger precision with the same scale are allowed"
-        ) from None
-    _evolve(table, lambda update: update.update_column(field.name, field_type=wanted))
+    if wanted != field.field_type:
+        schema_evolution.add_and_widen(table, [], [(field, wanted)])
 
 
 def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None:
@@ -168,7 +132,7 @@ def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None
             if not if_exists:
                 raise
     for field in fields:
-        _protected(table, field.field_id, "drop", field.name)
+        schema_evolution.protected(table, field.field_id, "drop", field.name)
     if len(fields) >= len(table.schema.fields):
         raise InvalidArgumentError(f"Cannot drop every column of {table.identifier}")
 
@@ -176,4 +140,4 @@ def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None
         for field in fields:
             update.delete_column(field.name)
 
-    _evolve(table, drop)
+    schema_evolution.evolve(table, drop)

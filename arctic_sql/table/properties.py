@@ -150,6 +150,8 @@ PROPERTIES: tuple[TableProperty, ...] = (
        "change rows up to which merge-on-read broadcasts the changed keys instead of shuffling the base",
        _non_negative),
     _P("write.distribution-mode", Kind.STRING, "hash", "how writes are distributed", _one_of("none", "hash")),
+    _P("write.schema.auto-merge", Kind.BOOLEAN, False,
+       "whether DataFrame and stream writes add the new columns they carry and widen types, as mergeSchema does"),
 )
 
 _BY_KEY: dict[str, TableProperty] = {p.key: p for p in PROPERTIES}

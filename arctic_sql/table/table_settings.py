@@ -225,3 +225,10 @@ class TableSettings:
     def write_distribution_mode(self) -> str:
         """How writes are distributed (``write.distribution-mode``, default 'hash')."""
         return self._value("write.distribution-mode", str)
+
+    @property
+    def write_schema_auto_merge(self) -> bool:
+        """Whether DataFrame and stream writes add the new columns they carry and widen types, as
+        mergeSchema does (``write.schema.auto-merge``, default False).
+        """
+        return self._value("write.schema.auto-merge", bool)

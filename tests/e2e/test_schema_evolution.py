@@ -1,0 +1,87 @@
+"""Schema evolution on write: ``mergeSchema`` (or ``write.schema.auto-merge``) adds the columns a write
+carries and widens the types it carries wider, in both stores, before any task writes; without it, or
+for a write refused on other grounds, nothing changes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+BIG = 5_000_000_000
+
+
+def _rows(arctic, table="db.e"):
+    return sorted(tuple(r) for r in arctic.sql(f"SELECT * FROM {table}").collect())
+
+
+def _columns(arctic, table="db.e"):
+    return [(r[0], r[1]) for r in arctic.sql(f"DESCRIBE {table}").collect() if r[0] and not r[0].startswith("#")]
+
+
+def _write(arctic, rows, schema, table="db.e", **options):
+    writer = arctic.spark.createDataFrame(rows, schema).write.format("arctic").mode("append")
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    writer.save(table)
+
+
+@pytest.fixture
+def evolving(arctic):
+    arctic.sql("CREATE TABLE db.e (id BIGINT, n INT, v STRING, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.e VALUES (1, 10, 'a'), (2, 20, 'b')")
+    return arctic
+
+
+def test_merge_schema_adds_columns_and_widens_types_in_both_stores(evolving):
+    arctic = evolving
+    _write(arctic, [(2, BIG, "B", 2.5), (3, 30, "c", 3.5)], "id long, n long, v string, score double",
+           mergeSchema="true")
+    assert _columns(arctic) == [("id", "bigint"), ("n", "bigint"), ("v", "string"), ("score", "double")]
+    assert _rows(arctic) == [(1, 10, "a", None), (2, BIG, "B", 2.5), (3, 30, "c", 3.5)]
+    table = arctic.table("db.e")
+    assert table.change.schema().find_field("score").field_type == table.base.schema().find_field("score").field_type
+    # Later writes may leave the new column out (NULL for an upsert) or delete by key alone.
+    _write(arctic, [(4, 40, "d", "upsert"), (1, None, None, "delete")], "id long, n long, v string, _change_type string")
+    arctic.sql("CALL system.optimize(table => 'db.e', mode => 'full')")
+    assert _rows(arctic) == [(2, BIG, "B", 2.5), (3, 30, "c", 3.5), (4, 40, "d", None)]
+    assert _rows(arctic, "db.e VERSION AS OF 1") == [(1, 10, "a", None), (2, 20, "b", None)]
+
+
+def test_without_merge_schema_or_with_a_bad_write_nothing_changes(evolving):
+    arctic = evolving
+    before, columns = _rows(arctic), _columns(arctic)
+    with pytest.raises(Exception, match="Column 'score' is not a column of db.e"):
+        _write(arctic, [(3, 30, "c", 3.5)], "id long, n int, v string, score double")
+    with pytest.raises(Exception, match="lack its primary key column 'id'"):  # checked before any column is added
+        _write(arctic, [(30, "c", 3.5)], "n int, v string, score double", mergeSchema="true")
+    with pytest.raises(Exception, match="Column 'n' is string, which cannot be written into db.e's int column 'n'"):
+        _write(arctic, [(3, "30", "c", 3.5)], "id long, n string, v string, score double", mergeSchema="true")
+    with pytest.raises(Exception, match="Option mergeSchema must be true or false, got 'yes'"):
+        _write(arctic, [(3, 30, "c", 3.5)], "id long, n int, v string, score double", mergeSchema="yes")
+    assert _rows(arctic) == before and _columns(arctic) == columns
+
+
+def test_the_table_property_makes_it_the_default_and_the_option_overrides_it(evolving):
+    arctic = evolving
+    arctic.sql("ALTER TABLE db.e SET TBLPROPERTIES ('write.schema.auto-merge' = 'true')")
+    _write(arctic, [(3, 30, "c", True)], "id long, n int, v string, flag boolean")
+    with pytest.raises(Exception, match="Column 'other' is not a column of db.e"):
+        _write(arctic, [(4, 40, "d", 1)], "id long, n int, v string, other int", mergeSchema="false")
+    assert _columns(arctic)[-1] == ("flag", "boolean")
+    assert _rows(arctic)[-1] == (3, 30, "c", True)
+
+
+def test_a_stream_whose_source_gained_a_column_writes_it_with_merge_schema(evolving, tmp_path):
+    arctic = evolving
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "1.json").write_text("\n".join(json.dumps(r) for r in [
+        {"id": 2, "n": 21, "v": "b2", "region": "eu"}, {"id": 5, "n": 50, "v": "e", "region": "us"}]))
+    stream = arctic.spark.readStream.schema("id long, n int, v string, region string").json(str(source))
+    query = (stream.writeStream.format("arctic").option("mergeSchema", "true").trigger(availableNow=True)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start("db.e"))
+    query.awaitTermination()
+    assert _rows(arctic) == [(1, 10, "a", None), (2, 21, "b2", "eu"), (5, 50, "e", "us")]

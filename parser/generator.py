@@ -14,6 +14,7 @@ from sqlglot.generators.spark import SparkGenerator
 from .statements import (
     Call,
     CompactTable,
+    SchemaEvolvingMerge,
     DescribeHistory,
     Explain,
     ShowColumns,
@@ -95,6 +96,10 @@ def _explain_sql(self: ArcticGenerator, expression: Explain) -> str:
     return f"EXPLAIN {f'{kind} ' if kind else ''}{self.sql(expression, 'this')}"
 
 
+def _schema_evolving_merge_sql(self: ArcticGenerator, expression: SchemaEvolvingMerge) -> str:
+    return self.merge_sql(expression).replace("MERGE INTO", "MERGE WITH SCHEMA EVOLUTION INTO", 1)
+
+
 def _call_sql(self: ArcticGenerator, expression: Call) -> str:
     return f"CALL {expression.name}({self.expressions(expression, flat=True)})"
 
@@ -116,6 +121,7 @@ class ArcticGenerator(SparkGenerator):
         DescribeHistory: _describe_history_sql,
         Explain: _explain_sql,
         Call: _call_sql,
+        SchemaEvolvingMerge: _schema_evolving_merge_sql,
     }
 
     def version_sql(self, expression: exp.Version) -> str:

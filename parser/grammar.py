@@ -18,6 +18,7 @@ from sqlglot.trie import new_trie
 from .statements import (
     Call,
     CompactTable,
+    SchemaEvolvingMerge,
     DescribeHistory,
     Explain,
     ShowColumns,
@@ -45,6 +46,7 @@ class ArcticParser(SparkParser):
     STATEMENT_PARSERS: t.ClassVar = {
         **SparkParser.STATEMENT_PARSERS,
         TokenType.SHOW: lambda self: self._parse_show(),
+        TokenType.MERGE: lambda self: self._parse_schema_evolving_merge(),
     }
 
     # Statements whose first word the tokenizer leaves as a plain VAR token.
@@ -129,6 +131,13 @@ class ArcticParser(SparkParser):
         statement = parser(self)
         statement.add_comments(comments, prepend=True)
         return statement
+
+    def _parse_schema_evolving_merge(self) -> exp.Expr:
+        """``MERGE [WITH SCHEMA EVOLUTION] INTO ...``: sqlglot's MERGE, marked when it evolves."""
+        if not self._match_text_seq("WITH", "SCHEMA", "EVOLUTION"):
+            return self._parse_merge()
+        merge = self._parse_merge()
+        return self.expression(SchemaEvolvingMerge(**merge.args))
 
     # SHOW --------------------------------------------------------------------------------------
 

@@ -135,6 +135,12 @@ class TagStatement(exp.Expression):
                                               "version": False, "retain": False, "unit": False}
 
 
+class SchemaEvolvingMerge(exp.Merge):
+    """``MERGE WITH SCHEMA EVOLUTION INTO ...`` (Spark 4's syntax): a MERGE whose ``UPDATE SET *`` and
+    ``INSERT *`` clauses add the source's new columns to the target and widen its types. The
+    arguments are ``exp.Merge``'s; Spark runs it unchanged on its own tables."""
+
+
 ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     ShowTables,
     ShowDatabases,

@@ -61,29 +61,14 @@ def evolve_for(table: ArcticTable, schema: StructType, options: Mapping[str, str
     check_options(options, STREAM_OPTIONS if streaming else BATCH_OPTIONS)
     if not merge_schema(table, options):
         return False
+    from pyspark.sql.types import StructType as Struct
+
     from arctic_sql.table import schema_evolution
-    from arctic_sql.table.types import _Ids, to_iceberg_type
 
     sequence = sequence_column(options)
     extra = {CHANGE_TYPE.lower(), *FEED_COLUMNS} | ({sequence.lower()} if sequence else set())
-    fields = {f.name.lower(): f for f in table.schema.fields}
-    added, widened = [], []
-    for incoming in schema.fields:
-        name = incoming.name.lower()
-        if name in extra:
-            continue
-        if name in {a[0].lower() for a in added}:
-            raise InvalidArgumentError(f"Column '{incoming.name}' appears twice in the rows written to "
-                                       f"{table.identifier} (column names are case-insensitive)")
-        wanted = to_iceberg_type(incoming.dataType, _Ids(), incoming.name)
-        field = fields.get(name)
-        if field is None:
-            added.append((incoming.name, wanted))
-        elif wanted.is_primitive and schema_evolution.widens(field.field_type, wanted):
-            widened.append((field, wanted))
+    added, widened = schema_evolution.incoming(table, schema, extra)
     new = {a[0].lower() for a in added}
-    from pyspark.sql.types import StructType as Struct
-
     check_columns(table, Struct([f for f in schema.fields if f.name.lower() not in new]), overwrite=overwrite,
                   sequence=sequence)
     schema_evolution.add_and_widen(table, added, widened)

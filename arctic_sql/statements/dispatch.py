@@ -122,6 +122,7 @@ HANDLERS: dict[type, Handler] = {
     exp.Delete: dml.delete,
     exp.Update: dml.update,
     exp.Merge: dml.merge,
+    statements.SchemaEvolvingMerge: dml.merge,
     statements.Call: _call,
     statements.DescribeHistory: _describe_history,
     statements.ShowTableProperties: show.show_table_properties,

@@ -17,10 +17,11 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.parser import to_spark_sql
+from arctic_sql.parser.statements import SchemaEvolvingMerge
 from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
-from arctic_sql.table import change_writer, writes
+from arctic_sql.table import change_writer, schema_evolution, writes
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format.versions import Operation
 
@@ -216,6 +217,14 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         expression.set("using", source)
         expression.set("with_", None)
     plan = MergePlan.of(expression, table)
+    if isinstance(expression, SchemaEvolvingMerge) or table.settings.write_schema_auto_merge:
+        source = plan.source_schema(ctx)
+        if source is not None:
+            added, widened = schema_evolution.incoming(table, source)
+            schema_evolution.add_and_widen(table, added, widened)
+            if added or widened:  # the plan's columns are the table's: plan again on the new schema
+                table, table_node = _target(ctx, expression.this)
+                plan = MergePlan.of(expression, table)
 
     blind = plan.blind_changes(ctx)
 

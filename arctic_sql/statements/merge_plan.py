@@ -29,6 +29,7 @@ from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
     from arctic_sql.statements.context import StatementContext
 
@@ -45,6 +46,7 @@ class Clause:
     condition: exp.Expression | None
     action: str  # update | delete | insert
     assignments: dict[str, exp.Expression] | None  # None: UPDATE SET * / INSERT *
+    star: bool = False  # written as SET * / INSERT * (schema evolution takes the source's columns only then)
 
 
 def _bare_qualifiers(expression: exp.Merge) -> exp.Merge:
@@ -156,9 +158,10 @@ class MergePlan:
                 raise InvalidArgumentError("WHEN NOT MATCHED can only INSERT")
             if category != "not_matched" and action == "insert":
                 raise InvalidArgumentError("Only WHEN NOT MATCHED can INSERT")
+            star = action != "delete" and assignments is None
             if assignments is not None and _is_star(assignments, action, source_alias, table):
                 assignments = None  # the same as SET * / INSERT *: the blind path may take it
-            clauses.append(Clause(category, when.args.get("condition"), action, assignments))
+            clauses.append(Clause(category, when.args.get("condition"), action, assignments, star))
         from arctic_sql.table.types import to_spark_type
 
         return cls(target_alias, source, source_alias, expression.args["on"], tuple(clauses), columns,
@@ -166,6 +169,14 @@ class MergePlan:
                    tuple(to_spark_type(table.schema.find_field(k).field_type) for k in table.primary_key))
 
     # ------------------------------------------------------------------------------------------
+    def source_schema(self, ctx: StatementContext) -> StructType | None:
+        """The source's columns when a clause is written ``UPDATE SET *`` / ``INSERT *`` (what
+        schema evolution takes, as in Spark: only direct assignments evolve), else None."""
+        if not any(c.star for c in self.clauses):
+            return None
+        select = exp.select(exp.Star()).from_(self.source.copy())
+        return ctx.run_spark(select, to_spark_sql(select)).schema
+
     def blind_changes(self, ctx: StatementContext) -> DataFrame | None:
         """The change rows computed without reading the target, or None when the statement's shape
         rules it out. The rows carry ``arctic_refuse``, true on a row whose outcome would depend on

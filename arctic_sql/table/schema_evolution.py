@@ -22,9 +22,10 @@ from arctic_sql.faults import fault_point
 from arctic_sql.table import commit, store_sync
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     from pyiceberg.table.update.schema import UpdateSchema
+    from pyspark.sql.types import StructType
 
     from arctic_sql.table.catalog import ArcticTable
 
@@ -66,6 +67,34 @@ def check_widening(table: ArcticTable, field: NestedField, wanted: IcebergType) 
             f"Cannot change column '{field.name}' of {table.identifier} from {field.field_type} to {wanted}: only "
             "int to bigint, float to double and a decimal to a larger precision with the same scale are allowed"
         )
+
+
+def incoming(table: ArcticTable, schema: StructType, skip: Collection[str] = ()
+             ) -> tuple[list[tuple[str, IcebergType]], list[tuple[NestedField, IcebergType]]]:
+    """What taking the columns of ``schema`` (a write's rows, a MERGE's source) would change: the
+    columns ``table`` lacks, to add, and those ``schema`` carries wider than a legal widening of the
+    table's type, to widen; names in ``skip`` (lower case: change-feed columns) are not columns.
+    A column the table has with another type that is not a widening is left to the write's own
+    type check (a cast, or its one-line error)."""
+    from arctic_sql.table.types import _Ids, to_iceberg_type
+
+    fields = {f.name.lower(): f for f in table.schema.fields}
+    added: list[tuple[str, IcebergType]] = []
+    widened: list[tuple[NestedField, IcebergType]] = []
+    for column in schema.fields:
+        name = column.name.lower()
+        if name in skip:
+            continue
+        if name in {a[0].lower() for a in added}:
+            raise InvalidArgumentError(f"Column '{column.name}' appears twice in the rows written to "
+                                       f"{table.identifier} (column names are case-insensitive)")
+        wanted = to_iceberg_type(column.dataType, _Ids(), column.name)
+        field = fields.get(name)
+        if field is None:
+            added.append((column.name, wanted))
+        elif wanted.is_primitive and widens(field.field_type, wanted):
+            widened.append((field, wanted))
+    return added, widened
 
 
 def add_and_widen(table: ArcticTable, added: Sequence[tuple[str, IcebergType]],

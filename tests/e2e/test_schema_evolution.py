@@ -85,3 +85,27 @@ def test_a_stream_whose_source_gained_a_column_writes_it_with_merge_schema(evolv
              .option("checkpointLocation", str(tmp_path / "checkpoint")).start("db.e"))
     query.awaitTermination()
     assert _rows(arctic) == [(1, 10, "a", None), (2, 21, "b2", "eu"), (5, 50, "e", "us")]
+
+
+def test_merge_with_schema_evolution_takes_the_source_columns_of_star_clauses_only(evolving):
+    arctic = evolving
+    arctic.spark.createDataFrame([(2, BIG, "B", "eu"), (3, 30, "c", "us")],
+                                 "id long, n long, v string, region string").createOrReplaceTempView("src")
+    plain = ("MERGE INTO db.e t USING src s ON t.id = s.id "
+             "WHEN MATCHED THEN UPDATE SET t.v = s.v WHEN NOT MATCHED THEN INSERT (id, n, v) VALUES (s.id, 0, s.v)")
+    arctic.sql(plain.replace("MERGE INTO", "MERGE WITH SCHEMA EVOLUTION INTO"))  # listed: nothing evolves
+    assert _columns(arctic) == [("id", "bigint"), ("n", "int"), ("v", "string")]
+    assert _rows(arctic) == [(1, 10, "a"), (2, 20, "B"), (3, 0, "c")]
+
+    # Stars without evolution: the extra column is ignored, and a too-wide value fails as a cast does.
+    stars = "MERGE INTO db.e t USING {} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    arctic.sql(stars.format("(SELECT 3 AS id, 31 AS n, 'c3' AS v, 'us' AS region)"))
+    assert _columns(arctic) == [("id", "bigint"), ("n", "int"), ("v", "string")]
+    with pytest.raises(Exception, match="CAST_OVERFLOW"):
+        arctic.sql(stars.format("src"))
+    assert _rows(arctic) == [(1, 10, "a"), (2, 20, "B"), (3, 31, "c3")]
+
+    arctic.sql("MERGE WITH SCHEMA EVOLUTION INTO db.e t USING src s ON t.id = s.id "
+               "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert _columns(arctic) == [("id", "bigint"), ("n", "bigint"), ("v", "string"), ("region", "string")]
+    assert _rows(arctic) == [(1, 10, "a", None), (2, BIG, "B", "eu"), (3, 30, "c", "us")]

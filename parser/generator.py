@@ -6,6 +6,7 @@ It prints every tree the arctic parser builds back to text that parses to the sa
 
 from __future__ import annotations
 
+import re
 import typing as t
 
 from sqlglot import exp
@@ -14,6 +15,7 @@ from sqlglot.generators.spark import SparkGenerator
 from .statements import (
     Call,
     CompactTable,
+    SchemaEvolvingInsert,
     SchemaEvolvingMerge,
     DescribeHistory,
     Explain,
@@ -100,6 +102,10 @@ def _schema_evolving_merge_sql(self: ArcticGenerator, expression: SchemaEvolving
     return self.merge_sql(expression).replace("MERGE INTO", "MERGE WITH SCHEMA EVOLUTION INTO", 1)
 
 
+def _schema_evolving_insert_sql(self: ArcticGenerator, expression: SchemaEvolvingInsert) -> str:
+    return re.sub(r"\bINSERT (INTO|OVERWRITE)\b", r"INSERT WITH SCHEMA EVOLUTION \1", self.insert_sql(expression), count=1)
+
+
 def _call_sql(self: ArcticGenerator, expression: Call) -> str:
     return f"CALL {expression.name}({self.expressions(expression, flat=True)})"
 
@@ -122,6 +128,7 @@ class ArcticGenerator(SparkGenerator):
         Explain: _explain_sql,
         Call: _call_sql,
         SchemaEvolvingMerge: _schema_evolving_merge_sql,
+        SchemaEvolvingInsert: _schema_evolving_insert_sql,
     }
 
     def version_sql(self, expression: exp.Version) -> str:

@@ -18,6 +18,7 @@ from sqlglot.trie import new_trie
 from .statements import (
     Call,
     CompactTable,
+    SchemaEvolvingInsert,
     SchemaEvolvingMerge,
     DescribeHistory,
     Explain,
@@ -46,7 +47,8 @@ class ArcticParser(SparkParser):
     STATEMENT_PARSERS: t.ClassVar = {
         **SparkParser.STATEMENT_PARSERS,
         TokenType.SHOW: lambda self: self._parse_show(),
-        TokenType.MERGE: lambda self: self._parse_schema_evolving_merge(),
+        TokenType.MERGE: lambda self: self._parse_schema_evolving(SchemaEvolvingMerge, self._parse_merge),
+        TokenType.INSERT: lambda self: self._parse_schema_evolving(SchemaEvolvingInsert, self._parse_insert),
     }
 
     # Statements whose first word the tokenizer leaves as a plain VAR token.
@@ -132,12 +134,12 @@ class ArcticParser(SparkParser):
         statement.add_comments(comments, prepend=True)
         return statement
 
-    def _parse_schema_evolving_merge(self) -> exp.Expr:
-        """``MERGE [WITH SCHEMA EVOLUTION] INTO ...``: sqlglot's MERGE, marked when it evolves."""
+    def _parse_schema_evolving(self, node: type[exp.Expression], parse: t.Callable[[], exp.Expr]) -> exp.Expr:
+        """``MERGE|INSERT [WITH SCHEMA EVOLUTION] ...``: sqlglot's statement, as ``node`` when it evolves."""
         if not self._match_text_seq("WITH", "SCHEMA", "EVOLUTION"):
-            return self._parse_merge()
-        merge = self._parse_merge()
-        return self.expression(SchemaEvolvingMerge(**merge.args))
+            return parse()
+        statement = parse()
+        return self.expression(node(**statement.args))
 
     # SHOW --------------------------------------------------------------------------------------
 

@@ -141,6 +141,12 @@ class SchemaEvolvingMerge(exp.Merge):
     arguments are ``exp.Merge``'s; Spark runs it unchanged on its own tables."""
 
 
+class SchemaEvolvingInsert(exp.Insert):
+    """``INSERT WITH SCHEMA EVOLUTION INTO|OVERWRITE ...`` (Spark 4's syntax): an INSERT whose query's
+    new columns (past the table's by position, or unknown names with ``BY NAME`` or a column list)
+    are added to the table and whose wider types widen it. The arguments are ``exp.Insert``'s."""
+
+
 ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     ShowTables,
     ShowDatabases,

@@ -123,6 +123,7 @@ HANDLERS: dict[type, Handler] = {
     exp.Update: dml.update,
     exp.Merge: dml.merge,
     statements.SchemaEvolvingMerge: dml.merge,
+    statements.SchemaEvolvingInsert: dml.insert,
     statements.Call: _call,
     statements.DescribeHistory: _describe_history,
     statements.ShowTableProperties: show.show_table_properties,

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.parser import to_spark_sql
-from arctic_sql.parser.statements import SchemaEvolvingMerge
+from arctic_sql.parser.statements import SchemaEvolvingInsert, SchemaEvolvingMerge
 from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
@@ -98,6 +98,9 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     source = ctx.run_spark(query_node, to_spark_sql(query_node))
     if expression.args.get("by_name"):
         columns = source.columns
+    if isinstance(expression, SchemaEvolvingInsert) or table.settings.write_schema_auto_merge:
+        if _evolve_for_insert(table, source, columns, static):
+            table, table_node = _target(ctx, expression.this)
     rows = conform(table, source, columns, static)
     if expression.args.get("overwrite"):
         writes.overwrite_rows(table, rows, Operation.OVERWRITE, _named_partition(table, partition))
@@ -106,6 +109,35 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     else:
         writes.append_rows(table, rows, Operation.INSERT)
     return ctx.ok()
+
+
+def _evolve_for_insert(table: ArcticTable, source: DataFrame, columns: list[str] | None,
+                       static: dict[str, exp.Expression]) -> bool:
+    """INSERT WITH SCHEMA EVOLUTION, as Spark's: by position, the query's columns past the table's
+    become new columns under their own names; by name or a column list, names the table lacks do;
+    types the query carries wider widen the table. The INSERT is checked first (conform: no job),
+    so one refused changes nothing. Whether the table changed."""
+    from pyspark.sql.types import StructField, StructType
+
+    fields = source.schema.fields
+    if columns is not None:
+        if len(columns) != len(fields):
+            raise InvalidArgumentError(f"INSERT into {table.identifier} has {len(fields)} values per row but "
+                                       f"{len(columns)} target columns")
+        named = [StructField(name, f.dataType) for name, f in zip(columns, fields, strict=True)]
+    else:
+        targets = [f.name for f in table.schema.fields if f.name not in {_column(table, k) for k in static}]
+        named = [StructField(targets[i] if i < len(targets) else f.name, f.dataType) for i, f in enumerate(fields)]
+    added, widened = schema_evolution.incoming(table, StructType(named))
+    if not added and not widened:
+        return False
+    new = {name.lower() for name, _ in added}
+    known = [i for i, f in enumerate(named) if f.name.lower() not in new]
+    positional = source.toDF(*[f"_arctic_in_{i}" for i in range(len(fields))])  # names may repeat
+    conform(table, positional.select(*[f"_arctic_in_{i}" for i in known]),
+            None if columns is None else [columns[i] for i in known], static)
+    schema_evolution.add_and_widen(table, added, widened)
+    return True
 
 
 def _named_partition(table: ArcticTable, partition: exp.Expression | None) -> Callable[[str], bool] | None:

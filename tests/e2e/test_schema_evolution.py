@@ -109,3 +109,21 @@ def test_merge_with_schema_evolution_takes_the_source_columns_of_star_clauses_on
                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
     assert _columns(arctic) == [("id", "bigint"), ("n", "bigint"), ("v", "string"), ("region", "string")]
     assert _rows(arctic) == [(1, 10, "a", None), (2, BIG, "B", "eu"), (3, 30, "c", "us")]
+
+
+def test_insert_with_schema_evolution_by_position_by_name_and_by_column_list(evolving):
+    arctic = evolving
+    arctic.sql(f"INSERT WITH SCHEMA EVOLUTION INTO db.e SELECT 3, {BIG}, 'c', 'eu' AS region")  # past the end
+    assert _columns(arctic) == [("id", "bigint"), ("n", "bigint"), ("v", "string"), ("region", "string")]
+    arctic.sql("INSERT WITH SCHEMA EVOLUTION INTO db.e BY NAME SELECT 'd' AS v, 4 AS id, true AS vip")
+    arctic.sql("INSERT WITH SCHEMA EVOLUTION INTO db.e (id, score) VALUES (5, 0.5D)")
+    assert _columns(arctic)[-2:] == [("vip", "boolean"), ("score", "double")]
+    assert _rows(arctic) == [(1, 10, "a", None, None, None), (2, 20, "b", None, None, None),
+                             (3, BIG, "c", "eu", None, None), (4, None, "d", None, True, None),
+                             (5, None, None, None, None, 0.5)]
+    columns = _columns(arctic)
+    with pytest.raises(Exception, match="has 2 values per row but 3 target columns"):  # checked first
+        arctic.sql("INSERT WITH SCHEMA EVOLUTION INTO db.e (id, v, extra) SELECT 6, 'f'")
+    with pytest.raises(Exception, match="Column 'extra' is not|Column 'extra' does not exist"):  # no evolution asked
+        arctic.sql("INSERT INTO db.e (id, extra) VALUES (6, 1)")
+    assert _columns(arctic) == columns and len(_rows(arctic)) == 5

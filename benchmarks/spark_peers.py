@@ -197,9 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     for peer in peers:
         peer.close()
 
-    doc = report(args, run, checks, files, rows, not_run, conf, loadavg)
-    doc["total_wall_s"] = time.time() - started
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    try:
+        doc = report(args, run, checks, files, rows, not_run, conf, loadavg)
+    except Exception:
+        with open(args.out, "w", encoding="utf-8") as f:  # what was measured survives a broken report
+            json.dump({"times": run.times, "errors": run.errors, "checksums": checks}, f, indent=1, default=str)
+        raise
+    doc["total_wall_s"] = time.time() - started
     plot(doc, os.path.splitext(args.out)[0] + ".png")
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, default=str)

@@ -47,7 +47,8 @@ class PeerRuntime:
 
 PEERS = {
     "delta": PeerRuntime("delta", "Delta/Spark", ("delta",), ".venv-spark4.2",
-                         "USING delta, delta.enableDeletionVectors = true; MERGE INTO; OPTIMIZE"),
+                         "USING delta, delta.enableDeletionVectors = true, spark.databricks.delta.snapshotPartitions = nproc; "
+                         "MERGE INTO; OPTIMIZE"),
     "iceberg": PeerRuntime("iceberg", "Iceberg/Spark", ("iceberg",), ".venv-spark4.1",
                            "format v2, write.merge/update/delete.mode = merge-on-read, Hadoop catalog; MERGE INTO; "
                            "rewrite_data_files + rewrite_position_delete_files (rewrite-all)"),

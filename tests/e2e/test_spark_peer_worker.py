@@ -8,11 +8,17 @@ commits are the model's (``datagen``'s checksum after the same commits).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from arctic_sql.jars import MissingJarsError
-from benchmarks import datagen
-from benchmarks.systems.spark_peer import PEERS, Peer, StepError
+
+# benchmarks/ is not installed with the package: import it from the checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import datagen  # noqa: E402
+from benchmarks.systems.spark_peer import PEERS, Peer, StepError  # noqa: E402
 
 
 def test_the_delta_worker_merges_cdc_batches_to_the_models_rows(tmp_path):

@@ -284,9 +284,11 @@ def plot(doc: dict, path: str) -> None:
         return
     labels = {name: s["label"] for name, s in doc["systems"].items()}
     fig, (commits, medians) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for size, by in doc["times"].get("W0", {}).items():
+    colors = {name: f"C{i}" for i, name in enumerate(labels)}  # one colour per system, one line style per size
+    for style, (size, by) in zip(("-", "--", ":", "-."), doc["times"].get("W0", {}).items()):
         for name, times in by.items():
-            commits.plot(range(1, len(times) + 1), times, marker="o", label=f"{labels[name]}, {int(size):,} rows")
+            commits.plot(range(1, len(times) + 1), times, style, marker="o", color=colors[name],
+                         label=f"{labels[name]}, {int(size):,} rows")
     commits.set(xlabel="commit", ylabel="seconds", yscale="log", title="W0: MERGE of one CDC batch")
     rows = doc["table"]
     names = list(labels)
@@ -294,7 +296,7 @@ def plot(doc: dict, path: str) -> None:
     for i, name in enumerate(names):
         medians.bar([x + i * step for x in range(len(rows))], [r.get(name) or 0 for r in rows], step, label=labels[name])
     medians.set_xticks([x + 0.4 - step / 2 for x in range(len(rows))],
-                       [r["name"].split(" (")[0].replace(" rows", "") for r in rows], rotation=30, ha="right")
+                       [r["name"].replace(" rows", "").replace("(table ", "(") for r in rows], rotation=30, ha="right")
     medians.set(ylabel="median seconds", yscale="log", title=f"{doc['parameters']['rows']:,} rows: medians")
     for ax in (commits, medians):
         ax.grid(True, which="both", alpha=0.3)

@@ -89,7 +89,8 @@ def _with_change_type(batch: pa.Table) -> pa.Table:
     return batch.drop_columns(["op"]).append_column("_change_type", kinds)
 
 
-def _register_noop(spark) -> None:  # noqa: ANN001
+def register_noop_sink(spark) -> None:  # noqa: ANN001
+    """Register `noop_arrow`: a Python data source whose writer only counts rows (the floor of such a sink)."""
     from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
     class Counted(DataSourceArrowWriter):
@@ -133,7 +134,7 @@ def main() -> None:
     spark = local_session(work, {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2"})
     session = arctic_sql.connect(warehouse=os.path.join(work, "wh"), spark=spark)
     session.sql("CREATE DATABASE db")
-    _register_noop(spark)
+    register_noop_sink(spark)
     rng = np.random.default_rng(42)
     load = pa.table({"id": np.arange(args.rows, dtype=np.int64), "v": [f"v{i}" for i in range(args.rows)],
                      "amount": np.zeros(args.rows)})

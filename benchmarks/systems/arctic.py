@@ -138,13 +138,18 @@ def optimize(s, result: Result, work: str) -> None:
     result["checksum_optimized"] = checksum(s, TABLE)
 
 
+def write_plain_copy(s, table: str, plain: str) -> tuple[str, int]:  # noqa: ANN001 - a session
+    """``table``'s current rows written once as one plain Parquet dataset of ``nproc`` files (untimed)."""
+    shutil.rmtree(plain, ignore_errors=True)
+    partitions = max(2, os.cpu_count() or 2)
+    s.sql(f"SELECT {COLUMNS} FROM {table}").repartition(partitions).write.parquet(plain)
+    return plain, partitions
+
+
 def plain_baseline(s, result, work: str) -> None:  # noqa: ANN001 - a session and a Result (or dict)
     """R1's baseline: the final rows written once as one plain Parquet dataset, read back by Spark."""
     spark = s.spark
-    plain = os.path.join(work, "plain.parquet")
-    shutil.rmtree(plain, ignore_errors=True)
-    partitions = max(2, os.cpu_count() or 2)
-    s.sql(f"SELECT {COLUMNS} FROM {TABLE}").repartition(partitions).write.parquet(plain)
+    plain, partitions = write_plain_copy(s, TABLE, os.path.join(work, "plain.parquet"))
     spark.read.parquet(plain).createOrReplaceTempView("plain_orders")
     result["plain_parquet"] = {"path": plain, "files": partitions}
     time_r1(result, lambda: [tuple(r) for r in spark.sql(R1_SQL.format(table="plain_orders")).collect()],

@@ -92,10 +92,12 @@ def watermarks_of(snapshot: Snapshot | None) -> dict[str, int]:
 def snapshots_in_order(table: Table) -> list[Snapshot]:
     """Snapshots of the current branch's ancestry, oldest first (rolled-back ones excluded)."""
     current = table.current_snapshot()
+    # pyiceberg's snapshot_by_id scans the list: a walk by it costs the square of the snapshots kept
+    by_id = {s.snapshot_id: s for s in table.metadata.snapshots}
     chain: list[Snapshot] = []
     while current is not None:
         chain.append(current)
-        current = table.snapshot_by_id(current.parent_snapshot_id) if current.parent_snapshot_id else None
+        current = by_id.get(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
     return chain[::-1]
 
 
@@ -190,7 +192,7 @@ def last_stream_batch(store: Table, query_id: str) -> int | None:
     """The newest micro-batch of streaming query ``query_id`` among ``store``'s retained commits."""
     found = None
     for snap in snapshots_in_order(store):
-        summary = summary_of(snap)
+        summary = snap.summary.additional_properties if snap.summary is not None else {}  # no copy: once per snapshot
         if summary.get(STREAM_QUERY_ID) == query_id:
             batch = int(summary[STREAM_BATCH_ID])
             found = batch if found is None else max(found, batch)

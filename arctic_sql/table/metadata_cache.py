@@ -1,0 +1,101 @@
+"""Table metadata that does not cost more per commit as a table's history grows.
+
+Every snapshot a store keeps is in its metadata JSON (as in Iceberg Java). pyiceberg 0.12 parses
+that file on every ``load_table`` and ``refresh``, again inside every ``commit_table`` (the catalog
+loads the current metadata to check the commit against it), and deep-copies the whole parsed
+metadata twice per commit (``update_table_metadata`` ends in ``model_copy(deep=True)``: once for the
+transaction's staged metadata, once in the catalog). At 2,000 snapshots those four passes cost
+several times the rest of a 1,000-row commit. This module removes them for the whole process:
+
+- **Parsed metadata by location.** A metadata file is written once under a new name and never
+  changed (``NNNNN-<uuid>.metadata.json``), so the metadata parsed from a location is that
+  location's for good: what the catalog says is current decides which file is read, and a commit
+  by another process is seen as soon as the catalog names its new file. The metadata a commit
+  writes is kept under the location it was written to, so the next load of the store, and the
+  catalog's check of the next commit, parse nothing (pyiceberg's own table object holds that same
+  metadata after a commit). A small LRU bounds the memory.
+- **No deep copies of frozen metadata.** pyiceberg's metadata models are frozen and every update
+  builds new lists and maps (``model_copy(update=...)``); the deep copy guards against in-place
+  changes that neither pyiceberg nor arctic-sql make. A deep copy of table metadata is a shallow
+  one here: a new object over the same (immutable) snapshots, logs and schemas.
+
+pyiceberg has no public hook for either (gaps: a metadata cache or a "current metadata location"
+call on ``Catalog``; a ``TableMetadata`` that is not deep-copied per update, which its maintainers
+have under review as a per-transaction cache). So :func:`install` wraps pyiceberg's metadata
+(de)serializers, ``FromInputFile.table_metadata`` and ``ToOutputFile.table_metadata``, through
+which every catalog that reads metadata files (SQL, Hive, Glue, DynamoDB, BigQuery) goes, and sets
+``__deepcopy__`` on the metadata classes. A REST catalog sends metadata in its responses: those are
+parsed per load, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from pyiceberg.io import InputFile, OutputFile
+from pyiceberg.serializers import FromInputFile, ToOutputFile
+from pyiceberg.table.metadata import TableMetadataV1, TableMetadataV2, TableMetadataV3
+from pyiceberg.typedef import UTF8
+
+# Parsed metadata kept, most recently used last. A commit touches two stores' files (the one read,
+# the one written); a service watching many tables reads each once per change.
+MAX_ENTRIES = 32
+
+_lock = threading.Lock()
+_parsed: OrderedDict[str, Any] = OrderedDict()  # metadata location -> TableMetadata
+_installed = False
+_read = FromInputFile.table_metadata
+_write = ToOutputFile.table_metadata
+
+
+def _remember(location: str, metadata: Any) -> None:
+    with _lock:
+        _parsed[location] = metadata
+        _parsed.move_to_end(location)
+        while len(_parsed) > MAX_ENTRIES:
+            _parsed.popitem(last=False)
+
+
+def cached(location: str) -> Any | None:
+    """The metadata held for ``location``, if any."""
+    with _lock:
+        metadata = _parsed.get(location)
+        if metadata is not None:
+            _parsed.move_to_end(location)
+        return metadata
+
+
+def clear() -> None:
+    with _lock:
+        _parsed.clear()
+
+
+def _read_cached(input_file: InputFile, encoding: str = UTF8) -> Any:
+    metadata = cached(input_file.location)
+    if metadata is None:
+        metadata = _read(input_file, encoding)
+        _remember(input_file.location, metadata)
+    return metadata
+
+
+def _write_remembered(metadata: Any, output_file: OutputFile, overwrite: bool = False) -> None:
+    _write(metadata, output_file, overwrite)
+    _remember(output_file.location, metadata)
+
+
+def _shallow_deepcopy(self: Any, memo: dict[int, Any] | None = None) -> Any:
+    return self.__copy__()
+
+
+def install() -> None:
+    """Cache parsed metadata by location and make metadata deep copies shallow (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    FromInputFile.table_metadata = staticmethod(_read_cached)  # type: ignore[method-assign]
+    ToOutputFile.table_metadata = staticmethod(_write_remembered)  # type: ignore[method-assign]
+    for cls in (TableMetadataV1, TableMetadataV2, TableMetadataV3):
+        cls.__deepcopy__ = _shallow_deepcopy  # type: ignore[method-assign]
+    _installed = True

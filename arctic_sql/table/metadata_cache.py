@@ -14,12 +14,18 @@ several times the rest of a 1,000-row commit. This module removes them for the w
   writes is kept under the location it was written to, so the next load of the store, and the
   catalog's check of the next commit, parse nothing (pyiceberg's own table object holds that same
   metadata after a commit). A small LRU bounds the memory.
+- **Snapshots serialized once.** A commit writes the whole metadata again, every snapshot in it;
+  pyiceberg serializes each snapshot's summary in Python, which at 2,000 snapshots costs more than
+  the rest of the commit. A snapshot never changes once added, so the JSON of each snapshot and
+  snapshot-log entry is kept (per table, for the entries its newest metadata holds) and a metadata
+  file is written as pyiceberg writes it, from the other fields' JSON and those pieces (keys in
+  another order; the same JSON value: tests/unit/table/test_history_cost.py).
 - **No deep copies of frozen metadata.** pyiceberg's metadata models are frozen and every update
   builds new lists and maps (``model_copy(update=...)``); the deep copy guards against in-place
   changes that neither pyiceberg nor arctic-sql make. A deep copy of table metadata is a shallow
   one here: a new object over the same (immutable) snapshots, logs and schemas.
 
-pyiceberg has no public hook for either (gaps: a metadata cache or a "current metadata location"
+pyiceberg has no public hook for any of these (gaps: a metadata cache or a "current metadata location"
 call on ``Catalog``; a ``TableMetadata`` that is not deep-copied per update, which its maintainers
 have under review as a per-transaction cache). So :func:`install` wraps pyiceberg's metadata
 (de)serializers, ``FromInputFile.table_metadata`` and ``ToOutputFile.table_metadata``, through
@@ -35,9 +41,10 @@ from collections import OrderedDict
 from typing import Any
 
 from pyiceberg.io import InputFile, OutputFile
-from pyiceberg.serializers import FromInputFile, ToOutputFile
+from pyiceberg.serializers import Compressor, FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadataV1, TableMetadataV2, TableMetadataV3
 from pyiceberg.typedef import UTF8
+from pyiceberg.utils.config import Config
 
 # Parsed metadata kept, most recently used last. A commit touches two stores' files (the one read,
 # the one written); a service watching many tables reads each once per change.
@@ -46,6 +53,10 @@ MAX_ENTRIES = 32
 _lock = threading.Lock()
 _parsed: OrderedDict[str, Any] = OrderedDict()  # metadata location -> TableMetadata
 _installed = False
+# Per table (uuid): id of a snapshot or snapshot-log entry -> (the entry, its JSON), for the entries
+# of the table's newest written metadata; the entry is held so that its id is not reused meanwhile.
+_pieces: OrderedDict[object, dict[int, tuple[Any, str]]] = OrderedDict()
+_LISTS = (("snapshots", "snapshots"), ("snapshot_log", "snapshot-log"))  # field, JSON key
 _read = FromInputFile.table_metadata
 _write = ToOutputFile.table_metadata
 
@@ -70,6 +81,7 @@ def cached(location: str) -> Any | None:
 def clear() -> None:
     with _lock:
         _parsed.clear()
+        _pieces.clear()
 
 
 def _read_cached(input_file: InputFile, encoding: str = UTF8) -> Any:
@@ -81,8 +93,39 @@ def _read_cached(input_file: InputFile, encoding: str = UTF8) -> Any:
 
 
 def _write_remembered(metadata: Any, output_file: OutputFile, overwrite: bool = False) -> None:
-    _write(metadata, output_file, overwrite)
+    if isinstance(metadata, TableMetadataV2):
+        with output_file.create(overwrite=overwrite) as stream:
+            text = metadata_json(metadata).encode(UTF8)
+            stream.write(Compressor.get_compressor(output_file.location).bytes_compressor()(text))
+    else:  # v1 drops fields of its snapshots on the way out; v3 pyiceberg does not write
+        _write(metadata, output_file, overwrite)
     _remember(output_file.location, metadata)
+
+
+def metadata_json(metadata: TableMetadataV2) -> str:
+    """``metadata`` as pyiceberg's ``ToOutputFile.table_metadata`` writes it, its snapshots and
+    snapshot log from the pieces kept for them."""
+    exclude_none = not Config().get_bool("legacy-current-snapshot-id")  # pyiceberg's own rule
+    fields = metadata.model_dump_json(exclude_none=exclude_none, exclude={field for field, _ in _LISTS})
+    with _lock:
+        known = _pieces.get(metadata.table_uuid, {})
+    pieces: dict[int, tuple[Any, str]] = {}
+    lists = []
+    for field, key in _LISTS:
+        texts = []
+        for entry in getattr(metadata, field):
+            piece = known.get(id(entry))
+            if piece is None or piece[0] is not entry:
+                piece = (entry, entry.model_dump_json(exclude_none=exclude_none))
+            pieces[id(entry)] = piece
+            texts.append(piece[1])
+        lists.append(f'"{key}":[{",".join(texts)}]')
+    with _lock:
+        _pieces[metadata.table_uuid] = pieces
+        _pieces.move_to_end(metadata.table_uuid)
+        while len(_pieces) > MAX_ENTRIES:
+            _pieces.popitem(last=False)
+    return fields[:-1] + "," + ",".join(lists) + "}"
 
 
 def _shallow_deepcopy(self: Any, memo: dict[int, Any] | None = None) -> Any:

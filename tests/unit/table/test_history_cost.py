@@ -6,6 +6,7 @@ bounded metadata log that keeps every version readable."""
 from __future__ import annotations
 
 import copy
+import json
 
 from iceberg_tables import catalog_at, create, write
 from pyiceberg.catalog import load_catalog
@@ -108,3 +109,20 @@ def test_a_bounded_metadata_log_keeps_every_version_readable(tmp_path):
     history = versions.history(table.base, table.change)
     assert history.complete and [c.version for c in history.commits] == [1, 2, 3, 4, 5, 6]
     assert [len(plan_read(table, v).change_files) for v in (1, 3, 6)] == [1, 3, 6]
+
+
+def test_metadata_written_from_kept_pieces_is_the_json_pyiceberg_writes(tmp_path):
+    table = create(catalog_at(tmp_path))
+    for key in range(1, 5):
+        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    metadata = table.change.metadata
+    assert json.loads(metadata_cache.metadata_json(metadata)) == json.loads(metadata.model_dump_json())
+    # Expiration rewrites the parent id of the oldest survivor: a new snapshot object, a new piece.
+    oldest = versions.snapshots_in_order(table.change)[0]
+    commit.expire_snapshots(table.change, [oldest.snapshot_id])
+    table.change.refresh()
+    metadata = table.change.metadata
+    assert versions.snapshots_in_order(table.change)[0].parent_snapshot_id is None
+    assert json.loads(metadata_cache.metadata_json(metadata)) == json.loads(metadata.model_dump_json())
+    metadata_cache.clear()
+    assert _second_catalog(tmp_path).load_table(T).change.metadata == metadata  # the file, parsed

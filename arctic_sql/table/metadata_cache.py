@@ -14,6 +14,10 @@ several times the rest of a 1,000-row commit. This module removes them for the w
   writes is kept under the location it was written to, so the next load of the store, and the
   catalog's check of the next commit, parse nothing (pyiceberg's own table object holds that same
   metadata after a commit). A small LRU bounds the memory.
+- **Snapshots parsed once.** A file another process wrote is parsed, but each snapshot in it that
+  this process already parsed for the table, with the same JSON, is the object parsed then: the
+  JSON is read with the standard library and pydantic validates only the new snapshots and the
+  other fields (v2 only).
 - **Snapshots serialized once.** A commit writes the whole metadata again, every snapshot in it;
   pyiceberg serializes each snapshot's summary in Python, which at 2,000 snapshots costs more than
   the rest of the commit. A snapshot never changes once added, so the JSON of each snapshot and
@@ -36,13 +40,15 @@ parsed per load, as before.
 
 from __future__ import annotations
 
+import codecs
+import json
 import threading
 from collections import OrderedDict
 from typing import Any
 
 from pyiceberg.io import InputFile, OutputFile
 from pyiceberg.serializers import Compressor, FromInputFile, ToOutputFile
-from pyiceberg.table.metadata import TableMetadataV1, TableMetadataV2, TableMetadataV3
+from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV1, TableMetadataV2, TableMetadataV3
 from pyiceberg.typedef import UTF8
 from pyiceberg.utils.config import Config
 
@@ -57,6 +63,8 @@ _installed = False
 # of the table's newest written metadata; the entry is held so that its id is not reused meanwhile.
 _pieces: OrderedDict[object, dict[int, tuple[Any, str]]] = OrderedDict()
 _LISTS = (("snapshots", "snapshots"), ("snapshot_log", "snapshot-log"))  # field, JSON key
+# Per table (uuid as written): snapshot id -> (its JSON as parsed by json.loads, the Snapshot).
+_snapshots: OrderedDict[str, dict[int, tuple[dict, Any]]] = OrderedDict()
 _read = FromInputFile.table_metadata
 _write = ToOutputFile.table_metadata
 
@@ -82,13 +90,40 @@ def clear() -> None:
     with _lock:
         _parsed.clear()
         _pieces.clear()
+        _snapshots.clear()
 
 
 def _read_cached(input_file: InputFile, encoding: str = UTF8) -> Any:
     metadata = cached(input_file.location)
     if metadata is None:
-        metadata = _read(input_file, encoding)
+        with input_file.open() as stream:  # as pyiceberg's FromByteStream.table_metadata reads it
+            with Compressor.get_compressor(location=input_file.location).stream_decompressor(stream) as data:
+                text = codecs.getreader(encoding)(data).read()
+        metadata = parse_metadata(text)
         _remember(input_file.location, metadata)
+    return metadata
+
+
+def parse_metadata(text: str) -> Any:
+    """``TableMetadataUtil.parse_raw(text)``, reusing the snapshots parsed before for the table."""
+    raw = json.loads(text)
+    listed = raw.get("snapshots")
+    if raw.get("format-version") != 2 or not isinstance(listed, list):
+        return TableMetadataUtil.parse_raw(text)
+    table = str(raw.get("table-uuid"))
+    with _lock:
+        known = _snapshots.get(table, {})
+    given = []
+    for item in listed:
+        hit = known.get(item.get("snapshot-id")) if isinstance(item, dict) else None
+        given.append(hit[1] if hit is not None and hit[0] == item else item)
+    metadata = TableMetadataUtil.parse_obj({**raw, "snapshots": given})
+    kept = {snap.snapshot_id: (item, snap) for item, snap in zip(listed, metadata.snapshots, strict=True)}
+    with _lock:
+        _snapshots[table] = kept
+        _snapshots.move_to_end(table)
+        while len(_snapshots) > MAX_ENTRIES:
+            _snapshots.popitem(last=False)
     return metadata
 
 

@@ -126,3 +126,28 @@ def test_metadata_written_from_kept_pieces_is_the_json_pyiceberg_writes(tmp_path
     assert json.loads(metadata_cache.metadata_json(metadata)) == json.loads(metadata.model_dump_json())
     metadata_cache.clear()
     assert _second_catalog(tmp_path).load_table(T).change.metadata == metadata  # the file, parsed
+
+
+def test_a_file_another_process_wrote_is_parsed_as_pyiceberg_parses_it_reusing_known_snapshots(tmp_path):
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    table = create(catalog_at(tmp_path))
+    for key in (1, 2):
+        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    metadata_cache.clear()  # as in a process that has parsed nothing yet
+    with open(table.change.metadata_location.removeprefix("file://")) as f:
+        text = f.read()
+    assert metadata_cache.parse_metadata(text) == TableMetadataUtil.parse_raw(text)  # nothing known: all parsed
+    raw = json.loads(text)  # the metadata of version 1, as an earlier file held it
+    first = metadata_cache.parse_metadata(json.dumps({**raw, "snapshots": raw["snapshots"][:1], "refs": {},
+                                                      "snapshot-log": raw["snapshot-log"][:1],
+                                                      "current-snapshot-id": raw["snapshots"][0]["snapshot-id"]}))
+    second = metadata_cache.parse_metadata(text)
+    assert second == TableMetadataUtil.parse_raw(text)
+    assert second.snapshots[0] is first.snapshots[0] and len(second.snapshots) == 2
+    # A snapshot whose JSON differs under the same id is parsed again, not taken from before.
+    changed = json.loads(text)
+    changed["snapshots"][0]["summary"]["arctic.operation"] = "merge"
+    third = metadata_cache.parse_metadata(json.dumps(changed))
+    assert third.snapshots[0] is not first.snapshots[0]
+    assert versions.operation_of(third.snapshots[0]) == "merge"

@@ -151,13 +151,32 @@ def _is_complete(chain: list[Snapshot]) -> bool:
     return not chain or chain[0].sequence_number <= 1
 
 
+# The newest histories worked out, by the identity of the metadata they came from: metadata is
+# immutable and, loaded again unchanged, the same object (table/metadata_cache.py), so a statement
+# or a stream that asks several times pays for one walk of the snapshots, not one per question.
+_HISTORIES: list[tuple[object, object, History]] = []
+_HISTORIES_KEPT = 16
+
+
 def history(base: Table, change: Table | None) -> History:
     """The table's data commits that can still be read, and whether any history was expired.
 
     After expiration a version ``v`` stays readable only while both snapshots that hold it are
     retained: the base snapshot whose merged state is at or before ``v`` and the change snapshot
     at ``v``. A crash between expiring the two stores therefore never exposes a half-expired version.
+    The result is shared between callers with the same metadata: do not change it.
     """
+    change_metadata = change.metadata if change is not None else None
+    for kept_base, kept_change, kept in reversed(_HISTORIES):
+        if kept_base is base.metadata and kept_change is change_metadata:
+            return kept
+    found = _history(base, change)
+    _HISTORIES.append((base.metadata, change_metadata, found))
+    del _HISTORIES[:-_HISTORIES_KEPT]
+    return found
+
+
+def _history(base: Table, change: Table | None) -> History:
     base_chain = snapshots_in_order(base)
     commits: list[Commit] = []
     if change is None:

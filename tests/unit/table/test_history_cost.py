@@ -151,3 +151,16 @@ def test_a_file_another_process_wrote_is_parsed_as_pyiceberg_parses_it_reusing_k
     third = metadata_cache.parse_metadata(json.dumps(changed))
     assert third.snapshots[0] is not first.snapshots[0]
     assert versions.operation_of(third.snapshots[0]) == "merge"
+
+
+def test_the_history_of_unchanged_metadata_is_worked_out_once_and_a_commit_gives_a_new_one(tmp_path):
+    catalog = catalog_at(tmp_path)
+    table = create(catalog)
+    commit.commit_change(table, [write(table, [(1, None, "a")])], "insert")
+    first = catalog.load_table(T)
+    again = catalog.load_table(T)
+    assert versions.history(first.base, first.change) is versions.history(again.base, again.change)
+    commit.commit_change(again, [write(again, [(2, None, "b")])], "insert")
+    after = catalog.load_table(T)
+    assert [c.version for c in versions.history(after.base, after.change).commits] == [1, 2]
+    assert [c.version for c in versions.history(first.base, first.change).commits] == [1]

@@ -119,3 +119,25 @@ def test_an_insert_of_a_few_values_runs_no_spark_job(arctic, spark_jobs):
     assert arctic.sql("SELECT count(*) FROM db.typed").collect()[0][0] == 2
     # Rows Spark must compute (a query over a table) still take a Spark job.
     assert spark_jobs(lambda: arctic.sql("INSERT INTO db.typed SELECT id + 10, amount, at, day, tags FROM db.typed"))
+
+
+def test_a_partial_merge_broadcasts_its_keys_rows_instead_of_shuffling_both_sides(kv, spark):
+    from arctic_sql.statements.merge_plan import MergePlan
+
+    keys = _same_node_keys(3)
+    spark.sql("SELECT * FROM VALUES " + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys) +
+              ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
+    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v "
+             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # Spark's own sizing would never broadcast
+    try:
+        changes = MergePlan.of(parse_one(merge), kv.table("db.kv")).joined_changes(
+            kv.context, parse_one(merge).this, _version(kv))
+        plan = changes._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+        kv.sql(merge)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+    assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
+        *[(k, f"m{k}", k) for k in sorted(keys)], (5000, "new", 0)]

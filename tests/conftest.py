@@ -39,6 +39,26 @@ def arctic(spark, warehouse):
 
 
 @pytest.fixture
+def spark_jobs(spark):
+    """``spark_jobs(run)``: the Spark jobs ``run()`` started, by the call that started each (its last
+    stage's name), from Spark's own status tracker."""
+    import uuid
+
+    def jobs(run) -> list[str]:  # noqa: ANN001
+        group = f"counted-{uuid.uuid4().hex}"
+        spark.sparkContext.setJobGroup(group, "counted")
+        try:
+            run()
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        tracker = spark.sparkContext.statusTracker()
+        return [tracker.getStageInfo(max(tracker.getJobInfo(j).stageIds)).name.split(" at ")[0]
+                for j in tracker.getJobIdsForGroup(group)]
+
+    return jobs
+
+
+@pytest.fixture
 def restore_storage():
     """The process's storage configuration as it was before the test (a catalog opened sets it)."""
     from arctic_sql.table import storage

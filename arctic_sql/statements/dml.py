@@ -177,17 +177,37 @@ def _select_from_target(ctx: StatementContext, statement: exp.Expression, table_
     return ctx.run_spark(select, to_spark_sql(select))
 
 
+def _condition(expression: exp.Expression) -> exp.Expression | None:
+    where = expression.args.get("where")
+    return where.this if where is not None else None
+
+
+def deleted_keys(ctx: StatementContext, expression: exp.Delete, table: ArcticTable, table_node: exp.Table,
+                 version: int) -> DataFrame:
+    """The keys a DELETE on a keyed table removes: its WHERE over the version it read. A WHERE that
+    pins the key (``k = v``, ``k IN (...)``, AND-ed with anything) is a point lookup
+    (statements/query.py): only those keys' tree nodes and the files whose bounds hold them are read."""
+    keys = [exp.column(k, quoted=True) for k in table.primary_key]
+    return _select_from_target(ctx, expression, table_node, version, keys, _condition(expression))
+
+
+def updated_rows(ctx: StatementContext, expression: exp.Update, table: ArcticTable, table_node: exp.Table,
+                 version: int, assignments: dict[str, exp.Expression]) -> DataFrame:
+    """The whole new rows an UPDATE on a keyed table writes, read as :func:`deleted_keys` reads."""
+    projections = [exp.alias_(assignments.get(f.name, exp.column(f.name, quoted=True)), f.name, quoted=True)
+                   for f in table.schema.fields]
+    return _select_from_target(ctx, expression, table_node, version, projections, _condition(expression))
+
+
 def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFrame | None:
     table, table_node = _target(ctx, expression.this)
     if table is None:
         return None
-    where = expression.args.get("where")
-    condition = where.this if where is not None else None
+    condition = _condition(expression)
     if table.is_keyed:
-        keys = [exp.column(k, quoted=True) for k in table.primary_key]
 
         def once(version: int) -> None:
-            doomed = _select_from_target(ctx, expression, table_node, version, keys, condition)
+            doomed = deleted_keys(ctx, expression, table, table_node, version)
             change_writer.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
 
         writes.retrying(table, Operation.DELETE, once)
@@ -211,18 +231,15 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
         if name in table.primary_key:
             raise InvalidArgumentError(f"UPDATE cannot change primary key column '{name}' of {table.identifier}")
         assignments[name] = item.expression
-    where = expression.args.get("where")
-    condition = where.this if where is not None else None
     if table.is_keyed:
-        projections = [exp.alias_(assignments.get(f.name, exp.column(f.name, quoted=True)), f.name, quoted=True)
-                       for f in table.schema.fields]
 
         def once(version: int) -> None:
-            rows = _select_from_target(ctx, expression, table_node, version, projections, condition)
+            rows = updated_rows(ctx, expression, table, table_node, version, assignments)
             change_writer.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
 
         writes.retrying(table, Operation.UPDATE, once)
     else:
+        condition = _condition(expression)
         hit = exp.func("coalesce", condition, exp.false()) if condition is not None else exp.true()
         projections = [
             exp.alias_(exp.If(this=hit, true=value, false=exp.column(name, quoted=True)), name, quoted=True)

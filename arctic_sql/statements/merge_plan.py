@@ -357,6 +357,11 @@ class MergePlan:
             .from_(source_sql.subquery(src))
             .join(target_select.subquery(tgt), on=self.on.copy(), join_type=join_kind)
         )
+        if target_select.args.get("where") is not None:
+            # A lookup of at most MAX_LOOKUP_KEYS keys yields a row per key at most, but Spark sizes
+            # the merged read at its files' bytes and would shuffle both sides for a sort-merge join.
+            query.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST",
+                                                                  expressions=[exp.to_identifier(tgt)])]))
         outer = exp.select(*[exp.column(c, quoted=True) for c in self.columns], exp.column(layout.OP_COLUMN)).from_(
             query.subquery("_arctic_merge")
         ).where(exp.column(CLAUSE).is_(exp.null()).not_())

@@ -10,7 +10,8 @@ the statement if it finds one. So the key check costs no Spark job of its own an
 Rows Spark estimates under ``spark.sql.autoBroadcastJoinThreshold`` (what it would ship to every
 executor for a join), from a plan with no Python step, skip the Python workers: they are collected
 as Arrow (a job in the JVM alone) and the driver writes them the same way. A small MERGE is one
-such job and one pyiceberg commit.
+such job and one pyiceberg commit. Rows the driver already holds (``INSERT ... VALUES``, a MERGE
+from a VALUES source: a local relation in Spark's plan) need no job at all: one commit.
 
 A statement may hand rows that ask it to take another way (``arctic_refuse``: a blind MERGE row
 whose outcome depends on the target, merge_plan.py): a task that gets one writes nothing, and
@@ -198,11 +199,28 @@ def is_small(changes: DataFrame, threshold: int | None = None) -> bool:
 
 
 def _write_here(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
-    """Small rows: collected as Arrow (a Spark job in the JVM, no Python worker) and written here."""
-    rows = changes.toArrow().to_batches()
+    """Small rows: collected as Arrow (a Spark job in the JVM, no Python worker) and written here;
+    rows the driver already holds (``INSERT ... VALUES``) without any Spark job (:func:`local_rows`)."""
+    local = local_rows(changes)
+    rows = local.to_batches() if local is not None else changes.toArrow().to_batches()
     if _refuses(rows):
         raise Refused()
     return write_task(plan, rows, 0)
+
+
+def local_rows(frame: DataFrame) -> pa.Table | None:
+    """``frame``'s rows as Arrow when Spark plans them as a local relation (a VALUES list, and what
+    projections and filters of one fold into), else None. Spark's ``collect`` of a local relation
+    reads the rows out of the plan, with no job; its Arrow collection always runs one (about 0.1 s
+    and a task here). Timestamps cross as Python's local datetimes, whose ``fold`` keeps them exact."""
+    from pyspark.sql.conversion import LocalDataToArrowConversion
+
+    if frame._jdf.queryExecution().executedPlan().getClass().getSimpleName() != "LocalTableScanExec":
+        return None
+    rows = frame.collect()
+    if not rows:
+        return pa.table({})
+    return LocalDataToArrowConversion.convert(rows, frame.schema, use_large_var_types=False)
 
 
 def _refuses(batches: list[pa.RecordBatch]) -> bool:

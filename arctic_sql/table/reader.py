@@ -272,8 +272,10 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
                         raise node_merge.missing_file(jobs[i], table_name, version, e) from None
                     yield from finish(rows).cast(arrow_type).to_batches()
 
-    # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning.
-    merge.__name__ = (f"{name}[groups={len(jobs)}, base_files={len(plan.base_files)}, "
+    # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning
+    # (nodes: the tree nodes, per partition, whose files it opens).
+    nodes = len({(f.partition, f.store, f.node_id) for g in groups for f in g})
+    merge.__name__ = (f"{name}[groups={len(jobs)}, nodes={nodes}, base_files={len(plan.base_files)}, "
                       f"change_files={len(plan.change_files)}]")
     return _slots(spark, len(slots), sum(sizes)).mapInArrow(storage.shipped(merge), spark_type)
 

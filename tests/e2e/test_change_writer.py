@@ -8,8 +8,6 @@ larger ones (or any with a Python step, such as a merged read of an arctic table
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from arctic_sql.errors import PrimaryKeyViolationError
@@ -43,23 +41,11 @@ def _source(spark, rows: list[tuple], partitions: int = 1) -> None:
     (frame.repartition(partitions) if partitions > 1 else frame).createOrReplaceTempView("src")
 
 
-def _jobs(spark, run) -> list[str]:  # noqa: ANN001
-    """The Spark jobs ``run()`` started, by the call that started each (its last stage's name)."""
-    group = f"change-writer-test-{uuid.uuid4().hex}"
-    spark.sparkContext.setJobGroup(group, "counted")
-    try:
-        run()
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    tracker = spark.sparkContext.statusTracker()
-    return [tracker.getStageInfo(max(tracker.getJobInfo(j).stageIds)).name.split(" at ")[0]
-            for j in tracker.getJobIdsForGroup(group)]
-
-
-def test_a_cdc_merge_needs_one_spark_job_and_no_read_of_the_table(arctic, spark, way):
+def test_a_cdc_merge_needs_one_spark_job_and_no_read_of_the_table(arctic, spark, way, spark_jobs):
     _source(spark, [(1, None, "D"), (2, "b2", "U"), (9, "i", "U"), (8, None, "D")])
-    # The driver collects the rows as Arrow (no Python worker); the tasks way writes in a mapInArrow job.
-    assert _jobs(spark, lambda: arctic.sql(CDC_MERGE)) == ["toArrow" if way == "driver" else "collect"]
+    # The driver holds the rows (a VALUES source folds into a local relation): it writes them with no
+    # Spark job at all. The tasks way writes in a mapInArrow job.
+    assert spark_jobs(lambda: arctic.sql(CDC_MERGE)) == ([] if way == "driver" else ["collect"])
     assert _rows(arctic) == [(2, "b2"), (3, "c"), (9, "i")]
 
 
@@ -124,19 +110,19 @@ def test_a_delete_only_merge_takes_a_key_only_source_and_skips_null_keys(arctic,
     assert _rows(arctic) == [(1, "a")]
 
 
-def test_a_merge_listing_every_column_from_the_source_is_blind(arctic, spark, way):
+def test_a_merge_listing_every_column_from_the_source_is_blind(arctic, spark, way, spark_jobs):
     """Listed assignments that mean SET * / INSERT * (any order, identity casts) take the blind
-    path: the same single job as the star form, no read of the table. A partial update reads it."""
+    path: the same jobs as the star form (none, from a VALUES source), no read of the table. A partial update reads it."""
     listed = ("MERGE INTO db.t AS x USING src AS b ON x.id = b.id WHEN MATCHED AND b.op = 'D' THEN DELETE "
               "WHEN MATCHED THEN UPDATE SET x.v = CAST(b.v AS STRING) "
               "WHEN NOT MATCHED AND b.op <> 'D' THEN INSERT (v, id) VALUES (b.v, b.id)")
     _source(spark, [(1, None, "D"), (2, "b2", "U"), (9, "i", "U"), (8, None, "D")])
-    assert _jobs(spark, lambda: arctic.sql(listed)) == ["toArrow" if way == "driver" else "collect"]
+    assert spark_jobs(lambda: arctic.sql(listed)) == ([] if way == "driver" else ["collect"])
     assert _rows(arctic) == [(2, "b2"), (3, "c"), (9, "i")]
     # The source's id into v is not SET *: it reads the table (more jobs) and writes what it says.
     _source(spark, [(3, "z", "U")])
     other = listed.replace("SET x.v = CAST(b.v AS STRING)", "SET x.v = CAST(b.id AS STRING)")
-    assert len(_jobs(spark, lambda: arctic.sql(other))) > 1
+    assert len(spark_jobs(lambda: arctic.sql(other))) > 1
     assert _rows(arctic) == [(2, "b2"), (3, "3"), (9, "i")]
 
 

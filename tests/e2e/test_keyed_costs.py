@@ -1,0 +1,143 @@
+"""Keyed work costs what its keys cost (issue 35): UPDATE and DELETE that name keys, and point
+lookups, read only those keys' tree nodes and the files whose key bounds hold them; an INSERT of a
+few VALUES runs no Spark job. Asserted from the read's plan (the merge step names the files it
+reads) and from Spark's own job tracker, never from timing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import re
+
+import pytest
+
+from arctic_sql.parser import parse_one
+from arctic_sql.statements import dml
+from arctic_sql.table.format.keyhash import spark_xxhash64
+from arctic_sql.table.format.tree import DataTreeNode
+
+pytestmark = pytest.mark.spark
+
+BASE_BUCKETS, CHANGE_BUCKETS = 8, 4
+
+
+def _files_read(plan: str) -> int:
+    """Files a read opens, by its plan: the merge by node names them; a base-only read is a Parquet scan."""
+    merged = re.findall(r"base_files=(\d+), change_files=(\d+)\]", plan)
+    scanned = re.findall(r"InMemoryFileIndex\((\d+) paths?\)", plan)
+    assert merged or scanned, plan
+    return sum(int(b) + int(c) for b, c in merged) + sum(int(n) for n in scanned)
+
+
+def _node(key: int, buckets: int) -> DataTreeNode:
+    from pyiceberg.types import LongType
+
+    return DataTreeNode(buckets - 1, spark_xxhash64((key,), (LongType(),)) & (buckets - 1))
+
+
+def _holding(arctic, keys: list[int]) -> int:
+    """The live, unmerged files whose node lies on a key's path and whose key bounds hold it."""
+    rows = arctic.sql("SELECT node, key_min, key_max FROM db.kv.files WHERE NOT merged").collect()
+    return sum(1 for r in rows if any(
+        int(r.key_min) <= k <= int(r.key_max) and DataTreeNode.of_id(r.node).is_related(_node(k, BASE_BUCKETS))
+        for k in keys))
+
+
+@pytest.fixture
+def kv(arctic, spark):
+    """2,000 keys in 8 base nodes, then two change commits over every change node."""
+    arctic.sql("CREATE TABLE db.kv (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k)) TBLPROPERTIES ("
+               f"'base.file-index.hash-bucket' = '{BASE_BUCKETS}', 'change.file-index.hash-bucket' = '{CHANGE_BUCKETS}')")
+    spark.range(2000).selectExpr("id AS k", "CAST(id AS STRING) AS v", "id AS n").createOrReplaceTempView("kv_src")
+    arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
+    arctic.sql("INSERT INTO db.kv SELECT k, 'c1', n FROM kv_src WHERE k % 7 = 0")
+    arctic.sql("INSERT INTO db.kv SELECT k, 'c2', n FROM kv_src WHERE k % 11 = 0")
+    return arctic
+
+
+def _same_node_keys(count: int) -> list[int]:
+    """``count`` keys of one base node: their read must open that node's files only."""
+    wanted = _node(0, BASE_BUCKETS)
+    return [k for k in range(2000) if _node(k, BASE_BUCKETS) == wanted][:count]
+
+
+def _version(arctic) -> int:
+    return arctic.sql("SELECT max(version) FROM db.kv.history").collect()[0][0]
+
+
+def test_an_update_of_ten_keys_reads_only_the_files_that_can_hold_them(kv):
+    keys = _same_node_keys(10)
+    listed = ", ".join(map(str, keys))
+    sql = f"UPDATE db.kv SET v = 'u' WHERE k IN ({listed}) AND n >= 0"
+    statement = parse_one(sql)
+    table = kv.table("db.kv")
+    rows = dml.updated_rows(kv.context, statement, table, statement.this, _version(kv), {"v": parse_one("'u'")})
+    opened = _files_read(rows._jdf.queryExecution().executedPlan().toString())
+    everything = _files_read(kv.sql("EXPLAIN SELECT * FROM db.kv WHERE v <> ''").collect()[0][0])
+    assert 0 < opened <= _holding(kv, keys) < everything, (opened, everything)
+    kv.sql(sql)
+    assert sorted(tuple(r) for r in kv.sql("SELECT k, v FROM db.kv WHERE v = 'u'").collect()) == [
+        (k, "u") for k in sorted(keys)]
+    assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 2000
+
+
+def test_a_delete_of_one_key_reads_one_node(kv):
+    (key,) = _same_node_keys(1)
+    sql = f"DELETE FROM db.kv WHERE k = {key}"
+    statement = parse_one(sql)
+    doomed = dml.deleted_keys(kv.context, statement, kv.table("db.kv"), statement.this, _version(kv))
+    assert 0 < _files_read(doomed._jdf.queryExecution().executedPlan().toString()) <= _holding(kv, [key])
+    kv.sql(sql)
+    assert kv.sql(f"SELECT count(*) FROM db.kv WHERE k = {key}").collect()[0][0] == 0
+    assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 1999
+
+
+def test_explain_of_a_point_lookup_shows_the_one_node_and_its_files(kv):
+    (key,) = _same_node_keys(1)
+    plan = kv.sql(f"EXPLAIN SELECT * FROM db.kv WHERE k = {key}").collect()[0][0]
+    assert re.search(r"groups=1, nodes=\d+, base_files=\d+, change_files=\d+\]", plan), plan
+    assert 0 < _files_read(plan) <= _holding(kv, [key])
+    assert [tuple(r) for r in kv.sql(f"SELECT k, v FROM db.kv WHERE k = {key}").collect()] == [
+        (key, "c2" if key % 11 == 0 else "c1" if key % 7 == 0 else str(key))]
+
+
+def test_an_insert_of_a_few_values_runs_no_spark_job(arctic, spark_jobs):
+    arctic.sql("CREATE TABLE db.typed (id BIGINT, amount DECIMAL(10, 2), at TIMESTAMP, day DATE, tags ARRAY<STRING>, "
+               "PRIMARY KEY (id))")
+    insert = ("INSERT INTO db.typed VALUES (1, 12.50, TIMESTAMP '2024-03-31 01:30:00 UTC', DATE '2024-02-29', "
+              "array('a', 'b')), (2, NULL, NULL, NULL, NULL)")
+    assert spark_jobs(lambda: arctic.sql(insert)) == []
+    rows = sorted(tuple(r) for r in arctic.sql(
+        "SELECT id, amount, unix_micros(at), day, tags FROM db.typed").collect())
+    at = datetime.datetime(2024, 3, 31, 1, 30, tzinfo=datetime.timezone.utc)
+    assert rows == [(1, decimal.Decimal("12.50"), int(at.timestamp()) * 1_000_000, datetime.date(2024, 2, 29),
+                     ["a", "b"]), (2, None, None, None, None)]
+    # A bad row is still one line, and nothing is written.
+    with pytest.raises(Exception, match="null primary key"):
+        arctic.sql("INSERT INTO db.typed VALUES (3, 1.00, NULL, NULL, NULL), (NULL, 2.00, NULL, NULL, NULL)")
+    assert arctic.sql("SELECT count(*) FROM db.typed").collect()[0][0] == 2
+    # Rows Spark must compute (a query over a table) still take a Spark job.
+    assert spark_jobs(lambda: arctic.sql("INSERT INTO db.typed SELECT id + 10, amount, at, day, tags FROM db.typed"))
+
+
+def test_a_partial_merge_broadcasts_its_keys_rows_instead_of_shuffling_both_sides(kv, spark):
+    from arctic_sql.statements.merge_plan import MergePlan
+
+    keys = _same_node_keys(3)
+    spark.sql("SELECT * FROM VALUES " + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys) +
+              ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
+    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v "
+             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # Spark's own sizing would never broadcast
+    try:
+        changes = MergePlan.of(parse_one(merge), kv.table("db.kv")).joined_changes(
+            kv.context, parse_one(merge).this, _version(kv))
+        plan = changes._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+        kv.sql(merge)
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+    assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
+        *[(k, f"m{k}", k) for k in sorted(keys)], (5000, "new", 0)]

@@ -87,8 +87,14 @@ def version_as_of(table: ArcticTable, history: versions.History, options: ReadOp
 
 def resolve_tags(table: ArcticTable, options: ReadOptions) -> ReadOptions:
     """``options`` with a tag's name in startingVersion/endingVersion replaced by its version."""
-    named = {f: tags.version_of(table, v) for f in ("starting_version", "ending_version")
-             if isinstance(v := getattr(options, f), str)}
+    named = {}
+    for field, option in (("starting_version", "startingVersion"), ("ending_version", "endingVersion")):
+        value = getattr(options, field)
+        if isinstance(value, str):
+            try:
+                named[field] = tags.version_of(table, value)
+            except VersionNotFoundError as e:
+                raise VersionNotFoundError(f"{option} '{value}': {e}") from None
     return dataclasses.replace(options, **named) if named else options
 
 

@@ -35,6 +35,7 @@ CATALOG_DDL = textwrap.dedent(
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType
     from arctic_sql.options import load_catalog
     from arctic_sql.statements import schema_changes
+    from arctic_sql.table import schema_evolution
     from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
 
     catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
@@ -50,7 +51,7 @@ ACTIONS = {
     "drop": "catalog.drop_table(t)",
     "drop-purge": "catalog.drop_table(t, purge=True)",
     # What ALTER TABLE ... ADD COLUMNS does once Spark has parsed the column type.
-    "add-column": "schema_changes._evolve(catalog.load_table(t), lambda u: u.add_column('extra', DoubleType()))",
+    "add-column": "schema_evolution.evolve(catalog.load_table(t), lambda u: u.add_column('extra', DoubleType()))",
     "rename-column": "schema_changes._rename_column(catalog.load_table(t), 'v', 'label')",
     "drop-column": "schema_changes._drop_columns(catalog.load_table(t), ['v'], False)",
 }

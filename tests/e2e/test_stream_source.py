@@ -172,10 +172,13 @@ def test_expired_start_and_bad_options_are_one_line_errors(five_versions, spark,
     assert isinstance(error, VersionNotFoundError) and "smallest startingVersion still readable is 6" in str(error)
     for options, names in (({"maxRowsPerTrigger": -1}, "maxRowsPerTrigger must be a whole number of at least 1"),
                            ({"endingVersion": 3}, "a stream does not take"),
-                           ({"startingVersion": "soon"}, "startingVersion must be a whole number"),
+                           ({"startingVersion": "-2"}, "startingVersion must be a whole number"),
                            ({"bogus": 1}, "Unknown option bogus")):
         error = _error(lambda options=options: _stream(spark, str(tmp_path / "bad"), **options))
         assert isinstance(error, InvalidArgumentError) and names in str(error) and "\n" not in str(error), error
+    error = _error(lambda: _stream(spark, str(tmp_path / "tag"), startingVersion="soon"))  # a word names a tag
+    assert isinstance(error, VersionNotFoundError) and "\n" not in str(error), error
+    assert str(error).startswith("startingVersion 'soon': Tag 'soon' of db.t does not exist"), error
     error = _error(lambda: spark.readStream.format("arctic").load("db.t").writeStream.format("noop")
                    .option("checkpointLocation", str(tmp_path / "plain")).trigger(availableNow=True).start()
                    .awaitTermination())

@@ -23,6 +23,14 @@ def test_options_are_typed_whatever_their_case():
     assert parse({"startingVersion": "Latest"}).starting_latest
 
 
+def test_a_word_in_a_version_option_names_a_tag_and_latest_stays_the_streams_word():
+    options = parse({"readChangeFeed": "true", "startingVersion": " q3 ", "endingVersion": "5"})
+    assert (options.starting_version, options.ending_version, options.starting_latest) == ("q3", 5, False)
+    assert parse({"startingVersion": "latest"}).starting_version is None
+    with pytest.raises(InvalidArgumentError, match="Option startingVersion must be a whole number of at least 0"):
+        parse({"startingVersion": "3.5"})
+
+
 @pytest.mark.parametrize(("text", "size"), [("1048576", 1 << 20), (" 512k ", 512 << 10), ("64m", 64 << 20),
                                              ("1g", 1 << 30), ("2 GB", 2 << 30), ("10b", 10)])
 def test_max_bytes_per_trigger_takes_sizes_as_spark_writes_them(text, size):

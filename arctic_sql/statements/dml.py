@@ -126,7 +126,8 @@ def _evolve_for_insert(table: ArcticTable, source: DataFrame, columns: list[str]
                                        f"{len(columns)} target columns")
         named = [StructField(name, f.dataType) for name, f in zip(columns, fields, strict=True)]
     else:
-        targets = [f.name for f in table.schema.fields if f.name not in {_column(table, k) for k in static}]
+        given = {_column(table, k) for k in static}
+        targets = [f.name for f in table.schema.fields if f.name not in given]
         named = [StructField(targets[i] if i < len(targets) else f.name, f.dataType) for i, f in enumerate(fields)]
     added, widened = schema_evolution.incoming(table, StructType(named))
     if not added and not widened:

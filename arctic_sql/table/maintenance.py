@@ -393,19 +393,20 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
     """Files the table's writes created under the stores' ``data/`` and ``metadata/`` folders that
     nothing references, last modified before ``older_than_ms`` and before every write in flight.
 
-    The writes in flight are read before the metadata: a write that commits in between is then
-    either referenced or still covered by its lease (leases.py); one that starts later only makes
-    files newer than ``older_than_ms``.
+    Three reads, in this order, so that no write can slip between them:
+
+    1. the files are listed;
+    2. the writes in flight (leases) and running optimizes are read;
+    3. the metadata is read.
+
+    A listed file was written before step 1, by a write that at step 2 was either still in flight
+    (its lease keeps every file from its start on) or over: committed before step 3 (so the metadata
+    references the file) or failed (a true orphan). Reading the metadata before listing, as this
+    did until the chaos test caught it, let a write that began after the leases were read and
+    committed before the listing lose its new files, the current metadata file among them, whenever
+    ``older_than_ms`` lies ahead of the scan (a forced removal "up to now").
     """
-    running = running_processes(table)
-    writes = leases.live_leases(layout.table_root(table.base.location()))
-    starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
-    cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
-    # A running optimize names the folder it writes to: kept whatever its files' times say.
-    protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
-    _refresh(table)
-    referenced = _referenced(table)
-    orphans = []
+    listed = []  # (location, normalized path, modified ms)
     for store in (table.base, table.change):
         if store is None:
             continue
@@ -420,12 +421,17 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
                 if not _owned(info.path[len(inner) + 1:]):
                     continue
                 location = scheme + info.path
-                path = _normalized(location)
-                if path in referenced or path.startswith(protected):
-                    continue
-                if info.mtime.timestamp() * 1000 < cutoff:
-                    orphans.append(location)
-    return sorted(orphans)
+                listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
+    running = running_processes(table)
+    writes = leases.live_leases(layout.table_root(table.base.location()))
+    starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
+    cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
+    # A running optimize names the folder it writes to: kept whatever its files' times say.
+    protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
+    _refresh(table)
+    referenced = _referenced(table)
+    return sorted(location for location, path, modified_ms in listed
+                  if path not in referenced and not path.startswith(protected) and modified_ms < cutoff)
 
 
 def remove_orphan_files(table: ArcticTable, older_than_ms: int | None = None, dry_run: bool = False,

@@ -35,7 +35,7 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
-from arctic_sql.table import commit, storage, store_sync
+from arctic_sql.table import commit, metadata_cache, storage, store_sync
 from arctic_sql.table import properties as props
 from arctic_sql.table import purge as _purge
 from arctic_sql.table.format.layout import Store
@@ -44,6 +44,8 @@ from arctic_sql.table.types import spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+metadata_cache.install()  # a commit's cost must not grow with the snapshots a store keeps
 
 CHANGE_SUFFIX = "__change"
 STAGED_SUFFIX = "__creating"  # the base store of a CTAS until its rows are committed
@@ -62,7 +64,11 @@ VIEW_PART_CHARS = 900
 
 # pyiceberg must not replay a commit that lost a race: base commits carry a watermark it cannot
 # re-derive, and row-level changes must be re-validated. arctic-sql's committer retries (commit.py).
-_STORE_DEFAULTS = {"format-version": "2", "commit.retry.num-retries": "0"}
+# Appends merge manifests as Iceberg Java's do (pyiceberg's default is off): once 100 small manifests
+# have piled up they become one, so a stream's commits do not write (and reads do not open) one more
+# manifest per commit kept; the metadata log keeps Iceberg's 100 entries, said here for every catalog.
+_STORE_DEFAULTS = {"format-version": "2", "commit.retry.num-retries": "0", "commit.manifest-merge.enabled": "true",
+                   "write.metadata.previous-versions-max": "100"}
 
 
 @dataclass(frozen=True)

@@ -62,11 +62,13 @@ def version_at(history: versions.History, micros: int) -> int | None:
 
 # incremental reads -----------------------------------------------------------------------------
 def _added_files(store: Table, snapshot: Snapshot, store_name: str, version: int) -> list[FileEntry]:
-    """The files one data commit added, tagged with its version. A fast append's files carry the
-    snapshot's own sequence number; every file it did not add carries an older one."""
+    """The files one data commit added, tagged with its version. The files a commit added carry the
+    snapshot's own sequence number and sit in manifests it wrote (a merged manifest also holds
+    older files, with older numbers); only those manifests are read, so planning a commit's
+    changes does not grow with the files and manifests the table has kept."""
     return [
         dataclasses.replace(f, sequence_number=version)
-        for f in live_files(store, snapshot, store_name)
+        for f in live_files(store, snapshot, store_name, own=True)
         if f.sequence_number == snapshot.sequence_number
     ]
 

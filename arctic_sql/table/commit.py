@@ -194,9 +194,9 @@ def commit_change(
         if validate is not None:
             validate(store)
         properties = {**summary, versions.COMMIT_ID: commit_id}
-        with tx.update_snapshot(snapshot_properties=properties).fast_append() as fast_append:
+        with tx.update_snapshot(snapshot_properties=properties).merge_append() as append:  # see catalog._STORE_DEFAULTS
             for data_file in files:
-                fast_append.append_data_file(data_file)
+                append.append_data_file(data_file)
 
     return commit_loop(table, store, apply, paths, fresh=fresh).sequence_number
 
@@ -211,7 +211,7 @@ class _Transaction(Transaction):
     models are frozen, so the readers can share one copy until the next staged update or refresh.
     pyiceberg 0.12 has no public hook for this; the subclass reads its ``_table``/``_updates``.
     pyiceberg's maintainers have the same cache (keyed the same way) under review: drop this class
-    once a release has it.
+    once a release has it. (The deep copy itself is shallow in arctic-sql: metadata_cache.py.)
     """
 
     _memo: tuple[object, object, object] | None = None
@@ -407,7 +407,7 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
                 for data_file in change.add:
                     rewrite.append_data_file(data_file)
         else:
-            with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
+            with tx.update_snapshot(snapshot_properties=properties).merge_append() as append:
                 for data_file in change.add:
                     append.append_data_file(data_file)
 

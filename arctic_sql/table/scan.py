@@ -67,9 +67,10 @@ class ReadPlan:
         return sum(f.record_count for f in self.change_files)
 
 
-def live_files(table: Table, snapshot: Snapshot | None, store: str) -> list[FileEntry]:
-    """The live data files of ``snapshot``, each with the position-delete files that apply to it."""
-    entries = live_entries(table, snapshot, store)
+def live_files(table: Table, snapshot: Snapshot | None, store: str, *, own: bool = False) -> list[FileEntry]:
+    """The live data files of ``snapshot``, each with the position-delete files that apply to it;
+    ``own``: only those in the manifests ``snapshot`` wrote (every file it added is in one)."""
+    entries = live_entries(table, snapshot, store, own=own)
     deletes = [f for f in entries if f.is_position_deletes]
     if not deletes:
         return entries
@@ -79,13 +80,16 @@ def live_files(table: Table, snapshot: Snapshot | None, store: str) -> list[File
     return [replace(f, deletes=applying[f.path]) if f.path in applying else f for f in data]
 
 
-def live_entries(table: Table, snapshot: Snapshot | None, store: str) -> list[FileEntry]:
-    """Every live file of ``snapshot``: data files and position-delete files alike."""
+def live_entries(table: Table, snapshot: Snapshot | None, store: str, *, own: bool = False) -> list[FileEntry]:
+    """Every live file of ``snapshot``: data files and position-delete files alike (``own``: as for
+    :func:`live_files`)."""
     if snapshot is None:
         return []
     spec, schema, io = table.spec(), table.schema(), table.io
     entries: list[FileEntry] = []
     for manifest in snapshot.manifests(io):
+        if own and manifest.added_snapshot_id != snapshot.snapshot_id:
+            continue
         for entry in manifest_entries(io, manifest):
             data_file = entry.data_file
             node_id, is_delete = parse_file_path(data_file.file_path)

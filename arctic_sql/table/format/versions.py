@@ -92,10 +92,12 @@ def watermarks_of(snapshot: Snapshot | None) -> dict[str, int]:
 def snapshots_in_order(table: Table) -> list[Snapshot]:
     """Snapshots of the current branch's ancestry, oldest first (rolled-back ones excluded)."""
     current = table.current_snapshot()
+    # pyiceberg's snapshot_by_id scans the list: a walk by it costs the square of the snapshots kept
+    by_id = {s.snapshot_id: s for s in table.metadata.snapshots}
     chain: list[Snapshot] = []
     while current is not None:
         chain.append(current)
-        current = table.snapshot_by_id(current.parent_snapshot_id) if current.parent_snapshot_id else None
+        current = by_id.get(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
     return chain[::-1]
 
 
@@ -149,13 +151,32 @@ def _is_complete(chain: list[Snapshot]) -> bool:
     return not chain or chain[0].sequence_number <= 1
 
 
+# The newest histories worked out, by the identity of the metadata they came from: metadata is
+# immutable and, loaded again unchanged, the same object (table/metadata_cache.py), so a statement
+# or a stream that asks several times pays for one walk of the snapshots, not one per question.
+_HISTORIES: list[tuple[object, object, History]] = []
+_HISTORIES_KEPT = 16
+
+
 def history(base: Table, change: Table | None) -> History:
     """The table's data commits that can still be read, and whether any history was expired.
 
     After expiration a version ``v`` stays readable only while both snapshots that hold it are
     retained: the base snapshot whose merged state is at or before ``v`` and the change snapshot
     at ``v``. A crash between expiring the two stores therefore never exposes a half-expired version.
+    The result is shared between callers with the same metadata: do not change it.
     """
+    change_metadata = change.metadata if change is not None else None
+    for kept_base, kept_change, kept in reversed(_HISTORIES):
+        if kept_base is base.metadata and kept_change is change_metadata:
+            return kept
+    found = _history(base, change)
+    _HISTORIES.append((base.metadata, change_metadata, found))
+    del _HISTORIES[:-_HISTORIES_KEPT]
+    return found
+
+
+def _history(base: Table, change: Table | None) -> History:
     base_chain = snapshots_in_order(base)
     commits: list[Commit] = []
     if change is None:
@@ -190,7 +211,7 @@ def last_stream_batch(store: Table, query_id: str) -> int | None:
     """The newest micro-batch of streaming query ``query_id`` among ``store``'s retained commits."""
     found = None
     for snap in snapshots_in_order(store):
-        summary = summary_of(snap)
+        summary = snap.summary.additional_properties if snap.summary is not None else {}  # no copy: once per snapshot
         if summary.get(STREAM_QUERY_ID) == query_id:
             batch = int(summary[STREAM_BATCH_ID])
             found = batch if found is None else max(found, batch)

@@ -1,0 +1,179 @@
+"""Table metadata that does not cost more per commit as a table's history grows.
+
+Every snapshot a store keeps is in its metadata JSON (as in Iceberg Java). pyiceberg 0.12 parses
+that file on every ``load_table`` and ``refresh``, again inside every ``commit_table`` (the catalog
+loads the current metadata to check the commit against it), and deep-copies the whole parsed
+metadata twice per commit (``update_table_metadata`` ends in ``model_copy(deep=True)``: once for the
+transaction's staged metadata, once in the catalog). At 2,000 snapshots those four passes cost
+several times the rest of a 1,000-row commit. This module removes them for the whole process:
+
+- **Parsed metadata by location.** A metadata file is written once under a new name and never
+  changed (``NNNNN-<uuid>.metadata.json``), so the metadata parsed from a location is that
+  location's for good: what the catalog says is current decides which file is read, and a commit
+  by another process is seen as soon as the catalog names its new file. The metadata a commit
+  writes is kept under the location it was written to, so the next load of the store, and the
+  catalog's check of the next commit, parse nothing (pyiceberg's own table object holds that same
+  metadata after a commit). A small LRU bounds the memory.
+- **Snapshots parsed once.** A file another process wrote is parsed, but each snapshot in it that
+  this process already parsed for the table, with the same JSON, is the object parsed then: the
+  JSON is read with the standard library and pydantic validates only the new snapshots and the
+  other fields (v2 only).
+- **Snapshots serialized once.** A commit writes the whole metadata again, every snapshot in it;
+  pyiceberg serializes each snapshot's summary in Python, which at 2,000 snapshots costs more than
+  the rest of the commit. A snapshot never changes once added, so the JSON of each snapshot and
+  snapshot-log entry is kept (per table, for the entries its newest metadata holds) and a metadata
+  file is written as pyiceberg writes it, from the other fields' JSON and those pieces (keys in
+  another order; the same JSON value: tests/unit/table/test_history_cost.py).
+- **No deep copies of frozen metadata.** pyiceberg's metadata models are frozen and every update
+  builds new lists and maps (``model_copy(update=...)``); the deep copy guards against in-place
+  changes that neither pyiceberg nor arctic-sql make. A deep copy of table metadata is a shallow
+  one here: a new object over the same (immutable) snapshots, logs and schemas.
+
+pyiceberg has no public hook for any of these (gaps: a metadata cache or a "current metadata location"
+call on ``Catalog``; a ``TableMetadata`` that is not deep-copied per update, which its maintainers
+have under review as a per-transaction cache). So :func:`install` wraps pyiceberg's metadata
+(de)serializers, ``FromInputFile.table_metadata`` and ``ToOutputFile.table_metadata``, through
+which every catalog that reads metadata files (SQL, Hive, Glue, DynamoDB, BigQuery) goes, and sets
+``__deepcopy__`` on the metadata classes. A REST catalog sends metadata in its responses: those are
+parsed per load, as before.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from pyiceberg.io import InputFile, OutputFile
+from pyiceberg.serializers import Compressor, FromInputFile, ToOutputFile
+from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV1, TableMetadataV2, TableMetadataV3
+from pyiceberg.typedef import UTF8
+from pyiceberg.utils.config import Config
+
+# Parsed metadata kept, most recently used last. A commit touches two stores' files (the one read,
+# the one written); a service watching many tables reads each once per change.
+MAX_ENTRIES = 32
+
+_lock = threading.Lock()
+_parsed: OrderedDict[str, Any] = OrderedDict()  # metadata location -> TableMetadata
+_installed = False
+# Per table (uuid): id of a snapshot or snapshot-log entry -> (the entry, its JSON), for the entries
+# of the table's newest written metadata; the entry is held so that its id is not reused meanwhile.
+_pieces: OrderedDict[object, dict[int, tuple[Any, str]]] = OrderedDict()
+_LISTS = (("snapshots", "snapshots"), ("snapshot_log", "snapshot-log"))  # field, JSON key
+# Per table (uuid as written): snapshot id -> (its JSON as parsed by json.loads, the Snapshot).
+_snapshots: OrderedDict[str, dict[int, tuple[dict, Any]]] = OrderedDict()
+_read = FromInputFile.table_metadata
+_write = ToOutputFile.table_metadata
+
+
+def _remember(location: str, metadata: Any) -> None:
+    with _lock:
+        _parsed[location] = metadata
+        _parsed.move_to_end(location)
+        while len(_parsed) > MAX_ENTRIES:
+            _parsed.popitem(last=False)
+
+
+def cached(location: str) -> Any | None:
+    """The metadata held for ``location``, if any."""
+    with _lock:
+        metadata = _parsed.get(location)
+        if metadata is not None:
+            _parsed.move_to_end(location)
+        return metadata
+
+
+def clear() -> None:
+    with _lock:
+        _parsed.clear()
+        _pieces.clear()
+        _snapshots.clear()
+
+
+def _read_cached(input_file: InputFile, encoding: str = UTF8) -> Any:
+    metadata = cached(input_file.location)
+    if metadata is None:
+        with input_file.open() as stream:  # as pyiceberg's FromByteStream.table_metadata reads it
+            with Compressor.get_compressor(location=input_file.location).stream_decompressor(stream) as data:
+                text = codecs.getreader(encoding)(data).read()
+        metadata = parse_metadata(text)
+        _remember(input_file.location, metadata)
+    return metadata
+
+
+def parse_metadata(text: str) -> Any:
+    """``TableMetadataUtil.parse_raw(text)``, reusing the snapshots parsed before for the table."""
+    raw = json.loads(text)
+    listed = raw.get("snapshots")
+    if raw.get("format-version") != 2 or not isinstance(listed, list):
+        return TableMetadataUtil.parse_raw(text)
+    table = str(raw.get("table-uuid"))
+    with _lock:
+        known = _snapshots.get(table, {})
+    given = []
+    for item in listed:
+        hit = known.get(item.get("snapshot-id")) if isinstance(item, dict) else None
+        given.append(hit[1] if hit is not None and hit[0] == item else item)
+    metadata = TableMetadataUtil.parse_obj({**raw, "snapshots": given})
+    kept = {snap.snapshot_id: (item, snap) for item, snap in zip(listed, metadata.snapshots, strict=True)}
+    with _lock:
+        _snapshots[table] = kept
+        _snapshots.move_to_end(table)
+        while len(_snapshots) > MAX_ENTRIES:
+            _snapshots.popitem(last=False)
+    return metadata
+
+
+def _write_remembered(metadata: Any, output_file: OutputFile, overwrite: bool = False) -> None:
+    if isinstance(metadata, TableMetadataV2):
+        with output_file.create(overwrite=overwrite) as stream:
+            text = metadata_json(metadata).encode(UTF8)
+            stream.write(Compressor.get_compressor(output_file.location).bytes_compressor()(text))
+    else:  # v1 drops fields of its snapshots on the way out; v3 pyiceberg does not write
+        _write(metadata, output_file, overwrite)
+    _remember(output_file.location, metadata)
+
+
+def metadata_json(metadata: TableMetadataV2) -> str:
+    """``metadata`` as pyiceberg's ``ToOutputFile.table_metadata`` writes it, its snapshots and
+    snapshot log from the pieces kept for them."""
+    exclude_none = not Config().get_bool("legacy-current-snapshot-id")  # pyiceberg's own rule
+    fields = metadata.model_dump_json(exclude_none=exclude_none, exclude={field for field, _ in _LISTS})
+    with _lock:
+        known = _pieces.get(metadata.table_uuid, {})
+    pieces: dict[int, tuple[Any, str]] = {}
+    lists = []
+    for field, key in _LISTS:
+        texts = []
+        for entry in getattr(metadata, field):
+            piece = known.get(id(entry))
+            if piece is None or piece[0] is not entry:
+                piece = (entry, entry.model_dump_json(exclude_none=exclude_none))
+            pieces[id(entry)] = piece
+            texts.append(piece[1])
+        lists.append(f'"{key}":[{",".join(texts)}]')
+    with _lock:
+        _pieces[metadata.table_uuid] = pieces
+        _pieces.move_to_end(metadata.table_uuid)
+        while len(_pieces) > MAX_ENTRIES:
+            _pieces.popitem(last=False)
+    return fields[:-1] + "," + ",".join(lists) + "}"
+
+
+def _shallow_deepcopy(self: Any, memo: dict[int, Any] | None = None) -> Any:
+    return self.__copy__()
+
+
+def install() -> None:
+    """Cache parsed metadata by location and make metadata deep copies shallow (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    FromInputFile.table_metadata = staticmethod(_read_cached)  # type: ignore[method-assign]
+    ToOutputFile.table_metadata = staticmethod(_write_remembered)  # type: ignore[method-assign]
+    for cls in (TableMetadataV1, TableMetadataV2, TableMetadataV3):
+        cls.__deepcopy__ = _shallow_deepcopy  # type: ignore[method-assign]
+    _installed = True

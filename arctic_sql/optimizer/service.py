@@ -80,8 +80,10 @@ def last_optimized_ms(records: list[state.ProcessRecord]) -> int:
 
 class Service:
     def __init__(self, spark: SparkSession, catalog: ArcticCatalog, group: str = "default", policy: str = "quota",
-                 cores: int | None = None) -> None:
+                 cores: int | None = None, maintenance_intervals_ms: dict[str, int] | None = None) -> None:
         self.spark, self.catalog = spark, catalog
+        # How often expiration and orphan cleaning run per table (a benchmark at compressed time scales them).
+        self.maintenance_intervals_ms = {**MAINTENANCE_INTERVALS_MS, **(maintenance_intervals_ms or {})}
         self.group = group
         self.policy = policy
         self.cores = cores or spark.sparkContext.defaultParallelism
@@ -182,7 +184,7 @@ class Service:
                  maintenance_log.Kind.REMOVE_ORPHAN_FILES))
         for name, enabled, job, kind in jobs:
             key = (str(table.identifier), name)
-            if not enabled or now - self.maintained_ms.get(key, 0) < MAINTENANCE_INTERVALS_MS[name]:
+            if not enabled or now - self.maintained_ms.get(key, 0) < self.maintenance_intervals_ms[name]:
                 continue
             self.maintained_ms[key] = now
             try:

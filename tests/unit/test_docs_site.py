@@ -40,3 +40,14 @@ def test_the_readme_example_is_the_runnable_getting_started_example():
     [(language, code)] = runnable_blocks(ROOT / "docs" / "getting-started.md")
     assert language == "python" and "arctic_sql.connect(" in code
     assert f"```python\n{code}```" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+CONFLICT = re.compile(r"^(?:<{7} |>{7} |={7}$)", re.MULTILINE)
+
+
+def test_no_page_or_module_keeps_a_merge_conflict():
+    # A merge once left both sides of a conflict in docs/deployment.md; the site built anyway.
+    files = [*ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md"), *(ROOT / "benchmarks").glob("*.md"),
+             *(ROOT / "arctic_sql").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").glob("*")]
+    kept = [str(p.relative_to(ROOT)) for p in files if p.is_file() and CONFLICT.search(p.read_text(errors="replace"))]
+    assert kept == []

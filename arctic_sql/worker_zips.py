@@ -28,7 +28,9 @@ Python its workers use (``spark.pyspark.python``)::
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
+import logging
 import marshal
 import os
 import shutil
@@ -42,6 +44,10 @@ from pathlib import Path
 # PEP 552 flags: hash-based (bit 0), check the source (bit 1).
 _CHECKED_HASH = (0b11).to_bytes(4, "little")
 _HEADER = len(importlib.util.MAGIC_NUMBER) + 4 + 8
+# The module whose .pyc tells a process whether its pyspark.zip was compiled: the source runner's.
+_PROBE = "pyspark/sql/streaming/python_streaming_source_runner.py"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,29 @@ def compile_zip(path: Path) -> ZipCompilation:
             Path(temporary).unlink(missing_ok=True)
             raise
     return ZipCompilation(path, len(compiled), modules)
+
+
+@functools.cache
+def warn_if_uncompiled() -> None:
+    """Log a warning, once per process, when this process's ``pyspark.zip`` was not compiled for it.
+
+    Only the streaming source runner's module is looked at (a few milliseconds); a Spark without the
+    zip, or without that module, gets no warning.
+    """
+    path = spark_home() / "python" / "lib" / "pyspark.zip"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+            if _PROBE not in names:
+                return
+            pyc = archive.read(_PROBE + "c")[:_HEADER + 1] if _PROBE + "c" in names else None
+            if _current(pyc, archive.read(_PROBE)):
+                return
+    except (OSError, zipfile.BadZipFile):
+        return
+    log.warning("%s is not compiled for %s: on a busy host, streams from or to format('arctic') can fail to "
+                "start with 'Python worker failed to connect back'; run python -m arctic_sql.worker_zips "
+                "(docs/production.md, streams on a busy host)", path, sys.executable)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

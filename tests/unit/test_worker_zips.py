@@ -108,3 +108,34 @@ def test_main_without_zips_says_where_it_looked(tmp_path, capsys):
 def test_only_test_folders_are_skipped(name):
     assert worker_zips._compiles(name)
     assert not worker_zips._compiles("pkg/tests/" + name) and not worker_zips._compiles("tests/" + name)
+
+
+RUNNER = "pyspark/sql/streaming/python_streaming_source_runner.py"
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_process_warns_once_when_its_pyspark_zip_is_not_compiled(tmp_path, monkeypatch, caplog, compiled):
+    home = _home(tmp_path, {**SOURCES, RUNNER: "import os\n"})
+    if compiled:
+        worker_zips.compile_zip(worker_zips.worker_zips(home)[0])
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    worker_zips.warn_if_uncompiled.cache_clear()
+    try:
+        worker_zips.warn_if_uncompiled()
+        worker_zips.warn_if_uncompiled()
+    finally:
+        worker_zips.warn_if_uncompiled.cache_clear()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "arctic_sql.worker_zips"]
+    assert len(warnings) == (0 if compiled else 1)
+    if warnings:
+        assert "run python -m arctic_sql.worker_zips" in warnings[0] and str(home) in warnings[0]
+
+
+def test_no_warning_for_a_spark_without_the_zip(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path))
+    worker_zips.warn_if_uncompiled.cache_clear()
+    try:
+        worker_zips.warn_if_uncompiled()
+    finally:
+        worker_zips.warn_if_uncompiled.cache_clear()
+    assert not [r for r in caplog.records if r.name == "arctic_sql.worker_zips"]

@@ -91,16 +91,16 @@ def _current(pyc: bytes | None, source: bytes) -> bool:
             and pyc[:_HEADER] == importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(source))
 
 
+def _has_current_pyc(archive: zipfile.ZipFile, names: set[str], module: str) -> bool:
+    pyc = archive.read(module + "c")[:_HEADER + 1] if module + "c" in names else None
+    return _current(pyc, archive.read(module))
+
+
 def _stale_modules(archive: zipfile.ZipFile) -> tuple[list[str], int]:
     """The compilable modules without a current ``.pyc``, and how many compilable modules there are."""
     names = set(archive.namelist())
     modules = [n for n in names if _compiles(n)]
-    stale = []
-    for name in modules:
-        pyc = archive.read(name + "c")[:_HEADER + 1] if name + "c" in names else None
-        if not _current(pyc, archive.read(name)):
-            stale.append(name)
-    return sorted(stale), len(modules)
+    return sorted(n for n in modules if not _has_current_pyc(archive, names, n)), len(modules)
 
 
 def needs_compiling(path: Path) -> bool:
@@ -146,10 +146,7 @@ def warn_if_uncompiled() -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
-            if _PROBE not in names:
-                return
-            pyc = archive.read(_PROBE + "c")[:_HEADER + 1] if _PROBE + "c" in names else None
-            if _current(pyc, archive.read(_PROBE)):
+            if _PROBE not in names or _has_current_pyc(archive, names, _PROBE):
                 return
     except (OSError, zipfile.BadZipFile):
         return

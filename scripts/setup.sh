@@ -60,6 +60,10 @@ if [ ! -x "$here/.venv/bin/python" ]; then
 fi
 "$here/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 "$here/.venv/bin/python" -m pip install -q "$here[$extras]"
+# Spark's Python workers import pyspark from its pyspark.zip, which holds only sources; the runners of
+# Python streaming sources and sinks must connect back within a fixed 10 s, too short for compiling
+# pyspark on a busy host. Add compiled modules to the zips (docs/production.md; idempotent).
+"$here/.venv/bin/python" -m arctic_sql.worker_zips >/dev/null
 # The JVM artifacts the tests use (scripts/jars.lock): Iceberg's Spark runtime with the pyspark it is built
 # for (tests/e2e/test_iceberg_interop.py), Spark's Kafka connector and a Kafka broker (test_kafka_cdc.py).
 case ",$extras," in

@@ -163,8 +163,10 @@ def install(spark: SparkSession, catalog: Catalog) -> None:
 
     The registered class is made here, so cloudpickle sends it to the workers by value, spec and all
     (a class importable by name would travel by reference, without the spec)."""
+    from arctic_sql import worker_zips
     from arctic_sql.table import storage
 
+    worker_zips.warn_if_uncompiled()
     spec = CatalogSpec.of(catalog)
     storage.configure(spec.storage())  # this process's file I/O, for a session made elsewhere (register)
     source = type("ArcticDataSource", (ArcticDataSource,), {"spec": spec})

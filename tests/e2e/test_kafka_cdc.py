@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from host_load import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "kafka"))
@@ -62,6 +63,7 @@ def _committed_batches(warehouse) -> list[int]:
 
 
 def _kill_after_commits(process, warehouse, commits: int, timeout_s: float = 240) -> None:
+    timeout_s = scaled(timeout_s)
     deadline = time.monotonic() + timeout_s
     while len(_committed_batches(warehouse)) < commits:
         if process.poll() is not None:

@@ -13,6 +13,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from host_load import scaled
 
 from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
 from arctic_sql.streaming import lookup_join
@@ -61,7 +62,7 @@ def test_a_running_stream_meets_every_dimension_change(arctic, spark, tmp_path):
         facts.add(id=[1, 2, 3])
         waiting = threading.Thread(target=query.processAllAvailable)
         waiting.start()
-        tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + 120
+        tracker, deadline = spark.sparkContext.statusTracker(), time.monotonic() + scaled(120)
         while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
             time.sleep(0.05)  # polling for the batch's job to start, not timing anything
         assert tracker.getActiveJobsIds(), "the facts' batch never started"
@@ -69,7 +70,7 @@ def test_a_running_stream_meets_every_dimension_change(arctic, spark, tmp_path):
         assert waiting.is_alive() and _rows(batches) == []
 
         arctic.sql("INSERT INTO db.dim VALUES (1, 'a', 1), (2, 'b', 2)")
-        waiting.join(timeout=120)
+        waiting.join(timeout=scaled(120))
         assert not waiting.is_alive()
         first = arctic.sql("SELECT max(version) FROM db.dim.history").collect()[0][0]
         assert _rows(batches) == [(0, 1, "a", 1, first), (1, 2, "b", 2, first), (2, 3, None, None, first)]

@@ -19,6 +19,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from host_load import scaled
 
 from arctic_sql.table.format import versions
 
@@ -82,7 +83,7 @@ def _batches_of_files(checkpoint, committed_only=True):
 
 
 def _wait(condition, process, log, what, timeout=240):
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not condition():
         if process.poll() is not None or time.monotonic() > deadline:
             with open(log) as f:

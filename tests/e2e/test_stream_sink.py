@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from host_load import scaled
 
 from arctic_sql.table.format import versions
 
@@ -210,7 +211,7 @@ def _driver(warehouse, source, checkpoint, *extra, env=None):
 
 
 def _finish(process, timeout=240):
-    out, _ = process.communicate(timeout=timeout)
+    out, _ = process.communicate(timeout=scaled(timeout))
     return process.returncode, out
 
 
@@ -255,7 +256,7 @@ def test_a_failed_commit_then_a_killed_driver_leave_each_batch_committed_once(tm
     assert _committed_batches(_table(warehouse)) == [0]  # committed, then commit() failed and abort() ran
 
     process = _driver(warehouse, source, checkpoint, "--forever")
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + scaled(180)
     while time.monotonic() < deadline and len(_committed_batches(_table(warehouse))) < 3:
         time.sleep(0.5)  # polling for the third commit, not timing anything
     os.killpg(process.pid, signal.SIGKILL)

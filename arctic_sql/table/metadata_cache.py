@@ -124,7 +124,26 @@ def parse_metadata(text: str) -> Any:
         _snapshots.move_to_end(table)
         while len(_snapshots) > MAX_ENTRIES:
             _snapshots.popitem(last=False)
+    # The JSON each entry was read from is its piece for the next write: a process that commits once
+    # (a Spark worker's commit of df.write or of a stream's batch) would otherwise serialize every
+    # snapshot in Python, the cost this module exists to remove.
+    pieces: dict[int, tuple[Any, str]] = {}
+    for field, key in _LISTS:
+        items, entries = raw.get(key) or [], getattr(metadata, field)
+        if len(items) == len(entries):
+            for item, entry in zip(items, entries, strict=True):
+                pieces[id(entry)] = (entry, json.dumps(item, separators=(",", ":"), ensure_ascii=False))
+    _keep_pieces(metadata.table_uuid, pieces)
     return metadata
+
+
+def _keep_pieces(table: object, pieces: dict[int, tuple[Any, str]]) -> None:
+    """Keep ``pieces`` as the JSON of the entries of ``table``'s newest metadata seen (parsed or written)."""
+    with _lock:
+        _pieces[table] = pieces
+        _pieces.move_to_end(table)
+        while len(_pieces) > MAX_ENTRIES:
+            _pieces.popitem(last=False)
 
 
 def _write_remembered(metadata: Any, output_file: OutputFile, overwrite: bool = False) -> None:
@@ -155,11 +174,7 @@ def metadata_json(metadata: TableMetadataV2) -> str:
             pieces[id(entry)] = piece
             texts.append(piece[1])
         lists.append(f'"{key}":[{",".join(texts)}]')
-    with _lock:
-        _pieces[metadata.table_uuid] = pieces
-        _pieces.move_to_end(metadata.table_uuid)
-        while len(_pieces) > MAX_ENTRIES:
-            _pieces.popitem(last=False)
+    _keep_pieces(metadata.table_uuid, pieces)
     return fields[:-1] + "," + ",".join(lists) + "}"
 
 

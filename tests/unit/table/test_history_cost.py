@@ -128,6 +128,29 @@ def test_metadata_written_from_kept_pieces_is_the_json_pyiceberg_writes(tmp_path
     assert _second_catalog(tmp_path).load_table(T).change.metadata == metadata  # the file, parsed
 
 
+def test_a_process_that_only_parsed_the_metadata_writes_its_snapshots_from_the_json_it_read(tmp_path, monkeypatch):
+    # A Spark worker that commits one batch parses the metadata once and writes it once: its snapshots
+    # must not be serialized again in Python (at 2,000 snapshots that was most of the commit).
+    from pyiceberg.table.snapshots import Snapshot, SnapshotLogEntry
+
+    table = create(catalog_at(tmp_path))
+    for key in range(1, 5):
+        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    metadata_cache.clear()  # as in a process that has parsed nothing yet
+    with open(table.change.metadata_location.removeprefix("file://")) as f:
+        parsed = metadata_cache.parse_metadata(f.read())
+
+    def serialized_again(self, **kwargs):  # noqa: ANN001, ANN003
+        raise AssertionError(f"{type(self).__name__} serialized again")
+
+    monkeypatch.setattr(Snapshot, "model_dump_json", serialized_again)
+    monkeypatch.setattr(SnapshotLogEntry, "model_dump_json", serialized_again)
+    written = metadata_cache.metadata_json(parsed)
+    monkeypatch.undo()
+    assert len(parsed.snapshots) == 4 and len(parsed.snapshot_log) == 4
+    assert json.loads(written) == json.loads(parsed.model_dump_json())
+
+
 def test_a_file_another_process_wrote_is_parsed_as_pyiceberg_parses_it_reusing_known_snapshots(tmp_path):
     from pyiceberg.table.metadata import TableMetadataUtil
 

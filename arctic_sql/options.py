@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table import storage
+from arctic_sql.table.files import storage
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -188,8 +188,8 @@ def is_local_master(master: str) -> bool:
 
 
 # The FileIO of the catalog's tables, unless the properties name one: pyiceberg's, with fewer
-# requests per file on object stores (table/file_io.py).
-FILE_IO = "arctic_sql.table.file_io.ArcticFileIO"
+# requests per file on object stores (table/files/file_io.py).
+FILE_IO = "arctic_sql.table.files.file_io.ArcticFileIO"
 
 
 def load_catalog(

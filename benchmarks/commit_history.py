@@ -62,8 +62,8 @@ def _batch(rng: np.random.Generator, next_key: int, rows: int) -> tuple[pa.Table
 
 
 def _write_plan(table):  # noqa: ANN001, ANN202 - ArcticTable -> WritePlan
-    from arctic_sql.table.arrow_writer import WriteTarget
-    from arctic_sql.table.arrow_writes import CHANGES, WritePlan
+    from arctic_sql.table.writing.arrow_files import WriteTarget
+    from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan
     from arctic_sql.table.format.layout import table_root
 
     target = WriteTarget.of(table, "change")
@@ -73,8 +73,8 @@ def _write_plan(table):  # noqa: ANN001, ANN202 - ArcticTable -> WritePlan
 
 def arrow_commit(session, name: str, batch: pa.Table) -> None:  # noqa: ANN001
     """The sink's path without Spark: a task's write and the driver's commit, in this process."""
-    from arctic_sql.table.arrow_commit import commit_write
-    from arctic_sql.table.arrow_writes import write_task
+    from arctic_sql.table.writing.arrow_commit import commit_write
+    from arctic_sql.table.writing.arrow_tasks import write_task
 
     table = session.table(name)
     plan = _write_plan(table)
@@ -83,8 +83,8 @@ def arrow_commit(session, name: str, batch: pa.Table) -> None:  # noqa: ANN001
 
 def grow(session, name: str, versions_kept: int, rng: np.random.Generator, *, files: bool) -> None:  # noqa: ANN001
     """Give ``name`` ``versions_kept`` retained versions, of one upserted row each with ``files``."""
-    from arctic_sql.table import commit
-    from arctic_sql.table.arrow_writes import write_task
+    from arctic_sql.table.writing import commit
+    from arctic_sql.table.writing.arrow_tasks import write_task
     from arctic_sql.table.format import versions
 
     done = len(session.table(name).change.snapshots())

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 import arctic_sql
 from arctic_sql.optimizer.service import Service
 from arctic_sql.spark import local_session
-from arctic_sql.table import metadata_rows
+from arctic_sql.table.reading import metadata_rows
 from benchmarks.stream_sink import delta_merge
 
 MARKER_BASE = 1 << 40  # one marker row per file: id MARKER_BASE + file number

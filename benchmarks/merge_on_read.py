@@ -1,4 +1,4 @@
-"""Which merge-on-read plan: the measurement behind ``arctic_sql/table/reader.py``.
+"""Which merge-on-read plan: the measurement behind ``arctic_sql/table/reading/merge_on_read.py``.
 
     python -m benchmarks.merge_on_read [--rows 2000000] [--commits 20] [--batch 20000]
 
@@ -73,7 +73,7 @@ def plans(s, table, plan):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from arctic_sql.table.reader import IS_DELETE, TXN, merged_dataframe, read_files
+    from arctic_sql.table.reading.merge_on_read import IS_DELETE, TXN, merged_dataframe, read_files
 
     spark, keys = s.spark, table.primary_key
 
@@ -115,8 +115,8 @@ def plans(s, table, plan):
 def _tagged(spark, plan, rows):
     from pyspark.sql import functions as F
 
-    from arctic_sql.table import storage
-    from arctic_sql.table.reader import FILE, IS_DELETE, TXN
+    from arctic_sql.table.files import storage
+    from arctic_sql.table.reading.merge_on_read import FILE, IS_DELETE, TXN
 
     files = spark.createDataFrame(
         [(storage.spark_path(f.path), f.sequence_number, f.is_delete) for f in plan.change_files],
@@ -143,7 +143,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import arctic_sql
-    from arctic_sql.table.scan import plan_read
+    from arctic_sql.table.reading.scan import plan_read
 
     shutil.rmtree(args.work, ignore_errors=True)
     s = arctic_sql.connect(warehouse=args.work)

@@ -69,9 +69,9 @@ def delta_merge(path: str, batch: pa.Table) -> None:
 
 def _arrow_commit(session, batch: pa.Table) -> None:
     """The sink's path without Spark: a task's write and the driver's commit, in this process."""
-    from arctic_sql.table.arrow_commit import commit_write
-    from arctic_sql.table.arrow_writer import WriteTarget
-    from arctic_sql.table.arrow_writes import CHANGES, WritePlan, write_task
+    from arctic_sql.table.writing.arrow_commit import commit_write
+    from arctic_sql.table.writing.arrow_files import WriteTarget
+    from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan, write_task
     from arctic_sql.table.format.layout import table_root
 
     table = session.table("db.arrow")

@@ -1,6 +1,6 @@
 """Generate the docs' reference pages from the registries in the code.
 
-``docs/configuration.md`` lists every table property of ``arctic_sql.table.properties.PROPERTIES``
+``docs/configuration.md`` lists every table property of ``arctic_sql.table.model.properties.PROPERTIES``
 (key, type, default, valid values, meaning); ``docs/procedures.md`` every ``CALL`` procedure of
 ``arctic_sql.procedures.registry()`` (parameters with types and defaults, output columns). The pages
 are committed; ``tests/unit/test_docs_reference.py`` fails when one differs from what this prints.
@@ -40,7 +40,7 @@ def _cell(text: str) -> str:
 
 def configuration() -> str:
     """The text of ``docs/configuration.md``."""
-    from arctic_sql.table import properties
+    from arctic_sql.table.model import properties
 
     lines = [
         GENERATED,

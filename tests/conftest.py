@@ -61,7 +61,7 @@ def spark_jobs(spark):
 @pytest.fixture
 def restore_storage():
     """The process's storage configuration as it was before the test (a catalog opened sets it)."""
-    from arctic_sql.table import storage
+    from arctic_sql.table.files import storage
 
     before = storage.active()
     yield

@@ -25,11 +25,12 @@ from pyspark.sql.datasource import DataSourceReader
 from arctic_sql.datasource import filters as pushed
 from arctic_sql.datasource import partitions
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
-from arctic_sql.table import storage, tags
-from arctic_sql.table import time_travel as tt
-from arctic_sql.table.changes import Range, change_files, version_at
+from arctic_sql.table.files import storage
+from arctic_sql.table.reading import tags
+from arctic_sql.table.reading import time_travel as tt
+from arctic_sql.table.reading.changes import Range, change_files, version_at
 from arctic_sql.table.format import versions
-from arctic_sql.table.scan import plan_read
+from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

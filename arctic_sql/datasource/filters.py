@@ -18,7 +18,7 @@ from pyiceberg import expressions as ie
 from pyiceberg.expressions.visitors import bind
 from pyspark.sql import datasource as ds
 
-from arctic_sql.table.types import prunable_columns
+from arctic_sql.table.model.schemas import prunable_columns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

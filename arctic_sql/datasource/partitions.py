@@ -28,17 +28,17 @@ from pyiceberg.schema import Schema
 from pyspark.sql.datasource import InputPartition
 
 from arctic_sql.errors import UnsupportedOperationError
-from arctic_sql.table import node_merge
+from arctic_sql.table.reading import node_merge
 # The change types, also for stream_read and lookup_task, which read them here.
-from arctic_sql.table.changes import DELETE, INSERT, UPSERT, conformed, net_changes  # noqa: F401
-from arctic_sql.table.reader import balance, node_groups
+from arctic_sql.table.reading.changes import DELETE, INSERT, UPSERT, conformed, net_changes  # noqa: F401
+from arctic_sql.table.reading.merge_on_read import balance, node_groups
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyspark.sql.types import StructType
 
     from arctic_sql.table.catalog import ArcticTable
-    from arctic_sql.table.scan import FileEntry
+    from arctic_sql.table.reading.scan import FileEntry
 
 ALWAYS_TRUE = AlwaysTrue()
 

@@ -244,6 +244,6 @@ def output_schema(table: ArcticTable, options: ReadOptions) -> StructType:
 
     if not options.read_change_feed:
         return table.spark_schema
-    from arctic_sql.table.types import spark_schema
+    from arctic_sql.table.model.schemas import spark_schema
 
     return StructType([*spark_schema(table.schema, all_nullable=True).fields, *change_columns().fields])

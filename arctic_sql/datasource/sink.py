@@ -1,9 +1,9 @@
 """``df.write.format("arctic")`` and ``df.writeStream.format("arctic")``: Arrow writers.
 
 Spark calls ``write`` in a Python worker per task: it takes a write lease, writes the task's files
-with pyarrow (table/arrow_writes.py) and sends their paths back. The driver-side ``commit`` runs in
+with pyarrow (table/writing/arrow_tasks.py) and sends their paths back. The driver-side ``commit`` runs in
 another Python process (kept for the session, so its catalog stays open): it makes keys unique
-across tasks and commits one version with pyiceberg (table/arrow_commit.py). No Spark job runs
+across tasks and commits one version with pyiceberg (table/writing/arrow_commit.py). No Spark job runs
 beyond the write itself.
 
 ``abort`` runs after failed tasks and also after a failed ``commit``. It deletes a task's files
@@ -23,9 +23,10 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 
 from arctic_sql.errors import CommitStateUnknownError
 from arctic_sql.faults import fault_point
-from arctic_sql.table import leases, storage
-from arctic_sql.table.arrow_writer import WrittenFile
-from arctic_sql.table.arrow_writes import OVERWRITE, WritePlan, discard, write_task
+from arctic_sql.table.files import storage
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing.arrow_files import WrittenFile
+from arctic_sql.table.writing.arrow_tasks import OVERWRITE, WritePlan, discard, write_task
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def _release(plan: WritePlan, tasks: list[TaskFiles]) -> None:
 def commit_tasks(plan: WritePlan, load_table, tasks: list[TaskFiles], stream=None) -> None:  # noqa: ANN001
     """Commit what the tasks wrote as one version (nothing if they wrote nothing, unless an overwrite
     of an unpartitioned table: that empties it, as INSERT OVERWRITE does)."""
-    from arctic_sql.table.arrow_commit import commit_write, empties_table
+    from arctic_sql.table.writing.arrow_commit import commit_write, empties_table
 
     files = [f for t in tasks for f in t.files]
     table = load_table() if files or plan.mode == OVERWRITE else None
@@ -139,7 +140,7 @@ class ArcticBatchWriter(DataSourceArrowWriter):
 
 class ArcticStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("arctic").option("checkpointLocation", c).start("db.t")``: each micro-batch
-    is one version, committed once (see table/arrow_commit.py)."""
+    is one version, committed once (see table/writing/arrow_commit.py)."""
 
     def __init__(self, plan: WritePlan, load_table, files: storage.StorageConfig,  # noqa: ANN001
                  checkpoint: str | None) -> None:
@@ -153,7 +154,7 @@ class ArcticStreamWriter(DataSourceStreamArrowWriter):
         return _task_write(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
-        from arctic_sql.table.arrow_commit import StreamBatch
+        from arctic_sql.table.writing.arrow_commit import StreamBatch
 
         tasks = _messages(messages)
         query_id = self.query_id(tasks)

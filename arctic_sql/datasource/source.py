@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from arctic_sql.datasource.read_options import ReadOptions
     from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
-    from arctic_sql.table.storage import StorageConfig
+    from arctic_sql.table.files.storage import StorageConfig
 
 FORMAT = "arctic"
 
@@ -57,7 +57,7 @@ class CatalogSpec:
 
     def storage(self) -> StorageConfig:
         """The storage part of the properties, which a task applies before it reads or writes files."""
-        from arctic_sql.table.storage import StorageConfig
+        from arctic_sql.table.files.storage import StorageConfig
 
         return StorageConfig.of(self.properties)
 
@@ -164,7 +164,7 @@ def install(spark: SparkSession, catalog: Catalog) -> None:
     The registered class is made here, so cloudpickle sends it to the workers by value, spec and all
     (a class importable by name would travel by reference, without the spec)."""
     from arctic_sql import worker_zips
-    from arctic_sql.table import storage
+    from arctic_sql.table.files import storage
 
     worker_zips.warn_if_uncompiled()
     spec = CatalogSpec.of(catalog)

@@ -40,10 +40,11 @@ from pyspark.sql.streaming.datasource import (
 from arctic_sql.datasource import partitions
 from arctic_sql.datasource.batch_read import change_partitions, first_change, resolve_tags, start_after
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
-from arctic_sql.table import consumers, storage
-from arctic_sql.table.changes import Range, carries_changes, commit_files
+from arctic_sql.table.files import storage
+from arctic_sql.table.records import consumers
+from arctic_sql.table.reading.changes import Range, carries_changes, commit_files
 from arctic_sql.table.format import versions
-from arctic_sql.table.scan import plan_read
+from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table.arrow_writer import WriteTarget
-from arctic_sql.table.arrow_writes import APPEND, CHANGES, OVERWRITE, WritePlan
-from arctic_sql.table.change_rows import CHANGE_TYPE, FEED_COLUMNS, find_column
+from arctic_sql.table.writing.arrow_files import WriteTarget
+from arctic_sql.table.writing.arrow_tasks import APPEND, CHANGES, OVERWRITE, WritePlan
+from arctic_sql.table.writing.change_kinds import CHANGE_TYPE, FEED_COLUMNS, find_column
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.versions import Operation
-from arctic_sql.table.types import spark_schema, store_assignable
+from arctic_sql.table.model.schemas import spark_schema, store_assignable
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -63,7 +63,7 @@ def evolve_for(table: ArcticTable, schema: StructType, options: Mapping[str, str
         return False
     from pyspark.sql.types import StructType as Struct
 
-    from arctic_sql.table import schema_evolution
+    from arctic_sql.table.writing import schema_evolution
 
     sequence = sequence_column(options)
     extra = {CHANGE_TYPE.lower(), *FEED_COLUMNS} | ({sequence.lower()} if sequence else set())

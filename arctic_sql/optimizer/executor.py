@@ -31,11 +31,13 @@ from arctic_sql.errors import ExecutionError
 from arctic_sql.faults import fault_point
 from arctic_sql.optimizer.cancellation import OptimizingCancelledError
 from arctic_sql.optimizer.planner import Task, unique_inputs
-from arctic_sql.table import bulk_writer, node_merge, position_deletes, storage, writer
+from arctic_sql.table.files import position_deletes, storage
+from arctic_sql.table.reading import node_merge
+from arctic_sql.table.writing import bulk_base_files, spark_files
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
-from arctic_sql.table.reader import TAG, balance, read_files
+from arctic_sql.table.reading.merge_on_read import TAG, balance, read_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -82,7 +84,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
 
     schema, keys = table.schema, list(table.primary_key)
     base, change = node_merge.Store.both(table) if table.is_keyed else (node_merge.Store.of(table.base), None)
-    rows_per_file, target_size = writer.max_rows_per_file(table), table.settings.target_size
+    rows_per_file, target_size = spark_files.max_rows_per_file(table), table.settings.target_size
     jobs = [node_task(t, location) for t in tasks]
     shares = [[jobs[i] for i in share]
               for share in balance([t.input_bytes for t in tasks], spark.sparkContext.defaultParallelism)]
@@ -118,7 +120,7 @@ def _rows_per_file(job: node_merge.NodeTask, target_size: int, fallback: int) ->
 
 
 def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> tuple[DataFrame, list[str]]:
-    """The rows the tasks write, laid out for the base store (see ``writer.laid_out``).
+    """The rows the tasks write, laid out for the base store (see ``spark_files.laid_out``).
 
     One shuffle: every input row (base rows as transaction 0, change rows tagged with their
     transaction and kind from a literal path map: no join, no extra job) goes to the Spark partition
@@ -135,14 +137,14 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     if not table.is_keyed:  # no key, no merge: cut the rows into target-size files
         target = table.settings.target_size
         rows = read_files(spark, table, table.schema, base)
-        return writer.laid_out(rows.coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target))), table,
+        return spark_files.laid_out(rows.coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target))), table,
                                Store.BASE)
     columns = [F.col(f"`{c}`") for c in (f.name for f in table.schema.fields)]
     rows = read_files(spark, table, table.schema, base, all_nullable=True).select(*columns, F.lit(0).cast("long").alias(_TAG))
     if change:
         changed = read_files(spark, table, table.schema, change, all_nullable=True, tagged=True)
         rows = rows.unionByName(changed.select(*columns, F.col(_TAG)))
-    out, directories = writer.laid_out(rows, table, Store.BASE)
+    out, directories = spark_files.laid_out(rows, table, Store.BASE)
     newest_first = Window.partitionBy(*[F.col(d) for d in directories], *[F.col(f"`{k}`") for k in table.primary_key]
                                       ).orderBy(F.col(_TAG).desc())
     out = (out.repartition(*[F.col(d) for d in directories])
@@ -184,7 +186,7 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
             paths: list[str] = []
             if in_spark:  # first: Spark's writer wants a location that does not exist yet
                 rows, directories = merged_rows(spark, table, in_spark)
-                paths += bulk_writer.write_laid_out_files(rows, table, directories, location,
+                paths += bulk_base_files.write_laid_out_files(rows, table, directories, location,
                                                              clustered=table.is_keyed)
             if in_arrow:
                 paths += run_in_memory(spark, table, in_arrow, location)

@@ -19,12 +19,13 @@ from pyiceberg.expressions import BooleanExpression
 from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary, full_message
 from arctic_sql.optimizer import cancellation, committer, evaluator, executor, planner
 from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
-from arctic_sql.table import commit, storage
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.files import storage
+from arctic_sql.table.writing import commit
+from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
-from arctic_sql.table.scan import live_files
+from arctic_sql.table.reading.scan import live_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

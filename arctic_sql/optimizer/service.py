@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table import maintenance, maintenance_log
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.maintenance import retention
+from arctic_sql.table.records import maintenance_runs
+from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.catalog import TableIdentifier
 
 if TYPE_CHECKING:
@@ -178,10 +179,10 @@ class Service:
 
         now = state.now_ms()
         settings = table.settings
-        jobs = (("expire", settings.table_expire_enabled, maintenance.expire_snapshots,
-                 maintenance_log.Kind.EXPIRE_SNAPSHOTS),
-                ("orphans", settings.clean_orphan_file_enabled, maintenance.remove_orphan_files,
-                 maintenance_log.Kind.REMOVE_ORPHAN_FILES))
+        jobs = (("expire", settings.table_expire_enabled, retention.expire_snapshots,
+                 maintenance_runs.Kind.EXPIRE_SNAPSHOTS),
+                ("orphans", settings.clean_orphan_file_enabled, retention.remove_orphan_files,
+                 maintenance_runs.Kind.REMOVE_ORPHAN_FILES))
         for name, enabled, job, kind in jobs:
             key = (str(table.identifier), name)
             if not enabled or now - self.maintained_ms.get(key, 0) < self.maintenance_intervals_ms[name]:
@@ -189,7 +190,7 @@ class Service:
             self.maintained_ms[key] = now
             try:
                 # Recorded as a run the management service shows; defaults from the table's properties.
-                result = maintenance_log.recorded(table, kind, "optimizer", lambda job=job: job(table))
+                result = maintenance_runs.recorded(table, kind, "optimizer", lambda job=job: job(table))
                 log.info("%s: %s: %s", table.identifier, job.__name__, result)
             except Exception as e:  # noqa: BLE001 - logged; tried again next interval
                 log.error("%s: %s failed: %s", table.identifier, job.__name__, _one_line(e))

@@ -33,12 +33,12 @@ from arctic_sql.service.health import (
     TableMeasure,
     health_score,
 )
-from arctic_sql.table import optimizing_state as state
-from arctic_sql.table import storage
+from arctic_sql.table.records import optimizing_processes as state
+from arctic_sql.table.files import storage
 from arctic_sql.table.catalog import CHANGE_SUFFIX, STAGED_SUFFIX, ArcticCatalog, ArcticTable, TableIdentifier
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.scan import live_files
+from arctic_sql.table.reading.scan import live_files
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from arctic_sql.service import views
 from arctic_sql.service.facts import STATUSES, current_health, last_optimized_ms, optimizing_status
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.records import optimizing_processes as state
 
 if TYPE_CHECKING:
     from arctic_sql.service.api import ServiceContext

@@ -19,11 +19,12 @@ from arctic_sql.service.facts import (
     last_optimized_ms,
     optimizing_status,
 )
-from arctic_sql.table import maintenance_log, metadata_rows
-from arctic_sql.table import optimizing_state as state
-from arctic_sql.table import properties as props
+from arctic_sql.table.reading import metadata_rows
+from arctic_sql.table.records import maintenance_runs
+from arctic_sql.table.records import optimizing_processes as state
+from arctic_sql.table.model import properties as props
 from arctic_sql.table.catalog import ArcticTable
-from arctic_sql.table.scan import plan_read
+from arctic_sql.table.reading.scan import plan_read
 
 MAX_PAGE_SIZE = 1000
 SORT_KEYS = ("name", "health_score", "records", "bytes", "files", "avg_file_size", "last_commit_at",
@@ -169,7 +170,7 @@ def table_details(cache: FactsCache, table: ArcticTable, facts: TableFacts) -> d
 def _maintenance_rows(table: ArcticTable) -> list[dict[str, Any]]:
     return [{"run_id": r.run_id, "kind": r.kind, "status": r.status, "trigger": r.trigger,
              "started_at_ms": r.started_at_ms, "ended_at_ms": r.ended_at_ms, "duration_ms": r.duration_ms,
-             "result": r.result, "failure_reason": r.failure_reason} for r in maintenance_log.runs(table)]
+             "result": r.result, "failure_reason": r.failure_reason} for r in maintenance_runs.runs(table)]
 
 
 def version_series(table: ArcticTable) -> list[dict[str, Any]]:

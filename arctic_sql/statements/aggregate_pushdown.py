@@ -29,9 +29,9 @@ from pyiceberg import types as it
 from sqlglot import exp
 
 from arctic_sql.parser import to_spark_sql
-from arctic_sql.table.reader import by_node
-from arctic_sql.table.scan import plan_read
-from arctic_sql.table.types import spark_schema, to_spark_type
+from arctic_sql.table.reading.merge_on_read import by_node
+from arctic_sql.table.reading.scan import plan_read
+from arctic_sql.table.model.schemas import spark_schema, to_spark_type
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from arctic_sql.statements.context import StatementContext
     from arctic_sql.table.catalog import ArcticTable
-    from arctic_sql.table.scan import ReadPlan
+    from arctic_sql.table.reading.scan import ReadPlan
 
 _INTEGRAL = (it.IntegerType, it.LongType)
 _FLOATING = (it.FloatType, it.DoubleType)

@@ -16,8 +16,8 @@ from arctic_sql.parser import parse, to_spark_sql
 from arctic_sql.statements import query
 from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
-from arctic_sql.table.reader import merged_dataframe
-from arctic_sql.table.scan import plan_read
+from arctic_sql.table.reading.merge_on_read import merged_dataframe
+from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,7 +55,7 @@ class StatementContext:
 
         ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
         ``columns``: the columns the caller uses (default all); others may be left out.
-        ``in_memory``: whether node groups may merge in memory (see table/reader.py).
+        ``in_memory``: whether node groups may merge in memory (see table/reading/merge_on_read.py).
         """
 
         return merged_dataframe(self.spark, table, plan_read(table, version, **filters), columns, in_memory)

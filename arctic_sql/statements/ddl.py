@@ -23,12 +23,14 @@ from arctic_sql.parser import statements, to_spark_sql
 from arctic_sql.statements import query, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
-from arctic_sql.table import commit, leases, tags, writes
-from arctic_sql.table import properties as props
+from arctic_sql.table.reading import tags
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing import commit, base_rows
+from arctic_sql.table.model import properties as props
 from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
-from arctic_sql.table.types import iceberg_schema, type_string
+from arctic_sql.table.model.schemas import iceberg_schema, type_string
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -194,7 +196,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
         renamed = source.toDF(*names)
         fault_point("ctas-before-data")
         try:
-            writes.overwrite_rows(table, renamed, operation=Operation.CREATE_AS_SELECT)
+            base_rows.overwrite_rows(table, renamed, operation=Operation.CREATE_AS_SELECT)
         except BaseException:
             ctx.catalog.discard_staged(table)
             raise

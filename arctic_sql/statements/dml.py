@@ -6,7 +6,7 @@ base store. On a table without a key, INSERT appends and DELETE/UPDATE rewrite t
 (copy-on-write).
 
 Statements that read the table (DELETE, UPDATE, MERGE) read one version ``v`` and commit only if no
-other data commit landed after ``v``; otherwise they run again on the new state (table/writes.py).
+other data commit landed after ``v``; otherwise they run again on the new state (table/writing/base_rows.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from arctic_sql.parser.statements import SchemaEvolvingInsert, SchemaEvolvingMer
 from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
-from arctic_sql.table import change_writer, schema_evolution, writes
+from arctic_sql.table.writing import change_rows, schema_evolution, base_rows
 from arctic_sql.table.catalog import ArcticTable
 from arctic_sql.table.format.versions import Operation
 
@@ -103,11 +103,11 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
             table, table_node = _target(ctx, expression.this)
     rows = conform(table, source, columns, static)
     if expression.args.get("overwrite"):
-        writes.overwrite_rows(table, rows, Operation.OVERWRITE, _named_partition(table, partition))
+        base_rows.overwrite_rows(table, rows, Operation.OVERWRITE, _named_partition(table, partition))
     elif table.is_keyed:
-        change_writer.write_changes(table, upserts=rows, deletes=None, operation=Operation.INSERT)
+        change_rows.write_changes(table, upserts=rows, deletes=None, operation=Operation.INSERT)
     else:
-        writes.append_rows(table, rows, Operation.INSERT)
+        base_rows.append_rows(table, rows, Operation.INSERT)
     return ctx.ok()
 
 
@@ -209,12 +209,12 @@ def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFram
 
         def once(version: int) -> None:
             doomed = deleted_keys(ctx, expression, table, table_node, version)
-            change_writer.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
+            change_rows.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
 
-        writes.retrying(table, Operation.DELETE, once)
+        base_rows.retrying(table, Operation.DELETE, once)
     else:
         keep = exp.not_(exp.func("coalesce", condition, exp.false())) if condition is not None else exp.false()
-        writes.rewrite_table(table,
+        base_rows.rewrite_table(table,
                              lambda v: _select_from_target(ctx, expression, table_node, v, [exp.Star()], keep),
                              Operation.DELETE)
     return ctx.ok()
@@ -236,9 +236,9 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
 
         def once(version: int) -> None:
             rows = updated_rows(ctx, expression, table, table_node, version, assignments)
-            change_writer.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
+            change_rows.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
 
-        writes.retrying(table, Operation.UPDATE, once)
+        base_rows.retrying(table, Operation.UPDATE, once)
     else:
         condition = _condition(expression)
         hit = exp.func("coalesce", condition, exp.false()) if condition is not None else exp.true()
@@ -247,7 +247,7 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
             for name, value in ((f.name, assignments.get(f.name, exp.column(f.name, quoted=True)))
                                 for f in table.schema.fields)
         ]
-        writes.rewrite_table(table,
+        base_rows.rewrite_table(table,
                              lambda v: _select_from_target(ctx, expression, table_node, v, projections, None),
                              Operation.UPDATE)
     return ctx.ok()
@@ -282,12 +282,12 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         nonlocal blind
         if blind is not None:
             try:
-                change_writer.write_changes(table, changes=blind, operation=Operation.MERGE)
+                change_rows.write_changes(table, changes=blind, operation=Operation.MERGE)
                 return
-            except change_writer.Refused:  # a row's outcome depends on the target: read it
+            except change_rows.Refused:  # a row's outcome depends on the target: read it
                 blind = None
         changes = plan.joined_changes(ctx, table_node, version)
-        change_writer.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version)
+        change_rows.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version)
 
-    writes.retrying(table, Operation.MERGE, once)
+    base_rows.retrying(table, Operation.MERGE, once)
     return ctx.ok()

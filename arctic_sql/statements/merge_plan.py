@@ -23,7 +23,7 @@ from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.catalog import ArcticTable
-from arctic_sql.table.change_writer import REFUSE_COLUMN, is_small
+from arctic_sql.table.writing.change_rows import REFUSE_COLUMN, is_small
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
 
@@ -78,7 +78,7 @@ def _is_star(assignments: dict[str, exp.Expression], action: str, source_alias: 
     star sets (an update leaves the key alone), each to the source's column of its name, in any
     order, bare or in a CAST to the column's own type (what writing it does anyway). dbt's
     ``merge_update_columns``, CDC tools and hand-written SQL list the columns."""
-    from arctic_sql.table.types import type_string
+    from arctic_sql.table.model.schemas import type_string
 
     keys = set(table.primary_key)
     starred = {f.name for f in table.schema.fields if action == "insert" or f.name not in keys}
@@ -162,7 +162,7 @@ class MergePlan:
             if assignments is not None and _is_star(assignments, action, source_alias, table):
                 assignments = None  # the same as SET * / INSERT *: the blind path may take it
             clauses.append(Clause(category, when.args.get("condition"), action, assignments, star))
-        from arctic_sql.table.types import to_spark_type
+        from arctic_sql.table.model.schemas import to_spark_type
 
         return cls(target_alias, source, source_alias, expression.args["on"], tuple(clauses), columns,
                    tuple(table.primary_key),

@@ -1,5 +1,5 @@
 """Metadata tables: ``db.t.history``, ``db.t.snapshots``, ``db.t.files``, ``db.t.partitions``,
-``db.t.optimizing``, ``db.t.consumers``, ``db.t.refs``. The rows come from table/metadata_rows.py (shared with
+``db.t.optimizing``, ``db.t.consumers``, ``db.t.refs``. The rows come from table/reading/metadata_rows.py (shared with
 the management service); here they become DataFrames with SQL types."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import datetime
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from arctic_sql.table import metadata_rows
+from arctic_sql.table.reading import metadata_rows
 from arctic_sql.table.catalog import ArcticTable
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from pyiceberg.schema import Schema
 from sqlglot import exp
 
 from arctic_sql.table.format.keyhash import key_combinations
-from arctic_sql.table.types import prunable_columns
+from arctic_sql.table.model.schemas import prunable_columns
 
 _COMPARISONS = {
     exp.EQ: (ie.EqualTo, ie.EqualTo),

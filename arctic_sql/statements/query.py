@@ -21,7 +21,7 @@ from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_tabl
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import TableIdentifier
-from arctic_sql.table.changes import changes_between
+from arctic_sql.table.reading.changes import changes_between
 from arctic_sql.table.format.keyhash import lookup_hashes
 
 if TYPE_CHECKING:

@@ -14,10 +14,10 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.statements.clauses import literal_value, spark_struct
-from arctic_sql.table import commit, schema_evolution
-from arctic_sql.table import properties as props
+from arctic_sql.table.writing import commit, schema_evolution
+from arctic_sql.table.model import properties as props
 from arctic_sql.table.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
-from arctic_sql.table.types import _Ids, to_iceberg_type
+from arctic_sql.table.model.schemas import _Ids, to_iceberg_type
 
 if TYPE_CHECKING:
     from arctic_sql.statements.context import StatementContext

@@ -19,10 +19,10 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.parser import to_spark_sql
-from arctic_sql.table import tags
-from arctic_sql.table import time_travel as tt
+from arctic_sql.table.reading import tags
+from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.catalog import ArcticTable, TableIdentifier
-from arctic_sql.table.changes import Range
+from arctic_sql.table.reading.changes import Range
 from arctic_sql.table.format import versions
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.statements.show import matches, partition_filter
-from arctic_sql.table import leases, writes
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing import base_rows
 from arctic_sql.table.format import versions
 
 if TYPE_CHECKING:
@@ -45,6 +46,6 @@ def truncate(ctx: StatementContext, expression: exp.TruncateTable, text: str) ->
 
 def truncate_table(table: ArcticTable, wanted: dict[str, str]) -> None:
     """Commit a version of ``table`` without rows in the partitions matching ``wanted`` (all if empty):
-    an overwrite with no files that replaces those partitions (writes.commit_overwrite)."""
+    an overwrite with no files that replaces those partitions (base_rows.commit_overwrite)."""
     with leases.writing(table, OPERATION):
-        writes.commit_overwrite(table, [], OPERATION, lambda partition: matches(partition, wanted))
+        base_rows.commit_overwrite(table, [], OPERATION, lambda partition: matches(partition, wanted))

@@ -33,7 +33,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from arctic_sql.datasource.source import CatalogSpec
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.streaming.lookup_cache import BucketCache, Entry, Key, sql_column
-from arctic_sql.table import storage
+from arctic_sql.table.files import storage
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class Dimension:
     def _rows(self, bucket: int) -> Iterator[Entry]:
         """The bucket's rows at the pinned version, read from the table."""
         from arctic_sql.datasource import partitions
-        from arctic_sql.table.scan import plan_read
+        from arctic_sql.table.reading.scan import plan_read
 
         read = plan_read(self.table, self.version)
         planned = partitions.merge_partitions(self.table, self._mine(read.base_files, bucket),
@@ -266,7 +266,7 @@ class Dimension:
 
     def _read_changes(self, have: int) -> dict[int, tuple[list[Entry], list[Key]]] | None:
         from arctic_sql.datasource import partitions
-        from arctic_sql.table.changes import Range, change_files
+        from arctic_sql.table.reading.changes import Range, change_files
 
         try:
             files = change_files(self.table, Range(have, self.version), history=self.history)

@@ -35,12 +35,14 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
-from arctic_sql.table import commit, metadata_cache, storage, store_sync
-from arctic_sql.table import properties as props
-from arctic_sql.table import purge as _purge
+from arctic_sql.table import metadata_cache
+from arctic_sql.table.files import storage
+from arctic_sql.table.writing import commit, store_sync
+from arctic_sql.table.model import properties as props
+from arctic_sql.table.maintenance import purge as _purge
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.table_settings import TableSettings
-from arctic_sql.table.types import spark_schema
+from arctic_sql.table.model.table_settings import TableSettings
+from arctic_sql.table.model.schemas import spark_schema
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

@@ -104,7 +104,7 @@ def optimize(s, result: Result, work: str) -> None:
     same files in one pyarrow process after this process has exited.
     """
     from arctic_sql.table.format.tree import DataTreeNode
-    from arctic_sql.table.scan import plan_read
+    from arctic_sql.table.reading.scan import plan_read
 
     plan = plan_read(s.table(TABLE))
     files = [*plan.base_files, *plan.change_files]

@@ -85,7 +85,7 @@ def stop_service(service: subprocess.Popen) -> int | None:
 
 
 def base_bytes(s) -> int:
-    from arctic_sql.table.scan import live_files
+    from arctic_sql.table.reading.scan import live_files
 
     base = s.table(TABLE).base
     base.refresh()
@@ -94,8 +94,8 @@ def base_bytes(s) -> int:
 
 def write_amplification(s) -> dict:
     """Bytes optimizing committed vs bytes the stream ingested into the change store."""
-    from arctic_sql.table.optimizing_state import processes
-    from arctic_sql.table.scan import live_files
+    from arctic_sql.table.records.optimizing_processes import processes
+    from arctic_sql.table.reading.scan import live_files
 
     table = s.table(TABLE)
     table.base.refresh()

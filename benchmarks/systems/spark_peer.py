@@ -122,7 +122,7 @@ class Arctic(System):
         return time.perf_counter() - started
 
     def files(self, table: str) -> dict:
-        from arctic_sql.table.scan import plan_read
+        from arctic_sql.table.reading.scan import plan_read
 
         plan = plan_read(self.session.table(self.tables[table]))
         return {"base_files": len(plan.base_files), "change_files": len(plan.change_files)}

@@ -41,7 +41,7 @@ def warehouse_with_every_state(spark: Any, root: str) -> str:
     if "warehouse" in _BUILT:
         return _BUILT["warehouse"]
     import arctic_sql
-    from arctic_sql.table import storage
+    from arctic_sql.table.files import storage
 
     warehouse = os.path.join(root, "warehouse")
     s = arctic_sql.connect(warehouse=warehouse, spark=spark)

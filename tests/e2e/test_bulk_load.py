@@ -1,4 +1,4 @@
-"""Bulk loads (INSERT OVERWRITE, CREATE TABLE AS SELECT) through the one-job base writer (table/bulk_writer.py):
+"""Bulk loads (INSERT OVERWRITE, CREATE TABLE AS SELECT) through the one-job base writer (table/writing/bulk_base_files.py):
 the rows land as given, a bad key refuses the whole load, and the files are node-aligned and sorted."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from arctic_sql.errors import ArcticError, PrimaryKeyViolationError
-from arctic_sql.table import storage
+from arctic_sql.table.files import storage
 from arctic_sql.table.format.keyhash_arrow import node_ids
 
 pytestmark = pytest.mark.spark

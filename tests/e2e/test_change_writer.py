@@ -1,4 +1,4 @@
-"""SQL DML's change-store writer (table/change_writer.py), both ways it runs.
+"""SQL DML's change-store writer (table/writing/change_rows.py), both ways it runs.
 
 Rows Spark estimates under its broadcast threshold are collected as Arrow and written by the driver;
 larger ones (or any with a Python step, such as a merged read of an arctic table) are written by a
@@ -88,7 +88,7 @@ def test_update_delete_and_insert_select_from_an_arctic_table(arctic, way):
 def test_change_rows_take_the_tables_types_by_spark_casts_nested_names_quoted(spark):
     from pyspark.sql import types as t
 
-    from arctic_sql.table.change_writer import _in_table_types
+    from arctic_sql.table.writing.change_rows import _in_table_types
 
     rows = spark.sql("SELECT CAST(1 AS INT) AS ID, named_struct('a b', CAST(5 AS SMALLINT)) AS st, 'x' AS v")
     fields = [t.StructField("id", t.LongType()), t.StructField("st", t.StructType([t.StructField("a b", t.IntegerType())])),

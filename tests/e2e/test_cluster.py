@@ -32,7 +32,7 @@ from cluster_harness import StandaloneCluster, executor_logs, finish_driver, sta
 from s3_harness import SECRET, moto_s3, objects, storage_properties
 
 import arctic_sql
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.records import optimizing_processes as state
 
 pytestmark = pytest.mark.spark
 

@@ -80,7 +80,7 @@ def test_a_change_landing_inside_an_overwrite_comes_before_it(arctic, monkeypatc
     # An overwrite reserves its version in the change store, then commits to the base store. A blind
     # upsert that lands in between carries a higher number: it must not win over the overwrite's
     # rows. The overwrite takes a new number and comes after it.
-    from arctic_sql.table import commit
+    from arctic_sql.table.writing import commit
 
     arctic.sql("CREATE TABLE db.race (k INT, v INT, PRIMARY KEY (k))")
     arctic.sql("INSERT INTO db.race VALUES (1, 1), (2, 1), (3, 1)")
@@ -111,7 +111,7 @@ def test_an_update_made_while_an_overwrite_lands_runs_again_after_it(arctic, mon
     again on its rows: the serial order OVERWRITE, then UPDATE."""
     import threading
 
-    from arctic_sql.table import commit
+    from arctic_sql.table.writing import commit
 
     arctic.sql("CREATE TABLE db.held (k INT, v INT, PRIMARY KEY (k))")
     arctic.sql("INSERT INTO db.held VALUES (1, 1), (2, 1), (3, 1)")

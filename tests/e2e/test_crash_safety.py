@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from arctic_sql.table.scan import live_files
+from arctic_sql.table.reading.scan import live_files
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,9 @@ from host_load import scaled
 
 import arctic_sql
 from arctic_sql.errors import CommitStateUnknownError, ExecutionError
-from arctic_sql.table import arrow_commit, leases, maintenance, writer
+from arctic_sql.table.maintenance import retention
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing import arrow_commit, spark_files
 from arctic_sql.table.format import layout
 
 pytestmark = pytest.mark.spark
@@ -126,14 +128,14 @@ def test_a_file_that_vanishes_after_spark_wrote_it_fails_an_append_and_commits_n
     # Spark's writer (appends, overwrites) lists what it wrote: the rows its tasks report must all be there.
     arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
     arctic.sql("INSERT INTO db.log VALUES (1, 'a')")
-    list_files = writer.storage.list_files
+    list_files = spark_files.storage.list_files
 
     def one_file_lost(location: str, suffix: str = ".parquet") -> list[str]:
         found = list_files(location, suffix)
         os.remove(found[0].removeprefix("file://"))
         return list_files(location, suffix)
 
-    monkeypatch.setattr(writer.storage, "list_files", one_file_lost)
+    monkeypatch.setattr(spark_files.storage, "list_files", one_file_lost)
     with pytest.raises(ExecutionError, match=r"produced 4 rows but \d file\(s\) holding [0-3] were found"):
         arctic.sql("INSERT INTO db.log VALUES (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')")
     monkeypatch.undo()
@@ -147,25 +149,25 @@ def test_a_live_lease_keeps_what_its_write_made_from_forced_orphan_removal(table
         os.makedirs(os.path.dirname(stray))
         with open(stray, "wb") as f:
             f.write(b"PAR1")
-        far_ahead = maintenance.now_ms() + 3_600_000
-        assert maintenance.remove_orphan_files(t, older_than_ms=far_ahead, force=True) == []
+        far_ahead = retention.now_ms() + 3_600_000
+        assert retention.remove_orphan_files(t, older_than_ms=far_ahead, force=True) == []
         assert os.path.exists(stray)
     assert _leases(table) == []  # released when the block ended
-    removed = maintenance.remove_orphan_files(t, older_than_ms=maintenance.now_ms() + 1000, force=True)
+    removed = retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 1000, force=True)
     assert {p.removeprefix("file://") for p in removed if p.endswith(".parquet")} == {stray}
 
 
 def test_a_lease_that_ran_out_protects_nothing_and_is_cleared(table):
     t = table.table("db.t")
     root = layout.table_root(t.base.location())
-    started = maintenance.now_ms()
+    started = retention.now_ms()
     dead = leases.Lease("0" * 32, "insert", started, started - 1, "elsewhere", 1)  # its writer died
     leases.save(root, dead)
     stray = f"{t.base.location().removeprefix('file://')}/data/{'ef' * 16}/part-0.parquet"
     os.makedirs(os.path.dirname(stray))
     with open(stray, "wb") as f:
         f.write(b"PAR1")
-    removed = maintenance.remove_orphan_files(t, older_than_ms=maintenance.now_ms() + 1000, force=True)
+    removed = retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 1000, force=True)
     assert {p.removeprefix("file://") for p in removed if p.endswith(".parquet")} == {stray}
     assert leases.leases(root) == []
 
@@ -177,9 +179,9 @@ def test_a_write_that_commits_during_forced_orphan_removal_loses_nothing(table, 
     # used to read the metadata before listing; a commit in between lost its files (the chaos test
     # once found a change store whose current metadata file was gone).
     t = table.table("db.t")
-    step = {"after the listing": (maintenance, "running_processes"),
-            "after the leases are read": (maintenance, "_refresh"),
-            "after the metadata is read": (maintenance, "_referenced")}[moment]
+    step = {"after the listing": (retention, "running_processes"),
+            "after the leases are read": (retention, "_refresh"),
+            "after the metadata is read": (retention, "_referenced")}[moment]
     real = getattr(*step)
     fired = []
 
@@ -195,7 +197,7 @@ def test_a_write_that_commits_during_forced_orphan_removal_loses_nothing(table, 
         return real(*args, **kwargs)
 
     monkeypatch.setattr(*step, then_a_write)
-    removed = maintenance.remove_orphan_files(t, older_than_ms=maintenance.now_ms() + 60_000, force=True)
+    removed = retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 60_000, force=True)
     monkeypatch.undo()
     assert fired and removed == []
     assert _rows(table, "SELECT * FROM db.t") == [(1, "a"), (2, "b")]
@@ -228,7 +230,7 @@ def test_forced_orphan_removal_racing_a_writer_process_loses_nothing(table, ware
         deadline = time.monotonic() + scaled(240)  # a bound: longer on a busy host
         while proc.poll() is None and time.monotonic() < deadline:
             t = table.table("db.t")
-            removed += len(maintenance.remove_orphan_files(t, older_than_ms=maintenance.now_ms() + 1000, force=True))
+            removed += len(retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 1000, force=True))
             passes += 1
         out, err = proc.communicate(timeout=60)
     finally:

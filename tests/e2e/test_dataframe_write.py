@@ -179,6 +179,6 @@ def _one_file(table):
 
 
 def _change_paths(table):
-    from arctic_sql.table.scan import live_files
+    from arctic_sql.table.reading.scan import live_files
 
     return [f.path for f in live_files(table.change, table.change.current_snapshot(), "change")]

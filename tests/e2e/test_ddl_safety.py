@@ -35,7 +35,7 @@ CATALOG_DDL = textwrap.dedent(
     from pyiceberg.types import DoubleType, LongType, NestedField, StringType
     from arctic_sql.options import load_catalog
     from arctic_sql.statements import schema_changes
-    from arctic_sql.table import schema_evolution
+    from arctic_sql.table.writing import schema_evolution
     from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
 
     catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))

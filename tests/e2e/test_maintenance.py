@@ -15,9 +15,9 @@ import pytest
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, VersionNotFoundError
 from arctic_sql.optimizer import committer, executor, planner, process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table import maintenance
-from arctic_sql.table import optimizing_state as state
-from arctic_sql.table.scan import live_files
+from arctic_sql.table.maintenance import retention
+from arctic_sql.table.records import optimizing_processes as state
+from arctic_sql.table.reading.scan import live_files
 
 pytestmark = pytest.mark.spark
 
@@ -132,7 +132,7 @@ def _planned_optimize(arctic):
     state.save(table, record)
     tasks = [t for p in plan.partitions for t in p.tasks]
     execution = executor.run_tasks(arctic.spark, table, tasks, record.output_prefix, retries=0)
-    from arctic_sql.table.commit import data_files
+    from arctic_sql.table.writing.commit import data_files
 
     outputs = {"": data_files(table.base, execution.paths)}
     return table, plan, outputs, record
@@ -144,9 +144,9 @@ def test_expiration_and_orphan_removal_while_an_optimize_runs(table_with_history
     arctic.sql("INSERT INTO db.t VALUES (5, 'e')")  # 6, while the optimize runs
     expected = _rows(arctic, "SELECT * FROM db.t")
     state.heartbeat(table, record)
-    maintenance.expire_snapshots(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1, retain_last=1)
+    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
     _age(warehouse)  # even old files of a running optimize stay
-    orphans = maintenance.remove_orphan_files(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1,
+    orphans = retention.remove_orphan_files(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1,
                                               force=True)
     written = {_local(f.file_path) for f in outputs[""]}
     assert written and all(os.path.exists(p) for p in written)
@@ -162,7 +162,7 @@ def test_expiration_and_orphan_removal_while_an_optimize_runs(table_with_history
     state.transition(table, record, state.SUCCESS)
     assert _rows(arctic, "SELECT * FROM db.t") == expected
     # Once it has finished, the next expiration may take its input snapshots.
-    maintenance.expire_snapshots(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1, retain_last=1)
+    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
     assert record.base_snapshot_id not in {s.snapshot_id for s in arctic.table("db.t").base.snapshots()}
     assert _rows(arctic, "SELECT * FROM db.t") == expected
     assert all(os.path.exists(p) for p in _referenced(arctic))
@@ -295,11 +295,11 @@ CRASHING_EXPIRY = textwrap.dedent(
     """
     import sys
     from arctic_sql.options import load_catalog
-    from arctic_sql.table import maintenance
+    from arctic_sql.table.maintenance import retention
     from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
     catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
     table = catalog.load_table(TableIdentifier("db", "t"))
-    maintenance.expire_snapshots(table, older_than_ms=maintenance.now_ms() + 1, retain_last=1)
+    retention.expire_snapshots(table, older_than_ms=retention.now_ms() + 1, retain_last=1)
     """
 )
 
@@ -318,9 +318,9 @@ def test_crash_during_expiration_leaves_a_readable_table(table_with_history, war
         assert _rows(arctic, f"SELECT * FROM db.t VERSION AS OF {version}") == states[version]
     assert all(os.path.exists(p) for p in _referenced(arctic))
     # Finishing the job afterwards: expiration again, then the orphans the crash left.
-    maintenance.expire_snapshots(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1, retain_last=1)
+    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
     _age(warehouse)
-    maintenance.remove_orphan_files(arctic.table("db.t"), older_than_ms=maintenance.now_ms() + 1000, force=True)
+    retention.remove_orphan_files(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1000, force=True)
     assert _versions(arctic) == [5]
     assert _rows(arctic, "SELECT * FROM db.t") == states[5]
     assert _parquet_files(warehouse) == {p for p in _referenced(arctic) if p.endswith(".parquet")}

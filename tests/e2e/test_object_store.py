@@ -179,7 +179,7 @@ def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writ
 def test_a_record_is_one_whole_object_put_with_no_folder_markers(s3, no_aws_environment, restore_storage):
     """Leases and process records are rewritten while others read them: on an object store one
     PUT replaces the object whole (a rename would be a copy and a delete, and folders are markers)."""
-    from arctic_sql.table import storage
+    from arctic_sql.table.files import storage
 
     endpoint, client = s3
     storage.configure(storage.StorageConfig.of(catalog_properties("/unused", endpoint, "s3://lake/records")))

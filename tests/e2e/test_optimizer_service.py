@@ -13,7 +13,7 @@ import time
 import pytest
 from test_reference_model import Model, _rows, _values
 
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.records import optimizing_processes as state
 
 pytestmark = pytest.mark.spark
 

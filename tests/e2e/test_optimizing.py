@@ -18,7 +18,7 @@ from test_reference_model import Log, Model, _rows, _step, check_incremental_rea
 
 from arctic_sql.optimizer import committer, executor, planner, process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.records import optimizing_processes as state
 
 pytestmark = pytest.mark.spark
 
@@ -110,7 +110,7 @@ def _planned(arctic, mode: str = "full"):
     record = state.new_record(table, mode, "test", snap.base_snapshot_id, snap.change_snapshot_id)
     tasks = [t for p in plan.partitions for t in p.tasks]
     execution = executor.run_tasks(arctic.spark, table, tasks, record.output_prefix, retries=0)
-    from arctic_sql.table.commit import data_files
+    from arctic_sql.table.writing.commit import data_files
     from arctic_sql.table.format.partitioning import partition_path
 
     outputs: dict[str, list] = {}

@@ -246,7 +246,7 @@ def test_reads_can_be_protected_and_loopback_is_the_default(spark, tmp_path, tmp
 
 
 def test_sql_metadata_tables_say_what_the_api_says(spark, service, tmp_path_factory):
-    """db.t.history|files|partitions|optimizing and the API share table/metadata_rows.py."""
+    """db.t.history|files|partitions|optimizing and the API share table/reading/metadata_rows.py."""
     import arctic_sql
 
     warehouse = warehouse_with_every_state(spark, str(tmp_path_factory.getbasetemp() / "service-warehouse"))

@@ -231,7 +231,7 @@ def _committed_batches(table):
 def _read_rows(table):
     import pyarrow.parquet as pq
 
-    from arctic_sql.table.scan import plan_read
+    from arctic_sql.table.reading.scan import plan_read
 
     plan = plan_read(table)
     rows: dict = {}

@@ -14,9 +14,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 
 from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
-from arctic_sql.table.arrow_writer import WriteTarget, escape_path_name, statistics_columns, write_table
-from arctic_sql.table.arrow_writes import CHANGES, WritePlan, resolve_across_files, write_task
-from arctic_sql.table.change_rows import check_appends, newest_per_key
+from arctic_sql.table.writing.arrow_files import WriteTarget, escape_path_name, statistics_columns, write_table
+from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan, resolve_across_files, write_task
+from arctic_sql.table.writing.change_kinds import check_appends, newest_per_key
 from arctic_sql.table.format.keyhash import spark_xxhash64
 from arctic_sql.table.format.keyhash_arrow import node_ids
 from arctic_sql.table.format.keyhash_arrow import spark_xxhash64 as vector_hash
@@ -103,7 +103,7 @@ def test_two_tasks_changing_one_key_keep_the_newest_after_commit_side_resolution
 
 
 def test_key_hashes_in_the_messages_rule_out_shared_keys_without_reading_files(tmp_path):
-    from arctic_sql.table.arrow_writes import may_share_keys
+    from arctic_sql.table.writing.arrow_tasks import may_share_keys
 
     plan = WritePlan("db.t", str(tmp_path), _target(tmp_path), str(tmp_path / "w"), CHANGES, None, "write", "x")
     one = write_task(plan, [pa.record_batch({"id": [1, 2], "day": ["d", "d"]})], 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from arctic_sql.procedures import registry
-from arctic_sql.table import properties
+from arctic_sql.table.model import properties
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ import pytest
 from arctic_sql.errors import ArcticError, ExecutionError, failure_summary, full_message
 from arctic_sql.optimizer import cancellation
 from arctic_sql.optimizer.cancellation import OptimizingCancelledError
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.records import optimizing_processes as state
 
 
 def test_only_a_process_that_has_not_begun_committing_can_be_cancelled():

@@ -19,7 +19,7 @@ from arctic_sql.optimizer.evaluator import (
     measure,
 )
 from arctic_sql.optimizer.inputs import PlanFile, Settings
-from arctic_sql.table import properties
+from arctic_sql.table.model import properties
 
 MB = 1024 * 1024
 HOUR = 3_600_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arctic_sql.optimizer.service import HOUR_MS, last_optimized_ms, occupation, quota_threads
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.records import optimizing_processes as state
 
 
 @pytest.mark.parametrize(("quota", "cores", "threads"),

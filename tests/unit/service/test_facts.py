@@ -15,7 +15,7 @@ from iceberg_tables import catalog_at, create, write
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.service import views
 from arctic_sql.service.facts import FactsCache, optimizing_status
-from arctic_sql.table import commit
+from arctic_sql.table.writing import commit
 from arctic_sql.table.format import layout
 
 

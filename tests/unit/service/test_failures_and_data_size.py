@@ -16,8 +16,8 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.service import views
 from arctic_sql.service.facts import FactsCache, current_health, last_failure, optimizing_status
 from arctic_sql.service.health import FAILED_OPTIMIZE_PENALTY
-from arctic_sql.table import commit
-from arctic_sql.table import optimizing_state as state
+from arctic_sql.table.writing import commit
+from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.catalog import TableIdentifier
 from arctic_sql.table.format import layout
 

@@ -13,7 +13,7 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from arctic_sql.table import storage
+from arctic_sql.table.files import storage
 from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from arctic_sql.table.reader import balance
+from arctic_sql.table.reading.merge_on_read import balance
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from arctic_sql.table.bulk_writer import directory_runs, key_problem
+from arctic_sql.table.writing.bulk_base_files import directory_runs, key_problem
 
 WHAT = "OVERWRITE into db.t"
 
@@ -37,8 +37,8 @@ def test_a_streamed_task_writes_full_files_and_cuts_at_each_folder(tmp_path):
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField
 
-    from arctic_sql.table.arrow_writer import WriteTarget
-    from arctic_sql.table.bulk_writer import _streamed_task
+    from arctic_sql.table.writing.arrow_files import WriteTarget
+    from arctic_sql.table.writing.bulk_base_files import _streamed_task
 
     schema = Schema(NestedField(1, "id", LongType(), required=True))
     target = WriteTarget("base", str(tmp_path), schema, UNPARTITIONED_PARTITION_SPEC, ("id",), 4, max_rows=3)

@@ -10,7 +10,7 @@ from iceberg_tables import SCHEMA, catalog_at, create, write
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, TableAlreadyExistsError
-from arctic_sql.table import commit
+from arctic_sql.table.writing import commit
 from arctic_sql.table.catalog import CHANGE_SUFFIX, TableIdentifier
 
 

@@ -12,9 +12,9 @@ from pyiceberg.table import Transaction
 from pyiceberg.types import LongType
 
 from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
-from arctic_sql.table import commit
+from arctic_sql.table.writing import commit
 from arctic_sql.table.format import layout, versions
-from arctic_sql.table.scan import live_files
+from arctic_sql.table.reading.scan import live_files
 
 
 @pytest.fixture
@@ -190,7 +190,7 @@ def test_a_first_attempt_on_metadata_another_writer_moved_past_retries_and_keeps
 def test_footers_kept_by_the_writer_give_the_data_files_a_read_back_gives(table):
     import pyarrow as pa
 
-    from arctic_sql.table.arrow_writer import WriteTarget, write_table
+    from arctic_sql.table.writing.arrow_files import WriteTarget, write_table
 
     target = WriteTarget.of(table, layout.Store.CHANGE)
     rows = pa.table({"id": [5, 1, 3], "p": ["x", None, "y"], "v": ["a", "b", None]}, schema=target.arrow_schema())
@@ -216,7 +216,7 @@ def test_registering_a_file_warns_only_of_statistics_left_out_unexpectedly(tmp_p
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, NestedField, StringType
 
-    from arctic_sql.table.arrow_writer import statistics_columns
+    from arctic_sql.table.writing.arrow_files import statistics_columns
     from arctic_sql.table.catalog import TableIdentifier
 
     schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "d", DoubleType()),

@@ -11,11 +11,12 @@ import json
 from iceberg_tables import catalog_at, create, write
 from pyiceberg.catalog import load_catalog
 
-from arctic_sql.table import commit, metadata_cache
+from arctic_sql.table import metadata_cache
+from arctic_sql.table.writing import commit
 from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
-from arctic_sql.table.changes import Range, change_files
+from arctic_sql.table.reading.changes import Range, change_files
 from arctic_sql.table.format import versions
-from arctic_sql.table.scan import live_files, plan_read
+from arctic_sql.table.reading.scan import live_files, plan_read
 
 T = TableIdentifier("db", "t")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arctic_sql.table import leases
+from arctic_sql.table.records import leases
 
 
 def test_a_task_lease_holds_past_a_renewed_leases_hold_until_released(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The in-memory node merge (arctic_sql.table.node_merge) against a dictionary model of the merge rule,
+"""The in-memory node merge (arctic_sql.table.reading.node_merge) against a dictionary model of the merge rule,
 and its file round trip through a real pyiceberg catalog: columns resolve by field id."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from arctic_sql.table import node_merge
-from arctic_sql.table.commit import data_files
+from arctic_sql.table.reading import node_merge
+from arctic_sql.table.writing.commit import data_files
 
 KEYS = ["id", "p"]
 ARROW = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.string(), nullable=False),

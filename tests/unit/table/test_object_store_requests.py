@@ -8,7 +8,8 @@ import os
 import pytest
 from s3_harness import BUCKET, catalog_properties, objects, s3_server
 
-from arctic_sql.table import leases, storage
+from arctic_sql.table.files import storage
+from arctic_sql.table.records import leases
 
 ROOT = f"s3://{BUCKET}/wh/db/t"
 

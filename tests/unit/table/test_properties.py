@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table import properties as props
+from arctic_sql.table.model import properties as props
 
 
 def test_defaults_follow_amoro():

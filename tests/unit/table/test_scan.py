@@ -7,9 +7,9 @@ from iceberg_tables import catalog_at, create, write
 from pyiceberg.expressions import EqualTo
 
 from arctic_sql.errors import VersionNotFoundError
-from arctic_sql.table import commit
+from arctic_sql.table.writing import commit
 from arctic_sql.table.format import layout, versions
-from arctic_sql.table.scan import latest_version, live_files, plan_read
+from arctic_sql.table.reading.scan import latest_version, live_files, plan_read
 
 
 def _names(files) -> set[str]:  # noqa: ANN001 - planned FileEntry objects or written paths

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from arctic_sql.errors import ExecutionError, InvalidArgumentError
-from arctic_sql.table import storage
+from arctic_sql.table.files import storage
 
 
 def test_records_are_read_and_a_broken_one_is_named(tmp_path):
@@ -124,7 +124,7 @@ def test_the_stores_tasks_read_carry_no_catalog_uri_or_credential(tmp_path, rest
     from pyiceberg.catalog import load_catalog
 
     from arctic_sql.table.catalog import ArcticCatalog
-    from arctic_sql.table.node_merge import Store
+    from arctic_sql.table.reading.node_merge import Store
     from iceberg_tables import create
 
     iceberg = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}",

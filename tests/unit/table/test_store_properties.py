@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table import properties
+from arctic_sql.table.model import properties
 
 
 @pytest.mark.parametrize("key", ["commit.retry.num-retries", "commit.retry.min-wait-ms",

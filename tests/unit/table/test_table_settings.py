@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table import properties, settings_codegen
-from arctic_sql.table.table_settings import TableSettings
+from arctic_sql.table.model import properties, settings_codegen
+from arctic_sql.table.model.table_settings import TableSettings
 
 
 def test_the_generated_module_is_up_to_date_with_the_registry():
-    # After a change to properties.PROPERTIES: python -m arctic_sql.table.settings_codegen
+    # After a change to properties.PROPERTIES: python -m arctic_sql.table.model.settings_codegen
     assert settings_codegen.TARGET.read_text(encoding="utf-8") == settings_codegen.source()
 
 

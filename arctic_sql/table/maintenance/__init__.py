@@ -1,0 +1,1 @@
+"""Maintenance: snapshot expiration, change-data TTL, orphan removal, rollback, purge."""

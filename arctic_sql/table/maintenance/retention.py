@@ -1,0 +1,556 @@
+"""Keeping history only as long as asked: snapshot expiration, change-data TTL, orphan removal,
+rollback and purge (DESIGN "Maintenance"; invariants 2, 3 and 5).
+
+Destructive steps are conservative: a file is deleted only when no retained snapshot of either
+store, no statistics file and no running optimize references it. Each step first commits the
+metadata change (atomic, per store) and only then deletes files, so a crash at any point leaves a
+readable table and, at worst, unreferenced files that :func:`remove_orphan_files` takes later.
+
+Expiration works in versions, not snapshots: it keeps every version committed at or after
+``older_than`` plus the newest ``retain_last`` versions (and every version from the oldest one a
+live stream consumer or tag needs), and for the oldest kept version ``v0`` it
+keeps the snapshots that hold it: the base snapshot whose merged state is at or before ``v0`` (which
+may be much older than ``older_than``), the change snapshot at ``v0``, the snapshot that carries the
+commit itself, the newest base snapshot carrying a watermark (as Amoro keeps its latest optimized
+snapshot), and the snapshots a running optimize planned against (Amoro's
+``min(now - keep.duration, running plan's snapshot)``). Everything older goes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.snapshots import Snapshot
+
+from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
+from arctic_sql.faults import fault_point
+from arctic_sql.table.files import storage
+from arctic_sql.table.reading import tags
+from arctic_sql.table.records import consumers, leases
+from arctic_sql.table.writing import bulk_base_files, commit, spark_files
+from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.reading.changes import version_at
+from arctic_sql.table.format import layout, versions
+from arctic_sql.table.format.layout import Store
+from arctic_sql.table.format.partitioning import partition_path
+from arctic_sql.table.records.optimizing_processes import running_processes
+from arctic_sql.table.reading.merge_on_read import merged_dataframe
+from arctic_sql.table.reading.scan import live_entries, live_files, plan_read
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+MINUTE_MS = 60_000
+_ATTEMPTS = 10
+TAG_WAIT_S = 10.0  # how long an expiration waits for a tag being created before it keeps everything
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# retention settings --------------------------------------------------------------------------------
+def keep_duration_ms(table: ArcticTable) -> int:
+    """``snapshot.keep.duration`` (minutes), or MaxCompute's ``acid.data.retain.hours`` when only it is set."""
+    if "snapshot.keep.duration" not in table.properties and "acid.data.retain.hours" in table.properties:
+        return table.settings.acid_data_retain_hours * 60 * MINUTE_MS
+    return table.settings.snapshot_keep_duration * MINUTE_MS
+
+
+def orphan_min_age_ms(table: ArcticTable) -> int:
+    return table.settings.clean_orphan_file_min_existing_time_minutes * MINUTE_MS
+
+
+def change_ttl_ms(table: ArcticTable) -> int:
+    return table.settings.change_data_ttl_minutes * MINUTE_MS
+
+
+# what files a set of snapshots needs ------------------------------------------------------------
+@dataclass
+class FileSet:
+    """The files snapshots of one store reference, by kind."""
+
+    data: set[str] = field(default_factory=set)
+    manifests: set[str] = field(default_factory=set)
+    manifest_lists: set[str] = field(default_factory=set)
+
+    def add(self, store: Table, snapshot: Snapshot, store_name: str) -> None:
+        self.data.update(f.path for f in live_entries(store, snapshot, store_name))  # delete files too
+        self.manifests.update(m.manifest_path for m in snapshot.manifests(store.io))
+        self.manifest_lists.add(snapshot.manifest_list)
+
+
+def _files_of(store: Table, snapshots: Iterable[Snapshot], store_name: str) -> FileSet:
+    files = FileSet()
+    for snap in snapshots:
+        files.add(store, snap, store_name)
+    return files
+
+
+# expiration ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExpireResult:
+    """What one expiration removed (a row of ``CALL system.expire_snapshots``)."""
+
+    deleted_data_files: int = 0
+    deleted_change_files: int = 0
+    deleted_manifest_files: int = 0
+    deleted_metadata_files: int = 0  # manifest lists and table metadata files
+    expired_snapshots: int = 0
+    removed_change_files: int = 0  # merged change files the change-data TTL dropped from the change store
+    oldest_version: int = 0
+
+    def row(self) -> tuple[int, ...]:
+        return (self.deleted_data_files, self.deleted_change_files, self.deleted_manifest_files,
+                self.deleted_metadata_files, self.expired_snapshots, self.removed_change_files,
+                self.oldest_version)
+
+
+EXPIRE_OUTPUT = ("deleted_data_files_count long, deleted_change_files_count long, deleted_manifest_files_count long, "
+                 "deleted_metadata_files_count long, expired_snapshots_count long, "
+                 "removed_change_files_count long, oldest_version long")
+
+
+@dataclass(frozen=True)
+class StoreExpiry:
+    """The snapshots of one store to expire and the files only they reference."""
+
+    store_name: str  # base | change
+    expire_ids: tuple[int, ...]
+    data_files: frozenset[str]
+    manifests: frozenset[str]
+    metadata_files: frozenset[str]  # manifest lists and metadata.json files
+
+
+def _index_of(chain: list[Snapshot], snapshot_id: int | None) -> int | None:
+    for i, snap in enumerate(chain):
+        if snap.snapshot_id == snapshot_id:
+            return i
+    return None
+
+
+def _keep_from(table: ArcticTable, store_name: str, chain: list[Snapshot], v0: versions.Commit | None,
+               running: list) -> int:
+    """Index in ``chain`` of the oldest snapshot that must stay."""
+    if not chain:
+        return 0
+    keep = len(chain) - 1  # the current snapshot always stays
+    if v0 is not None:
+        candidates: list[Snapshot | None] = []
+        if v0.store == store_name:
+            candidates.append(next((s for s in chain if s.snapshot_id == v0.snapshot_id), None))
+        if store_name == Store.BASE and table.is_keyed:
+            candidates.append(versions.base_snapshot_for(table.base, v0.version))
+        elif store_name == Store.CHANGE:
+            candidates.append(versions.snapshot_at(chain_store(table, store_name), v0.version))
+        for snap in candidates:
+            # No snapshot at or before v0 (v0 predates the store's first snapshot, e.g. the first
+            # optimize of the base): every snapshot of the chain serves a retained version.
+            index = _index_of(chain, snap.snapshot_id) if snap is not None else 0
+            if index is not None:
+                keep = min(keep, index)
+    if store_name == Store.BASE:
+        marked = [i for i, s in enumerate(chain) if versions.WATERMARKS in versions.summary_of(s)]
+        if marked:
+            keep = min(keep, marked[-1])
+    for record in running:
+        index = _index_of(chain, record.base_snapshot_id if store_name == Store.BASE else record.change_snapshot_id)
+        if index is not None:
+            keep = min(keep, index)
+    return keep
+
+
+def chain_store(table: ArcticTable, store_name: str) -> Table:
+    store = table.base if store_name == Store.BASE else table.change
+    assert store is not None
+    return store
+
+
+def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tuple[list[StoreExpiry], int]:
+    """What expiring ``table`` would remove (pure metadata), and the oldest version it keeps."""
+    history = versions.history(table.base, table.change)
+    commits = history.commits
+    kept = [c for c in commits if c.committed_at_ms >= older_than_ms] + commits[-retain_last:]
+    # A live stream consumer reads the changes after its version; a live tag names its version.
+    for needed in (consumers.oldest_needed(table), tags.oldest_needed(table)):
+        if needed is not None:
+            kept += [c for c in commits if c.version >= needed]
+    v0 = min(kept, key=lambda c: c.version) if kept else None
+    running = running_processes(table)
+    plans = []
+    stores = [(Store.CHANGE, table.change), (Store.BASE, table.base)] if table.change is not None else [(Store.BASE, table.base)]
+    for store_name, store in stores:
+        assert store is not None
+        chain = versions.snapshots_in_order(store)
+        keep_from = _keep_from(table, store_name, chain, v0, running)
+        in_chain = {s.snapshot_id for s in chain}
+        # Snapshots off the current branch's ancestry (none are made by arctic-sql) go by age alone.
+        stray = [s for s in store.snapshots() if s.snapshot_id not in in_chain and s.timestamp_ms < older_than_ms
+                 and not any(r.base_snapshot_id == s.snapshot_id or r.change_snapshot_id == s.snapshot_id
+                             for r in running)]
+        expired = chain[:keep_from] + stray
+        if not expired:
+            continue
+        expired_ids = {s.snapshot_id for s in expired}
+        retained = [s for s in store.snapshots() if s.snapshot_id not in expired_ids]
+        gone, kept_files = _files_of(store, expired, store_name), _files_of(store, retained, store_name)
+        oldest_kept_ms = min((s.timestamp_ms for s in retained), default=now_ms())
+        old_metadata = {e.metadata_file for e in store.metadata.metadata_log if e.timestamp_ms < oldest_kept_ms}
+        plans.append(StoreExpiry(
+            store_name,
+            tuple(sorted(expired_ids)),
+            frozenset(gone.data - kept_files.data),
+            frozenset(gone.manifests - kept_files.manifests),
+            frozenset((gone.manifest_lists - kept_files.manifest_lists) | (old_metadata - {store.metadata_location})),
+        ))
+    return plans, v0.version if v0 is not None else 0
+
+
+def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retain_last: int | None = None,
+                     *, change_ttl: bool = True) -> ExpireResult:
+    """Expire history older than ``older_than_ms`` (default: now - ``snapshot.keep.duration``) beyond
+    the newest ``retain_last`` versions (default: ``snapshot.keep.min-count``) and delete the files
+    no retained version needs. With ``change_ttl`` it first applies the change-data TTL.
+
+    >>> expire_snapshots(session.table("db.t"), retain_last=5)  # doctest: +SKIP
+    """
+    if older_than_ms is None:
+        older_than_ms = now_ms() - keep_duration_ms(table)
+    if retain_last is None:
+        retain_last = table.settings.snapshot_keep_min_count
+    if retain_last < 1:
+        raise InvalidArgumentError(f"retain_last must be 1 or more for {table.identifier}, got {retain_last}")
+    removed = expire_change_data(table) if change_ttl and table.is_keyed else 0
+    with leases.writing(table, tags.EXPIRING):  # its metadata files are unreferenced until the commit
+        if _tag_in_the_making(table):
+            log.info("a tag of %s is being created: expiration keeps every version this run", table.identifier)
+            return ExpireResult(removed_change_files=removed, oldest_version=versions.history(table.base, table.change).oldest)
+        return _expire(table, older_than_ms, retain_last, removed)
+
+
+def _tag_in_the_making(table: ArcticTable) -> bool:
+    """Whether a tag is being created after this expiration's lease was written (one created later
+    waits for the lease to end, tags.py): the tag may name any version. A tag takes milliseconds, so
+    wait a little for it first."""
+    deadline = time.monotonic() + TAG_WAIT_S
+    while tags.being_created(table):
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: int) -> ExpireResult:
+    committed: list[StoreExpiry] = []  # what landed, also from an attempt that lost a race halfway
+    for attempt in range(_ATTEMPTS):
+        _refresh(table)
+        tags.drop_past_retention(table, now_ms())
+        plans, oldest = plan_expiry(table, older_than_ms, retain_last)
+        try:
+            for plan in plans:
+                commit.expire_snapshots(chain_store(table, plan.store_name), plan.expire_ids)
+                committed.append(plan)
+                fault_point("expire-between-stores")
+        except CommitFailedException:
+            log.info("expiring %s raced with a commit (attempt %d); planning again", table.identifier, attempt + 1)
+            continue
+        fault_point("expire-before-delete")
+        return _delete_expired(committed, oldest, removed)
+    _delete_expired(committed, 0, removed)
+    raise CommitConflictError(f"Expiring snapshots of {table.identifier} kept conflicting with other commits")
+
+
+def _delete_expired(plans: list[StoreExpiry], oldest: int, removed: int) -> ExpireResult:
+    data = change = manifests = metadata = expired = 0
+    for plan in plans:
+        expired += len(plan.expire_ids)
+        deleted = _delete(plan.data_files)
+        if plan.store_name == Store.CHANGE:
+            change += deleted
+        else:
+            data += deleted
+        fault_point("expire-mid-delete")
+        manifests += _delete(plan.manifests)
+        metadata += _delete(plan.metadata_files)
+    return ExpireResult(data, change, manifests, metadata, expired, removed, oldest)
+
+
+def purge(table: ArcticTable) -> ExpireResult:
+    """Drop all history before the current version at once (MaxCompute's ``purge``)."""
+    return expire_snapshots(table, older_than_ms=now_ms() + 1, retain_last=1)
+
+
+def _refresh(table: ArcticTable) -> None:
+    table.base.refresh()
+    if table.change is not None:
+        table.change.refresh()
+
+
+def _delete(paths: Iterable[str]) -> int:
+    return storage.delete_files(sorted(paths))
+
+
+# change-data TTL --------------------------------------------------------------------------------
+def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> int:
+    """Drop from the change store the change files already merged into the base (at or below their
+    partition's watermark) and committed before ``older_than_ms`` (default: now -
+    ``change.data.ttl.minutes``). Unmerged change files always stay. Older snapshots still
+    reference the dropped files, so time travel and incremental reads of retained versions keep
+    working; expiration deletes the files once no retained snapshot needs them. Returns how many
+    files were dropped."""
+    if table.change is None:
+        return 0
+    if older_than_ms is None:
+        older_than_ms = now_ms() - change_ttl_ms(table)
+    change = table.change
+    dropped = 0
+
+    def apply(tx: Transaction, commit_id: str) -> None:
+        nonlocal dropped
+        table.base.refresh()
+        marks = versions.watermarks_of(table.base.current_snapshot())
+        chain = versions.snapshots_in_order(change)
+        committed_at = {s.sequence_number: s.timestamp_ms for s in chain}
+        # A file whose commit has expired is older than the oldest snapshot still there.
+        oldest_ms = chain[0].timestamp_ms if chain else 0
+        doomed = [f.data_file for f in live_files(change, change.current_snapshot(), Store.CHANGE)
+                  if f.sequence_number <= marks.get(f.partition, 0)
+                  and committed_at.get(f.sequence_number, oldest_ms) < older_than_ms]
+        dropped = len(doomed)
+        if not doomed:
+            raise _NothingToDo()
+        properties = {versions.OPERATION: versions.CHANGE_TTL, versions.COMMIT_ID: commit_id}
+        with tx.update_snapshot(snapshot_properties=properties).overwrite() as overwrite:
+            for data_file in doomed:
+                overwrite.delete_data_file(data_file)
+
+    try:
+        with leases.writing(table, versions.CHANGE_TTL):
+            commit.commit_loop(table, change, apply, [])
+    except _NothingToDo:
+        return 0
+    return dropped
+
+
+class _NothingToDo(Exception):
+    """No change file is old enough and merged: nothing to commit."""
+
+
+# orphan files -----------------------------------------------------------------------------------
+def _normalized(path: str) -> str:
+    """One spelling per file: ``file:///x``, ``file:/x`` and ``/x`` are the same local file."""
+    if path.startswith("file:"):
+        return urlparse(path).path
+    return path
+
+
+def _referenced(table: ArcticTable) -> set[str]:
+    """Every file any retained snapshot, the metadata log or a statistics file of either store needs."""
+    refs: set[str] = set()
+    for store_name, store in ((Store.BASE, table.base), (Store.CHANGE, table.change)):
+        if store is None:
+            continue
+        files = _files_of(store, store.snapshots(), store_name)
+        refs |= files.data | files.manifests | files.manifest_lists
+        refs.add(store.metadata_location)
+        refs.update(e.metadata_file for e in store.metadata.metadata_log)
+        refs.update(s.statistics_path for s in store.metadata.statistics)
+        refs.update(s.statistics_path for s in store.metadata.partition_statistics)
+    return {_normalized(p) for p in refs}
+
+
+# What orphan removal may consider: the folders the table's own writes create under a store's
+# data/ (a write id, or an optimizing process's output) and the file kinds pyiceberg writes under
+# metadata/. Anything else in those folders was put there by someone else and is not the table's.
+_WRITE_FOLDER = re.compile(r"^(?:[0-9a-f]{32}|optimize-[0-9]{13}-[0-9a-f]{8})$")
+_METADATA_FILE = re.compile(r"\.(?:metadata\.json|avro|puffin|stats)$")
+SAFETY_WINDOW_FLOOR_MS = 60 * MINUTE_MS
+
+
+def safety_window_ms(table: ArcticTable) -> int:
+    """Files younger than this are left alone unless forced: ``clean-orphan-file.min-existing-time-minutes``,
+    never under an hour."""
+    return max(orphan_min_age_ms(table), SAFETY_WINDOW_FLOOR_MS)
+
+
+def _owned(relative: str) -> bool:
+    """Whether a file at ``relative`` (to the store's folder) is of a kind the table writes itself."""
+    parts = relative.split("/")
+    if parts[0] == "data":  # data/<write folder>/[<column>=<value>/...]<file>: nothing else is the table's
+        return len(parts) > 2 and bool(_WRITE_FOLDER.match(parts[1])) and all("=" in p for p in parts[2:-1])
+    return parts[0] == "metadata" and len(parts) == 2 and bool(_METADATA_FILE.search(parts[1]))
+
+
+def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
+    """Files the table's writes created under the stores' ``data/`` and ``metadata/`` folders that
+    nothing references, last modified before ``older_than_ms`` and before every write in flight.
+
+    Three reads, in this order, so that no write can slip between them:
+
+    1. the files are listed;
+    2. the writes in flight (leases) and running optimizes are read;
+    3. the metadata is read.
+
+    A listed file was written before step 1, by a write that at step 2 was either still in flight
+    (its lease keeps every file from its start on) or over: committed before step 3 (so the metadata
+    references the file) or failed (a true orphan). Reading the metadata before listing, as this
+    did until the chaos test caught it, let a write that began after the leases were read and
+    committed before the listing lose its new files, the current metadata file among them, whenever
+    ``older_than_ms`` lies ahead of the scan (a forced removal "up to now").
+    """
+    listed = []  # (location, normalized path, modified ms)
+    for store in (table.base, table.change):
+        if store is None:
+            continue
+        root = store.location().rstrip("/")
+        fs, inner = storage.filesystem(root)
+        scheme = storage.prefix(root, inner)
+        for sub in ("data", "metadata"):
+            selector = pafs.FileSelector(f"{inner}/{sub}", recursive=True, allow_not_found=True)
+            for info in fs.get_file_info(selector):
+                if info.type != pafs.FileType.File or info.mtime is None:
+                    continue
+                if not _owned(info.path[len(inner) + 1:]):
+                    continue
+                location = scheme + info.path
+                listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
+    running = running_processes(table)
+    writes = leases.live_leases(layout.table_root(table.base.location()))
+    starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
+    cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
+    # A running optimize names the folder it writes to: kept whatever its files' times say.
+    protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
+    _refresh(table)
+    referenced = _referenced(table)
+    return sorted(location for location, path, modified_ms in listed
+                  if path not in referenced and not path.startswith(protected) and modified_ms < cutoff)
+
+
+def remove_orphan_files(table: ArcticTable, older_than_ms: int | None = None, dry_run: bool = False,
+                        force: bool = False) -> list[str]:
+    """Delete (or with ``dry_run`` only list) the orphan files older than ``older_than_ms`` (default:
+    now minus the safety window); return their locations.
+
+    An ``older_than_ms`` inside the safety window (:func:`safety_window_ms`) is refused unless
+    ``force``, as Delta's VACUUM refuses a short retention; even forced, files of writes in flight
+    stay (see :func:`orphan_files`).
+    """
+    window = safety_window_ms(table)
+    if older_than_ms is None:
+        older_than_ms = now_ms() - window
+    elif older_than_ms > now_ms() - window and not (force or dry_run):
+        raise InvalidArgumentError(
+            f"older_than is inside the safety window of {window // MINUTE_MS} minutes "
+            "(clean-orphan-file.min-existing-time-minutes, never under 60): files that new may belong to "
+            "writes in progress; pass force => true to remove them anyway"
+        )
+    orphans = orphan_files(table, older_than_ms)
+    if not dry_run:
+        _delete(orphans)
+        leases.expire(layout.table_root(table.base.location()))
+    return orphans
+
+
+# rollback ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RollbackResult:
+    previous_version: int
+    restored_version: int
+    current_version: int
+
+    def row(self) -> tuple[int, int, int]:
+        return (self.previous_version, self.restored_version, self.current_version)
+
+
+ROLLBACK_OUTPUT = "previous_version long, restored_version long, current_version long"
+ROLLBACK = versions.Operation.ROLLBACK
+ROLLBACK_TO = "arctic.rollback-to"
+
+
+def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -> RollbackResult:
+    """Make ``version``'s rows the current state, as a new commit: history before and after stays.
+
+    The new commit replaces every base file and, on a primary-key table, moves every partition's
+    watermark to a new transaction, so older change data no longer applies. When the version's
+    rows are base files alone (a table without a key, or a version read right after optimizing),
+    those files are committed again as they are; otherwise the version's merged rows are written
+    once by a Spark job, as INSERT OVERWRITE would.
+    """
+    _refresh(table)
+    history = versions.history(table.base, table.change)
+    if not any(c.version == version for c in history.commits):
+        raise VersionNotFoundError(
+            f"Cannot roll {table.identifier} back to version {version}: it does not exist or has expired "
+            f"(available: {history.describe()})"
+        )
+    previous = history.latest
+    if version == previous:
+        return RollbackResult(previous, version, previous)
+    with leases.writing(table, ROLLBACK):
+        plan = plan_read(table, version)
+        written: list[str] = []
+        if plan.change_files:
+            rows = spark_files.align(merged_dataframe(spark, table, plan), table.schema)
+            written = bulk_base_files.write_base_files(rows, table, f"rollback of {table.identifier}")
+            new_files = commit.data_files(table.base, written)
+        else:
+            new_files = [f.data_file for f in plan.base_files]
+            new_files += list({d.file_path: d for f in plan.base_files for d in f.deletes}.values())
+        spec, schema = table.spec, table.schema
+
+        def build(store: Table, txn: int | None) -> commit.BaseChange:
+            current = store.current_snapshot()
+            live = live_entries(store, current, Store.BASE)  # delete files too
+            live_paths = {f.path for f in live}
+            keep = {f.file_path for f in new_files}
+            summary = {versions.OPERATION: ROLLBACK, ROLLBACK_TO: str(version)}
+            marks = None
+            if txn is not None:
+                assert table.change is not None
+                changed = live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
+                partitions = (set(versions.watermarks_of(current)) | {f.partition for f in live}
+                              | {f.partition for f in changed}
+                              | {partition_path(spec, schema, f.partition) for f in new_files})
+                marks = {p: txn for p in partitions}
+                summary[versions.TXN] = str(txn)
+            added = [f for f in new_files if f.file_path not in live_paths]
+            _check_still_there(table, version, added)
+            return commit.BaseChange(delete=[f.data_file for f in live if f.path not in keep], add=added,
+                                     watermarks=marks, summary=summary)
+
+        if table.change is not None:
+            _, txn = commit.commit_reserved(table, ROLLBACK, build, written)
+            return RollbackResult(previous, version, txn)
+        snapshot = commit.commit_base(table, lambda store: build(store, None), written)
+        return RollbackResult(previous, version, snapshot.sequence_number)
+
+
+def _check_still_there(table: ArcticTable, version: int, files: list) -> None:  # noqa: ANN001 - DataFiles
+    """Refuse to commit again files that expiration removed while the rollback ran (one batched stat)."""
+    for f, info in zip(files, storage.file_infos([f.file_path for f in files]), strict=True):
+        if info.type != pafs.FileType.File:
+            raise VersionNotFoundError(f"Cannot roll {table.identifier} back to version {version}: it expired while "
+                                       f"the rollback ran ({f.file_path} is gone); nothing was committed")
+
+
+def rollback_to_timestamp(spark: SparkSession, table: ArcticTable, timestamp_ms: int) -> RollbackResult:
+    """Roll back to the newest version committed at or before ``timestamp_ms``."""
+    history = versions.history(table.base, table.change)
+    version = version_at(history, timestamp_ms * 1000)
+    if version is None:
+        raise VersionNotFoundError(
+            f"Cannot roll {table.identifier} back to {timestamp_ms} ms: no retained version was committed "
+            f"by then (available: {history.describe()})"
+        )
+    return rollback_to_version(spark, table, version)

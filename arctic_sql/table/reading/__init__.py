@@ -1,0 +1,1 @@
+"""Reading a table: scan planning, merge-on-read, changes between versions, time travel, tags, metadata rows."""

@@ -1,0 +1,1 @@
+"""Records kept beside a table: write leases, stream consumers, optimizing processes, maintenance runs."""

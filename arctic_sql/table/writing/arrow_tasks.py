@@ -1,0 +1,170 @@
+"""Writes whose files are written in Spark's Python workers with pyarrow and committed on the driver.
+
+Each task (:func:`write_task`) turns its Arrow batches into the table's rows, keeps one change per
+key within the task, and writes the files (arrow_files.py). The driver (:func:`resolve_across_files`)
+then looks only where two tasks may have written the same key, the files of one node of one
+partition: it reads their key columns, and keeps the newest change of a key (by the sequence each
+task wrote beside its files) or refuses the write. No Spark job runs for either step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arctic_sql.table.files import storage
+from arctic_sql.table.writing.arrow_files import (
+    WriteTarget,
+    WrittenFile,
+    conform,
+    sidecar_path,
+    statistics_columns,
+    write_table,
+)
+from arctic_sql.table.writing.change_kinds import (
+    CHANGE_TYPE,
+    SEQUENCE_HINT,
+    check_appends,
+    check_not_null,
+    check_null_keys,
+    newest_per_key,
+    to_changes,
+)
+from arctic_sql.table.format import layout
+
+SEQUENCE_SIDECAR = "__arctic_sequence"
+CHANGES, OVERWRITE, APPEND = "changes", "overwrite", "append"
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """One write, as the driver planned it and every task receives it (pickled)."""
+
+    table: str
+    table_root: str  # where write leases go (leases.py)
+    target: WriteTarget
+    location: str  # this write's folder under the store's data/
+    mode: str  # changes | overwrite | append
+    sequence_column: str | None
+    operation: str  # the history's name for it: write, overwrite, append, stream
+    scope: str  # "in one write", "in one micro-batch": what the duplicate-key error says
+    change_column: str = CHANGE_TYPE  # the column telling upserts from deletes (SQL's own: arctic_op)
+    duplicate_hint: str | None = SEQUENCE_HINT  # how the duplicate-key error says to resolve it
+
+    @property
+    def what(self) -> str:
+        return f"{self.operation.upper()} into {self.table}"
+
+
+def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task: int) -> list[WrittenFile]:
+    """Write one task's rows; return the files (none for no rows)."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return []
+    batch = pa.Table.from_batches(collected)
+    target = plan.target
+    if plan.mode != CHANGES:
+        if plan.mode == APPEND:
+            check_appends(batch, plan.table)
+        rows = conform(batch, target)
+        check_not_null(rows, target, plan.what)
+        if target.keys:
+            newest_per_key(rows.select(list(target.keys)), None, plan.what, plan.scope, plan.duplicate_hint)
+        return write_table(rows, target, plan.location, task=task)
+    changes = to_changes(batch, target, plan.sequence_column, plan.change_column)
+    check_not_null(changes.rows, target, plan.what, changes.deletes)
+    keep = newest_per_key(changes.rows.select(list(target.keys)), changes.sequence, plan.what, plan.scope,
+                          plan.duplicate_hint)
+    rows, ops, sequence = changes.rows, changes.ops, changes.sequence
+    if len(keep) < rows.num_rows:
+        index = pa.array(keep)
+        rows, ops = rows.take(index), ops.take(index)
+        sequence = sequence.take(index) if sequence is not None else None
+    if sequence is None:
+        return write_table(rows, target, plan.location, ops=ops, task=task)
+    return write_table(rows.append_column(SEQUENCE_SIDECAR, sequence), target, plan.location, ops=ops,
+                       task=task, sidecar=SEQUENCE_SIDECAR)
+
+
+def _node_folder(path: str) -> str:
+    """A file's folder without its kind of change: the files that may share keys share it."""
+    folder = path.rsplit("/", 1)[0]
+    return "/".join(s for s in folder.split("/") if not s.startswith(f"{layout.OP_COLUMN}="))
+
+
+def resolve_across_files(plan: WritePlan, files: list[WrittenFile]) -> list[WrittenFile]:
+    """Make every key appear once in the write: read the keys where two tasks' files meet, keep the
+    newest change of a key (with a sequence column) or raise. Rewritten files replace the originals."""
+    keys = list(plan.target.keys)
+    if not keys:
+        return files
+    groups: dict[str, list[WrittenFile]] = {}
+    for f in files:
+        groups.setdefault(_node_folder(f.path), []).append(f)
+    result = [f for group in groups.values() if len(group) == 1 for f in group]
+    for group in (g for g in groups.values() if len(g) > 1):
+        result.extend(_resolve_group(plan, keys, group))
+    return result
+
+
+def may_share_keys(group: list[WrittenFile]) -> bool:
+    """Whether two files of ``group`` may hold one key: their key hashes meet (or a file has none)."""
+    if any(f.key_hashes is None for f in group):
+        return True
+    hashes = np.concatenate([np.frombuffer(f.key_hashes, dtype=np.uint64) for f in group])  # type: ignore[arg-type]
+    return len(np.unique(hashes)) < len(hashes)
+
+
+def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -> list[WrittenFile]:
+    if not may_share_keys(group):
+        return group
+    tables = [_read(f.path, keys) for f in group]
+    key_rows = pa.concat_tables(tables)
+    check_null_keys(key_rows, plan.what)
+    sequence = None
+    if plan.sequence_column is not None:
+        sequence = pa.concat_arrays([_read(sidecar_path(f.path), None).column(0).combine_chunks() for f in group])
+    keep = newest_per_key(key_rows, sequence, plan.what, plan.scope, plan.duplicate_hint)
+    if len(keep) == key_rows.num_rows:
+        return group
+    kept = np.zeros(key_rows.num_rows, dtype=bool)
+    kept[keep] = True
+    result, start = [], 0
+    for f, table in zip(group, tables, strict=True):
+        mask = kept[start:start + table.num_rows]
+        start += table.num_rows
+        result.extend([f] if mask.all() else _rewrite(f, mask))
+    return result
+
+
+def _read(path: str, columns: list[str] | None) -> pa.Table:
+    fs, inner = storage.filesystem(path)
+    with fs.open_input_file(inner) as f:
+        return pq.read_table(f, columns=columns)
+
+
+def _rewrite(f: WrittenFile, mask: np.ndarray) -> list[WrittenFile]:
+    """The file without the rows ``mask`` drops (a new file beside it; none if no row is left)."""
+    rows = _read(f.path, None).filter(pa.array(mask))
+    storage.delete_files([f.path, sidecar_path(f.path)])
+    if rows.num_rows == 0:
+        return []
+    folder, name = f.path.rsplit("/", 1)
+    path = f"{folder}/{name.replace('part-', 'part-r', 1)}"
+    fs, inner = storage.filesystem(path)
+    with fs.open_output_stream(inner) as out:
+        pq.write_table(rows, out, compression="snappy", store_schema=False,
+                       write_statistics=statistics_columns(rows.schema))
+    return [WrittenFile(path, rows.num_rows)]
+
+
+def discard(files: Iterable[WrittenFile]) -> None:
+    """Delete files no commit references (and their sequence sidecars)."""
+    paths = []
+    for f in files:
+        paths.extend([f.path, sidecar_path(f.path)])
+    storage.delete_files(paths)

@@ -16,8 +16,6 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchNamespaceError
@@ -41,119 +39,24 @@ from arctic_sql.table.writing import commit, store_sync
 from arctic_sql.table.model import properties as props
 from arctic_sql.table.maintenance import purge as _purge
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.model.table_settings import TableSettings
-from arctic_sql.table.model.schemas import spark_schema
-
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
+from arctic_sql.table.model.identifiers import (
+    CHANGE_SUFFIX,
+    FORMAT_KEY,
+    PURGING_KEY,
+    RESERVED_COLUMN_PREFIX,
+    STAGED_SUFFIX,
+    STORE_KEY,
+    TableIdentifier,
+)
+from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
 
 metadata_cache.install()  # a commit's cost must not grow with the snapshots a store keeps
-
-CHANGE_SUFFIX = "__change"
-STAGED_SUFFIX = "__creating"  # the base store of a CTAS until its rows are committed
-FORMAT_KEY = "arctic.format"
-PRIMARY_KEY_KEY = "arctic.primary-key"
-STORE_KEY = "arctic.store"
-# On the change store of a table being purged: the base store's metadata file (the purge's journal).
-PURGING_KEY = "arctic.purging-base"
-RESERVED_COLUMN_PREFIX = "arctic_"
 
 # A view over arctic tables: namespace properties of its database (pyiceberg's SqlCatalog has no
 # views), its header under ``arctic.view.<name>`` and its query in parts of at most VIEW_PART_CHARS
 # (SqlCatalog's property values are VARCHAR(1000)) under ``arctic.view.<name>.<i>``.
 VIEW_KEY_PREFIX = "arctic.view."
 VIEW_PART_CHARS = 900
-
-# pyiceberg must not replay a commit that lost a race: base commits carry a watermark it cannot
-# re-derive, and row-level changes must be re-validated. arctic-sql's committer retries (commit.py).
-# Appends merge manifests as Iceberg Java's do (pyiceberg's default is off): once 100 small manifests
-# have piled up they become one, so a stream's commits do not write (and reads do not open) one more
-# manifest per commit kept; the metadata log keeps Iceberg's 100 entries, said here for every catalog.
-_STORE_DEFAULTS = {"format-version": "2", "commit.retry.num-retries": "0", "commit.manifest-merge.enabled": "true",
-                   "write.metadata.previous-versions-max": "100"}
-
-
-@dataclass(frozen=True)
-class TableIdentifier:
-    database: str
-    name: str
-
-    @classmethod
-    def parse(cls, text: str, default_database: str) -> TableIdentifier:
-        parts = [p.strip("`") for p in text.split(".")]
-        if parts and parts[0].lower() in ("spark_catalog", "arctic") and len(parts) == 3:
-            parts = parts[1:]
-        if len(parts) == 1:
-            return cls(default_database.lower(), parts[0].lower())
-        if len(parts) == 2:
-            return cls(parts[0].lower(), parts[1].lower())
-        raise InvalidArgumentError(f"Invalid table name '{text}': expected db.table")
-
-    def __str__(self) -> str:
-        return f"{self.database}.{self.name}"
-
-    @property
-    def base_id(self) -> tuple[str, str]:
-        return (self.database, self.name)
-
-    @property
-    def change_id(self) -> tuple[str, str]:
-        return (self.database, self.name + CHANGE_SUFFIX)
-
-    @property
-    def staged_id(self) -> tuple[str, str]:
-        return (self.database, self.name + STAGED_SUFFIX)
-
-
-class ArcticTable:
-    """A handle on one arctic table: its stores and what they declare. Cheap; reload to see commits."""
-
-    def __init__(self, identifier: TableIdentifier, base: Table, change: Table | None) -> None:
-        self.identifier = identifier
-        self.base = base
-        self.change = change
-
-    @property
-    def is_keyed(self) -> bool:
-        return self.change is not None
-
-    @property
-    def schema(self) -> Schema:
-        return self.base.schema()
-
-    @property
-    def spark_schema(self) -> StructType:
-        """The table's columns as Spark types (field ids in their metadata)."""
-
-        return spark_schema(self.schema)
-
-    @property
-    def spec(self) -> PartitionSpec:
-        return self.base.spec()
-
-    @property
-    def properties(self) -> Mapping[str, str]:
-        return self.base.properties
-
-    @cached_property
-    def primary_key(self) -> list[str]:
-        schema = self.schema
-        return [schema.find_column_name(fid) for fid in schema.identifier_field_ids]  # type: ignore[misc]
-
-    def user_properties(self) -> dict[str, str]:
-        return {
-            k: v
-            for k, v in self.properties.items()
-            if not k.startswith(props.RESERVED_PREFIX) and k not in _STORE_DEFAULTS
-        }
-
-    @property
-    def settings(self) -> TableSettings:
-        """The registry's settings, typed: ``table.settings.target_size`` (table_settings.py)."""
-        return TableSettings(self.properties)
-
-    def __repr__(self) -> str:
-        return f"ArcticTable({self.identifier}, keyed={self.is_keyed})"
 
 
 @dataclass(frozen=True)
@@ -327,13 +230,13 @@ class ArcticCatalog:
         user = props.validate(properties, creating=True)
         self.remove_leftovers(identifier)
         root = self._new_table_root(identifier, location)
-        base_props = {**user, **_STORE_DEFAULTS, FORMAT_KEY: "keyed" if keyed else "unkeyed", STORE_KEY: Store.BASE}
+        base_props = {**user, **STORE_DEFAULTS, FORMAT_KEY: "keyed" if keyed else "unkeyed", STORE_KEY: Store.BASE}
         change = None
         if keyed:
             try:
                 change = self.iceberg.create_table(
                     identifier.change_id, _change_schema(schema), location=f"{root}/change" if root else None,
-                    partition_spec=spec, properties={**_STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: Store.CHANGE},
+                    partition_spec=spec, properties={**STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: Store.CHANGE},
                 )
             except IcebergTableExists:  # another CREATE of this name is under way
                 raise TableAlreadyExistsError(f"Table {identifier} already exists") from None

@@ -1,0 +1,53 @@
+"""How a table is named: its identifier, and the names and property keys of its two stores.
+
+Plain values, so that naming a table (a statement, a stream, the service) imports nothing that
+reads or writes one. A primary-key table ``db.t`` is the base store ``db.t`` and the change store
+``db.t__change``; a CTAS stages its base store as ``db.t__creating`` until its rows are committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arctic_sql.errors import InvalidArgumentError
+
+CHANGE_SUFFIX = "__change"
+STAGED_SUFFIX = "__creating"  # the base store of a CTAS until its rows are committed
+FORMAT_KEY = "arctic.format"
+PRIMARY_KEY_KEY = "arctic.primary-key"
+STORE_KEY = "arctic.store"
+# On the change store of a table being purged: the base store's metadata file (the purge's journal).
+PURGING_KEY = "arctic.purging-base"
+RESERVED_COLUMN_PREFIX = "arctic_"
+
+
+@dataclass(frozen=True)
+class TableIdentifier:
+    database: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str, default_database: str) -> TableIdentifier:
+        parts = [p.strip("`") for p in text.split(".")]
+        if parts and parts[0].lower() in ("spark_catalog", "arctic") and len(parts) == 3:
+            parts = parts[1:]
+        if len(parts) == 1:
+            return cls(default_database.lower(), parts[0].lower())
+        if len(parts) == 2:
+            return cls(parts[0].lower(), parts[1].lower())
+        raise InvalidArgumentError(f"Invalid table name '{text}': expected db.table")
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.name}"
+
+    @property
+    def base_id(self) -> tuple[str, str]:
+        return (self.database, self.name)
+
+    @property
+    def change_id(self) -> tuple[str, str]:
+        return (self.database, self.name + CHANGE_SUFFIX)
+
+    @property
+    def staged_id(self) -> tuple[str, str]:
+        return (self.database, self.name + STAGED_SUFFIX)

@@ -42,6 +42,7 @@ from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash_arrow import node_ids, spark_xxhash64
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import SPARK_NULL_PARTITION, helper_name
+from arctic_sql.table.format.statistics import statistics_columns
 
 # Key hashes travel in commit messages (8 bytes a row) up to this many rows a file; bigger files are
 # checked by reading their key columns.
@@ -249,28 +250,6 @@ def _key_hashes(part: pa.Table, target: WriteTarget) -> bytes | None:
     if not target.keys or part.num_rows > MAX_HASHED_ROWS:
         return None
     return spark_xxhash64([part.column(k).combine_chunks() for k in target.keys]).tobytes()
-
-
-def statistics_columns(schema: pa.Schema) -> bool | list[str]:
-    """What ``pq.write_table(write_statistics=...)`` gets: the Parquet leaf columns that keep min/max,
-    all but FLOAT and DOUBLE ones (nested too): their bounds leave NaN out, and Spark's Parquet reader
-    would skip a row group holding one for ``d > 1.0`` or ``st.d > 1.0`` (types.prunable_columns)."""
-    leaves = [leaf for field in schema for leaf in _leaves(field.name, field.type)]
-    if not any(floating for _, floating in leaves):
-        return True
-    return [path for path, floating in leaves if not floating]
-
-
-def _leaves(path: str, data_type: pa.DataType) -> list[tuple[str, bool]]:
-    """(Parquet column path, whether it is a float) of each leaf under ``path``, as pyarrow names them."""
-    if pa.types.is_struct(data_type):
-        return [leaf for field in data_type for leaf in _leaves(f"{path}.{field.name}", field.type)]
-    if pa.types.is_map(data_type):
-        return [*_leaves(f"{path}.key_value.key", data_type.key_type),
-                *_leaves(f"{path}.key_value.value", data_type.item_type)]
-    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
-        return _leaves(f"{path}.list.element", data_type.value_type)
-    return [(path, pa.types.is_floating(data_type))]
 
 
 def conform(rows: pa.Table, target: WriteTarget) -> pa.Table:

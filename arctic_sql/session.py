@@ -17,7 +17,9 @@ from arctic_sql.parser import ParsedStatement, parse
 from arctic_sql.spark import configure, local_session
 from arctic_sql.statements import dispatch
 from arctic_sql.statements.context import StatementContext
-from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.table import ArcticTable
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

@@ -31,7 +31,8 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from arctic_sql.options import load_catalog
 from arctic_sql.service.api import ServiceContext, create_app
-from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import TableIdentifier
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 

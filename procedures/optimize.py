@@ -22,7 +22,7 @@ from arctic_sql.statements.pruning import row_filter
 
 if TYPE_CHECKING:
     from arctic_sql.statements.context import StatementContext
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 
 @procedure(

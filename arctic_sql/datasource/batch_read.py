@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from arctic_sql.datasource.read_options import ReadOptions
     from arctic_sql.datasource.source import CatalogSpec
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 class ArcticBatchReader(DataSourceReader):
     """Plans in ``partitions()`` (on the driver, in a Python worker); ``read()`` runs in the tasks."""

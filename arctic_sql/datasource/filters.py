@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from pyiceberg.schema import Schema
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 _COMPARISONS = {
     ds.EqualTo: ie.EqualTo,

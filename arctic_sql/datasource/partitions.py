@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyspark.sql.types import StructType
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
     from arctic_sql.table.reading.scan import FileEntry
 
 ALWAYS_TRUE = AlwaysTrue()

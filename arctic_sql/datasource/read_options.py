@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql.types import StructType
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 CHANGE_TYPE = "_change_type"
 CHANGE_VERSION = "_change_version"

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from arctic_sql.datasource.read_options import ReadOptions
-    from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.model.table import ArcticTable
     from arctic_sql.table.files.storage import StorageConfig
 
 FORMAT = "arctic"
@@ -75,7 +76,7 @@ class CatalogSpec:
 
     def load_table(self, name: str | None) -> ArcticTable:
         """The table a DataFrame option names (``db.t``, or ``t`` in the ``default`` database)."""
-        from arctic_sql.table.catalog import TableIdentifier
+        from arctic_sql.table.model.identifiers import TableIdentifier
 
         if not name:
             raise InvalidArgumentError("The arctic format needs a table: load(\"db.t\") or save(\"db.t\")")

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from arctic_sql.datasource.read_options import ReadOptions
     from arctic_sql.datasource.source import CatalogSpec
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 SNAPSHOT = -1  # the offset before a stream's first batch of the table's rows
 EMPTY = 0  # the version of a table before its first data commit: no rows

@@ -18,7 +18,7 @@ from arctic_sql.table.model.schemas import spark_schema, store_assignable
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 SEQUENCE_COLUMN = "sequenceColumn"
 MERGE_SCHEMA = "mergeSchema"  # Delta's name; the table property write.schema.auto-merge is its default

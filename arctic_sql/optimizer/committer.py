@@ -21,7 +21,7 @@ from arctic_sql.errors import CommitConflictError
 from arctic_sql.optimizer.planner import PartitionPlan
 from arctic_sql.table.files import position_deletes, storage
 from arctic_sql.table.writing import commit
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.reading.scan import live_files

@@ -42,7 +42,7 @@ from arctic_sql.table.reading.merge_on_read import TAG, balance, read_files
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 log = logging.getLogger(__name__)
 

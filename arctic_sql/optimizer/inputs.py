@@ -13,7 +13,7 @@ from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.tree import DataTreeNode
 
 if TYPE_CHECKING:
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
     from arctic_sql.table.reading.scan import FileEntry
 
 KeyBounds = tuple[tuple[Any, Any], ...]

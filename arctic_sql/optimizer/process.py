@@ -30,7 +30,7 @@ from arctic_sql.table.reading.scan import live_files
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 log = logging.getLogger(__name__)
 

@@ -30,12 +30,13 @@ from arctic_sql.optimizer.inputs import Settings
 from arctic_sql.table.maintenance import retention
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.records import optimizing_processes as state
-from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from arctic_sql.table.catalog import ArcticCatalog, ArcticTable
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.model.table import ArcticTable
 
 log = logging.getLogger("arctic_sql.optimizer")
 

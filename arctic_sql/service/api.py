@@ -38,7 +38,9 @@ from arctic_sql.errors import (
 from arctic_sql.service import views
 from arctic_sql.service.facts import STATUSES, FactsCache
 from arctic_sql.service.jobs import ConflictError, Jobs, expire_snapshots
-from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.table import ArcticTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, Response
 from arctic_sql.service import views
 from arctic_sql.service.charts import bar_chart, human_bytes, line_chart
 from arctic_sql.service.facts import STATUSES
-from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
 
 if TYPE_CHECKING:
     from arctic_sql.service.api import ServiceContext

@@ -35,7 +35,9 @@ from arctic_sql.service.health import (
 )
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.files import storage
-from arctic_sql.table.catalog import CHANGE_SUFFIX, STAGED_SUFFIX, ArcticCatalog, ArcticTable, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, STAGED_SUFFIX, TableIdentifier
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.reading.scan import live_files

@@ -22,7 +22,7 @@ from arctic_sql.optimizer import cancellation, process
 from arctic_sql.table.maintenance import retention
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.records import optimizing_processes as state
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -23,7 +23,7 @@ from arctic_sql.table.reading import metadata_rows
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.model import properties as props
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.scan import plan_read
 
 MAX_PAGE_SIZE = 1000

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from arctic_sql.statements.context import StatementContext
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
     from arctic_sql.table.reading.scan import ReadPlan
 
 _INTEGRAL = (it.IntegerType, it.LongType)

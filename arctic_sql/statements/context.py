@@ -15,7 +15,9 @@ from arctic_sql.errors import NoSuchTableError
 from arctic_sql.parser import parse, to_spark_sql
 from arctic_sql.statements import query
 from arctic_sql.statements.time_travel import replace_functions
-from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.merge_on_read import merged_dataframe
 from arctic_sql.table.reading.scan import plan_read
 

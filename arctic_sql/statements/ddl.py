@@ -27,7 +27,7 @@ from arctic_sql.table.reading import tags
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import commit, base_rows
 from arctic_sql.table.model import properties as props
-from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model.schemas import iceberg_schema, type_string

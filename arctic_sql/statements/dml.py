@@ -22,7 +22,7 @@ from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.writing import change_rows, schema_evolution, base_rows
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format.versions import Operation
 
 if TYPE_CHECKING:

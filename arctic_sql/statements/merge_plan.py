@@ -22,7 +22,7 @@ from sqlglot import exp
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.time_travel import at_version
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.writing.change_rows import REFUSE_COLUMN, is_small
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS

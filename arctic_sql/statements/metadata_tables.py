@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from arctic_sql.table.reading import metadata_rows
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

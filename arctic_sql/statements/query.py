@@ -20,7 +20,7 @@ from arctic_sql.statements import aggregate_pushdown, time_travel, views
 from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 from arctic_sql.statements.time_travel import replace_functions
-from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import changes_between
 from arctic_sql.table.format.keyhash import lookup_hashes
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from arctic_sql.statements.context import StatementContext
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 _view_ids = itertools.count(1)
 

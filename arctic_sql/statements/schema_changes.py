@@ -16,7 +16,8 @@ from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, Unsupport
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.table.writing import commit, schema_evolution
 from arctic_sql.table.model import properties as props
-from arctic_sql.table.catalog import RESERVED_COLUMN_PREFIX, ArcticTable
+from arctic_sql.table.model.identifiers import RESERVED_COLUMN_PREFIX
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.model.schemas import _Ids, to_iceberg_type
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.parser import statements
 from arctic_sql.statements import views
 from arctic_sql.table.model import properties as props
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.scan import plan_read
 from arctic_sql.table.model.schemas import to_spark_type
 

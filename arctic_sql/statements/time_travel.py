@@ -21,7 +21,8 @@ from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.table.reading import tags
 from arctic_sql.table.reading import time_travel as tt
-from arctic_sql.table.catalog import ArcticTable, TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.changes import Range
 from arctic_sql.table.format import versions
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from arctic_sql.statements.context import StatementContext
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 OPERATION = versions.Operation.TRUNCATE
 

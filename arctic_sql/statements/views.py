@@ -18,7 +18,8 @@ from sqlglot import exp
 from arctic_sql.errors import InvalidArgumentError, TableAlreadyExistsError, UnsupportedOperationError
 from arctic_sql.parser import parse_one, to_spark_sql
 from arctic_sql.statements.metadata_tables import METADATA_TABLES
-from arctic_sql.table.catalog import TableIdentifier, ViewDefinition
+from arctic_sql.table.catalog import ViewDefinition
+from arctic_sql.table.model.identifiers import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

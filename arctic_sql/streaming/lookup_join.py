@@ -41,7 +41,7 @@ from arctic_sql.datasource.read_options import byte_size
 from arctic_sql.datasource.source import installed_spec
 from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
 from arctic_sql.streaming import lookup_task as task
-from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -23,7 +23,7 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import EXIT_CODE
-from arctic_sql.table.catalog import CHANGE_SUFFIX, TableIdentifier
+from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, TableIdentifier
 
 pytestmark = pytest.mark.spark
 
@@ -36,7 +36,8 @@ CATALOG_DDL = textwrap.dedent(
     from arctic_sql.options import load_catalog
     from arctic_sql.statements import schema_changes
     from arctic_sql.table.writing import schema_evolution
-    from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.model.identifiers import TableIdentifier
 
     catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
     t = TableIdentifier("db", "t")

@@ -48,7 +48,8 @@ def _driver(warehouse, bootstrap, checkpoint, *extra):
 
 def _table(warehouse):
     from arctic_sql.options import load_catalog
-    from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.model.identifiers import TableIdentifier
 
     return ArcticCatalog(load_catalog(warehouse, "arctic", None, None)).load_table(TableIdentifier("db", "orders"))
 

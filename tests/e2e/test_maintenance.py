@@ -296,7 +296,8 @@ CRASHING_EXPIRY = textwrap.dedent(
     import sys
     from arctic_sql.options import load_catalog
     from arctic_sql.table.maintenance import retention
-    from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.model.identifiers import TableIdentifier
     catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
     table = catalog.load_table(TableIdentifier("db", "t"))
     retention.expire_snapshots(table, older_than_ms=retention.now_ms() + 1, retain_last=1)

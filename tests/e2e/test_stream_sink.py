@@ -217,7 +217,8 @@ def _finish(process, timeout=240):
 
 def _table(warehouse):
     from arctic_sql.options import load_catalog
-    from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.model.identifiers import TableIdentifier
 
     catalog = load_catalog(warehouse, "arctic", None, None)
     return ArcticCatalog(catalog).load_table(TableIdentifier("db", "t"))

@@ -14,7 +14,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 
 from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
-from arctic_sql.table.writing.arrow_files import WriteTarget, escape_path_name, statistics_columns, write_table
+from arctic_sql.table.format.statistics import statistics_columns
+from arctic_sql.table.writing.arrow_files import WriteTarget, escape_path_name, write_table
 from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan, resolve_across_files, write_task
 from arctic_sql.table.writing.change_kinds import check_appends, newest_per_key
 from arctic_sql.table.format.keyhash import spark_xxhash64

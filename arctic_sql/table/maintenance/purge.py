@@ -24,7 +24,7 @@ from arctic_sql.table.records import optimizing_processes as state
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 T = TypeVar("T")
 

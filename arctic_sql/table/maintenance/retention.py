@@ -37,7 +37,7 @@ from arctic_sql.table.files import storage
 from arctic_sql.table.reading import tags
 from arctic_sql.table.records import consumers, leases
 from arctic_sql.table.writing import bulk_base_files, commit, spark_files
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.changes import version_at
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store

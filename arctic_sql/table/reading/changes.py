@@ -23,7 +23,7 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import storage
 from arctic_sql.table.reading import node_merge
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.reading.merge_on_read import IS_DELETE, TAG, TXN, latest_changes, node_groups, read_files

@@ -16,7 +16,7 @@ from typing import Any
 from arctic_sql.table.records import consumers as table_consumers
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.reading import tags
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.reading.scan import FileEntry, live_entries, live_files, plan_read

@@ -39,13 +39,13 @@ from pyiceberg.types import NestedField
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import position_deletes, storage
-from arctic_sql.table.writing.arrow_files import statistics_columns
+from arctic_sql.table.format.statistics import statistics_columns
 from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 TAG = "_arctic_tag"
 ROW = "_arctic_row"

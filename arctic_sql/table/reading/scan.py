@@ -12,7 +12,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import position_deletes
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store, parse_file_path
 from arctic_sql.table.format.partitioning import partition_path

@@ -34,7 +34,7 @@ from arctic_sql.table.format import versions
 from arctic_sql.table.reading.time_travel import checked_version
 
 if TYPE_CHECKING:
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 PREFIX = "arctic.tag."
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

@@ -24,7 +24,7 @@ from arctic_sql.table.format import layout
 from arctic_sql.table.records.leases import now_ms
 
 if TYPE_CHECKING:
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 FOLDER = "consumers"
 

@@ -27,7 +27,7 @@ from arctic_sql.table.format import layout
 from arctic_sql.table.records.optimizing_processes import now_ms
 
 if TYPE_CHECKING:
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 T = TypeVar("T")
 KEEP_RUNS = 100

@@ -36,7 +36,7 @@ from arctic_sql.table.files import storage
 from arctic_sql.table.format import layout
 
 if TYPE_CHECKING:
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 
 class Status(StrEnum):

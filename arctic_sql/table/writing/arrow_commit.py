@@ -21,7 +21,7 @@ from arctic_sql.table.files import storage
 from arctic_sql.table.writing import commit, base_rows
 from arctic_sql.table.writing.arrow_files import WrittenFile, sidecar_path
 from arctic_sql.table.writing.arrow_tasks import APPEND, CHANGES, OVERWRITE, WritePlan, discard, resolve_across_files
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 
 

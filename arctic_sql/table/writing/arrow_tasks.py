@@ -17,14 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from arctic_sql.table.files import storage
-from arctic_sql.table.writing.arrow_files import (
-    WriteTarget,
-    WrittenFile,
-    conform,
-    sidecar_path,
-    statistics_columns,
-    write_table,
-)
+from arctic_sql.table.format.statistics import statistics_columns
+from arctic_sql.table.writing.arrow_files import WriteTarget, WrittenFile, conform, sidecar_path, write_table
 from arctic_sql.table.writing.change_kinds import (
     CHANGE_TYPE,
     SEQUENCE_HINT,

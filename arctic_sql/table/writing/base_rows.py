@@ -19,7 +19,7 @@ from pyiceberg.table import Table
 from arctic_sql.errors import CommitConflictError
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import bulk_base_files, commit, spark_files
-from arctic_sql.table.catalog import ArcticTable
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path

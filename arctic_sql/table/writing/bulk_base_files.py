@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 RESULT_SCHEMA = "path string, rows long, problem string"
 WRITE_THREADS = 4  # folders a task writes at once

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 RESULT_SCHEMA = "files binary, problem string, refused boolean"
 REFUSE_COLUMN = "arctic_refuse"

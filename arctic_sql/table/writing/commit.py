@@ -58,7 +58,7 @@ from arctic_sql.table.files.manifests import manifest_entries
 if TYPE_CHECKING:
     from pyiceberg.table.update.schema import UpdateSchema
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 log = logging.getLogger(__name__)
 

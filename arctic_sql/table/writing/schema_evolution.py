@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pyiceberg.table.update.schema import UpdateSchema
     from pyspark.sql.types import StructType
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 
 def evolve(table: ArcticTable, change: Callable[[UpdateSchema], None]) -> None:

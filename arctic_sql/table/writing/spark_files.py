@@ -26,7 +26,7 @@ from arctic_sql.table.model.schemas import spark_schema
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.table.catalog import ArcticTable
+    from arctic_sql.table.model.table import ArcticTable
 
 # Rows per file are capped from the target size and a conservative compressed row width, so that a
 # large INSERT OVERWRITE yields several files per node rather than one huge one.

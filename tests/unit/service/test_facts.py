@@ -30,7 +30,7 @@ def catalog(tmp_path):
 
 
 def _insert(catalog, name: str, rows, op: str = layout.UPSERT) -> None:
-    from arctic_sql.table.catalog import TableIdentifier
+    from arctic_sql.table.model.identifiers import TableIdentifier
 
     table = catalog.load_table(TableIdentifier("db", name))
     commit.commit_change(table, [write(table, rows, op=op)], "insert")

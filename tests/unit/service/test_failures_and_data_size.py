@@ -18,7 +18,7 @@ from arctic_sql.service.facts import FactsCache, current_health, last_failure, o
 from arctic_sql.service.health import FAILED_OPTIMIZE_PENALTY
 from arctic_sql.table.writing import commit
 from arctic_sql.table.records import optimizing_processes as state
-from arctic_sql.table.catalog import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.format import layout
 
 

@@ -14,7 +14,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from arctic_sql.table.files import storage
-from arctic_sql.table.catalog import ArcticCatalog, ArcticTable, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 

@@ -11,7 +11,7 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, TableAlreadyExistsError
 from arctic_sql.table.writing import commit
-from arctic_sql.table.catalog import CHANGE_SUFFIX, TableIdentifier
+from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, TableIdentifier
 
 
 def _exists(path: str) -> bool:

@@ -216,8 +216,8 @@ def test_registering_a_file_warns_only_of_statistics_left_out_unexpectedly(tmp_p
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, NestedField, StringType
 
-    from arctic_sql.table.writing.arrow_files import statistics_columns
-    from arctic_sql.table.catalog import TableIdentifier
+    from arctic_sql.table.format.statistics import statistics_columns
+    from arctic_sql.table.model.identifiers import TableIdentifier
 
     schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "d", DoubleType()),
                     NestedField(3, "s", StringType()), identifier_field_ids=[1])

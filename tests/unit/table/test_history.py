@@ -13,7 +13,8 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from arctic_sql.table.maintenance import retention
 from arctic_sql.table.writing import commit
-from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import Range, change_files, version_at
 from arctic_sql.table.format import versions
 

@@ -13,7 +13,8 @@ from pyiceberg.catalog import load_catalog
 
 from arctic_sql.table import metadata_cache
 from arctic_sql.table.writing import commit
-from arctic_sql.table.catalog import ArcticCatalog, TableIdentifier
+from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import Range, change_files
 from arctic_sql.table.format import versions
 from arctic_sql.table.reading.scan import live_files, plan_read

@@ -23,7 +23,7 @@ from arctic_sql.parser import statements, to_spark_sql
 from arctic_sql.statements import query, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
-from arctic_sql.table.reading import tags
+from arctic_sql.table.writing import tag_writes
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import commit, base_rows
 from arctic_sql.table.model import properties as props
@@ -320,14 +320,14 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
         raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
     action, name = expression.text("action"), expression.text("name")
     if action == "drop":
-        tags.drop(table, name, if_exists=bool(expression.args.get("exists")))
+        tag_writes.drop(table, name, if_exists=bool(expression.args.get("exists")))
         return ctx.ok()
     version = expression.args.get("version")
     retain = expression.args.get("retain")
-    tags.create(
+    tag_writes.create(
         table, name,
         time_travel.version_value(ctx, table, version, f"TAG {name} of {table.identifier}") if version else None,
-        int(retain.this) * tags.UNIT_MS[expression.text("unit")] if retain is not None else None,
+        int(retain.this) * tag_writes.UNIT_MS[expression.text("unit")] if retain is not None else None,
         create=action != "replace", replace=action != "create", if_not_exists=bool(expression.args.get("exists")))
     return ctx.ok()
 

@@ -74,7 +74,7 @@ def test_rollback_to_a_tag_makes_its_rows_current(tagged):
 
 
 def test_expiration_keeps_a_tagged_version_until_the_tag_goes(tagged):
-    from arctic_sql.table.reading import tags
+    from arctic_sql.table.writing import tag_writes
 
     tagged.sql("INSERT INTO db.t VALUES (4, 'd')")
     tagged.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
@@ -84,7 +84,7 @@ def test_expiration_keeps_a_tagged_version_until_the_tag_goes(tagged):
     assert _rows(tagged, "SELECT * FROM db.t VERSION AS OF 'first_load'") == V1
     assert _rows(tagged, "SELECT * FROM db.t VERSION AS OF 2") == [(1, "a"), (2, "B"), (3, "c")]
     # A tag whose retention has ended is dropped by the next expiration, and its version with it.
-    tags.create(tagged.table("db.t"), "brief", 4, retain_ms=1)
+    tag_writes.create(tagged.table("db.t"), "brief", 4, retain_ms=1)
     tagged.sql("ALTER TABLE db.t DROP TAG first_load")
     tagged.sql("INSERT INTO db.t VALUES (5, 'e')")  # the tag's millisecond has passed by now
     tagged.sql(expire)
@@ -119,13 +119,14 @@ def test_a_tag_waits_for_a_running_expiration_and_an_expiration_keeps_all_while_
     from arctic_sql.table.maintenance import retention
     from arctic_sql.table.reading import tags
     from arctic_sql.table.records import leases
+    from arctic_sql.table.writing import tag_writes
 
     table = tagged.table("db.t")
     tagged.sql("ALTER TABLE db.t DROP TAG first_load")
     tagged.sql("ALTER TABLE db.t DROP TAG q3")
     # An expiration in flight (its lease written, its plan made without the tag): the tag does not
     # land beside it, since the expiration would remove its version.
-    monkeypatch.setattr(tags, "WAIT_FOR_EXPIRATION_S", 0.0)
+    monkeypatch.setattr(tag_writes, "WAIT_FOR_EXPIRATION_S", 0.0)
     with leases.writing(table, tags.EXPIRING):
         with pytest.raises(CommitConflictError, match=r"^Tag 'audit' of db.t: an expiration of the table has run"):
             tagged.sql("ALTER TABLE db.t CREATE TAG audit AS OF VERSION 1")

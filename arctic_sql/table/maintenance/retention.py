@@ -36,7 +36,7 @@ from arctic_sql.faults import fault_point
 from arctic_sql.table.files import storage
 from arctic_sql.table.reading import tags
 from arctic_sql.table.records import consumers, leases
-from arctic_sql.table.writing import bulk_base_files, commit, spark_files
+from arctic_sql.table.writing import bulk_base_files, commit, spark_files, tag_writes
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.changes import version_at
 from arctic_sql.table.format import layout, versions
@@ -255,7 +255,7 @@ def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: i
     committed: list[StoreExpiry] = []  # what landed, also from an attempt that lost a race halfway
     for attempt in range(_ATTEMPTS):
         _refresh(table)
-        tags.drop_past_retention(table, now_ms())
+        tag_writes.drop_past_retention(table, now_ms())
         plans, oldest = plan_expiry(table, older_than_ms, retain_last)
         try:
             for plan in plans:

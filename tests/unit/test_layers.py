@@ -1,5 +1,6 @@
 """The one-way structure (``.importlinter``): front ends -> session -> statements -> optimizer ->
-table, the table layer without SQL, no import cycles. Checked with import-linter on a copy of the
+table, the table layer without SQL and in wings (catalog -> maintenance -> writing -> reading ->
+records -> files -> model, format), no import cycles. Checked with import-linter on a copy of the
 package laid out as installed (parser/ and procedures/ live beside arctic_sql/ in the source tree
 and inside it once installed; grimp reads the folders, not the editable install's mapping)."""
 
@@ -26,9 +27,10 @@ def installed_layout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
-def _lint(site: Path, config: Path) -> subprocess.CompletedProcess[str]:
+def _lint(site: Path, config: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
+    only = [arg for contract in contracts for arg in ("--contract", contract)]
     return subprocess.run(
-        [str(LINT_IMPORTS), "--config", str(config), "--no-cache"],
+        [str(LINT_IMPORTS), "--config", str(config), "--no-cache", *only],
         cwd=site, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
         timeout=120,
     )
@@ -49,3 +51,35 @@ def test_a_table_module_that_imports_sql_breaks_a_contract(installed_layout: Pat
     result = _lint(site, ROOT / ".importlinter")
     assert result.returncode != 0
     assert "arctic_sql.table.reading.scan -> arctic_sql.statements.query" in result.stdout
+
+
+TABLE_CONTRACTS = ("table-wings", "table-no-cycles")
+
+
+def _counting_type_checking(tmp_path: Path) -> Path:
+    """.importlinter with the imports under ``if TYPE_CHECKING:`` counted (the rest of the package
+    still has such cycles, which later steps of issue 29 remove; the table layer has none)."""
+    config = tmp_path / "importlinter.ini"
+    text = (ROOT / ".importlinter").read_text()
+    assert "exclude_type_checking_imports = True" in text
+    config.write_text(text.replace("exclude_type_checking_imports = True", "exclude_type_checking_imports = False"))
+    return config
+
+
+def test_the_table_wings_hold_counting_type_checking_imports(installed_layout: Path, tmp_path: Path) -> None:
+    result = _lint(installed_layout, _counting_type_checking(tmp_path), *TABLE_CONTRACTS)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "2 kept, 0 broken" in result.stdout
+
+
+def test_a_read_module_that_names_a_writer_even_for_types_breaks_the_wings(
+        installed_layout: Path, tmp_path: Path) -> None:
+    """The order can fail: reading must not import writing, not even under TYPE_CHECKING."""
+    site = tmp_path / "site"
+    shutil.copytree(installed_layout, site)
+    scan = site / "arctic_sql" / "table" / "reading" / "scan.py"
+    scan.write_text(scan.read_text() + "\nimport typing  # noqa: E402\n\nif typing.TYPE_CHECKING:\n"
+                    "    from arctic_sql.table.writing import commit  # noqa: F401\n")
+    result = _lint(site, _counting_type_checking(tmp_path), *TABLE_CONTRACTS)
+    assert result.returncode != 0
+    assert "arctic_sql.table.reading.scan -> arctic_sql.table.writing.commit" in result.stdout

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from arctic_sql.procedures import Parameter, procedure
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration, orphan_removal, rollback
 from arctic_sql.table.reading import tags
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.records.maintenance_runs import Kind
@@ -32,7 +32,7 @@ def _ms(moment: datetime.datetime | None) -> int | None:
 @procedure(
     "expire_snapshots",
     (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("retain_last", "long", None)),
-    retention.EXPIRE_OUTPUT,
+    expiration.EXPIRE_OUTPUT,
 )
 def expire_snapshots(ctx: StatementContext, table: str, older_than: datetime.datetime | None,
                      retain_last: int | None) -> list[tuple]:
@@ -41,14 +41,14 @@ def expire_snapshots(ctx: StatementContext, table: str, older_than: datetime.dat
     arctic_table = ctx.table(table)
     result = maintenance_runs.recorded(  # shown by the management service as a maintenance run
         arctic_table, Kind.EXPIRE_SNAPSHOTS, TRIGGER,
-        lambda: retention.expire_snapshots(arctic_table, _ms(older_than), retain_last))
+        lambda: expiration.expire_snapshots(arctic_table, _ms(older_than), retain_last))
     return [result.row()]
 
 
-@procedure("purge", (Parameter("table"),), retention.EXPIRE_OUTPUT)
+@procedure("purge", (Parameter("table"),), expiration.EXPIRE_OUTPUT)
 def purge(ctx: StatementContext, table: str) -> list[tuple]:
     """Drop all history before the current version (MaxCompute's purge)."""
-    return [retention.purge(ctx.table(table)).row()]
+    return [expiration.purge(ctx.table(table)).row()]
 
 
 @procedure(
@@ -58,7 +58,7 @@ def purge(ctx: StatementContext, table: str) -> list[tuple]:
 )
 def expire_change_data(ctx: StatementContext, table: str, older_than: datetime.datetime | None) -> list[tuple]:
     """Drop merged change files older than ``older_than`` (default: now - ``change.data.ttl.minutes``)."""
-    return [(retention.expire_change_data(ctx.table(table), _ms(older_than)),)]
+    return [(expiration.expire_change_data(ctx.table(table), _ms(older_than)),)]
 
 
 @procedure(
@@ -75,14 +75,14 @@ def remove_orphan_files(ctx: StatementContext, table: str, older_than: datetime.
     arctic_table = ctx.table(table)
 
     def run() -> list[str]:
-        return retention.remove_orphan_files(arctic_table, _ms(older_than), bool(dry_run), bool(force))
+        return orphan_removal.remove_orphan_files(arctic_table, _ms(older_than), bool(dry_run), bool(force))
 
     # A dry run changes nothing and is not a maintenance run; a real one is recorded with what it removed.
     found = run() if dry_run else maintenance_runs.recorded(arctic_table, Kind.REMOVE_ORPHAN_FILES, TRIGGER, run)
     return [(p,) for p in found]
 
 
-@procedure("rollback_to_version", (Parameter("table"), Parameter("version", "any")), retention.ROLLBACK_OUTPUT)
+@procedure("rollback_to_version", (Parameter("table"), Parameter("version", "any")), rollback.ROLLBACK_OUTPUT)
 def rollback_to_version(ctx: StatementContext, table: str, version: object) -> list[tuple]:
     """Make a version's rows current again, as a new commit; ``version``: its number or a tag's name."""
     arctic_table = ctx.table(table)
@@ -96,16 +96,16 @@ def rollback_to_version(ctx: StatementContext, table: str, version: object) -> l
     if number is None:
         raise InvalidArgumentError(f"system.rollback_to_version: parameter 'version' must be a version number or "
                                    f"a tag's name, got {version!r}")
-    return [retention.rollback_to_version(ctx.spark, arctic_table, number).row()]
+    return [rollback.rollback_to_version(ctx.spark, arctic_table, number).row()]
 
 
 @procedure(
     "rollback_to_timestamp",
     (Parameter("table"), Parameter("timestamp", "timestamp")),
-    retention.ROLLBACK_OUTPUT,
+    rollback.ROLLBACK_OUTPUT,
 )
 def rollback_to_timestamp(ctx: StatementContext, table: str, timestamp: datetime.datetime) -> list[tuple]:
     """Make the rows of the newest version committed at or before ``timestamp`` current again."""
     ms = _ms(timestamp)
     assert ms is not None
-    return [retention.rollback_to_timestamp(ctx.spark, ctx.table(table), ms).row()]
+    return [rollback.rollback_to_timestamp(ctx.spark, ctx.table(table), ms).row()]

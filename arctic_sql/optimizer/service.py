@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration, orphan_removal
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.model.identifiers import TableIdentifier
@@ -180,9 +180,9 @@ class Service:
 
         now = state.now_ms()
         settings = table.settings
-        jobs = (("expire", settings.table_expire_enabled, retention.expire_snapshots,
+        jobs = (("expire", settings.table_expire_enabled, expiration.expire_snapshots,
                  maintenance_runs.Kind.EXPIRE_SNAPSHOTS),
-                ("orphans", settings.clean_orphan_file_enabled, retention.remove_orphan_files,
+                ("orphans", settings.clean_orphan_file_enabled, orphan_removal.remove_orphan_files,
                  maintenance_runs.Kind.REMOVE_ORPHAN_FILES))
         for name, enabled, job, kind in jobs:
             key = (str(table.identifier), name)

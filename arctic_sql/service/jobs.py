@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary
 from arctic_sql.optimizer import cancellation, process
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.model.table import ArcticTable
@@ -120,5 +120,5 @@ def expire_snapshots(table: ArcticTable, older_than_ms: int | None, retain_last:
     """Expire now (the table's retention properties fill what is not given) and record the run."""
     result = maintenance_runs.recorded(
         table, maintenance_runs.Kind.EXPIRE_SNAPSHOTS, "service-api",
-        lambda: retention.expire_snapshots(table, older_than_ms, retain_last))
+        lambda: expiration.expire_snapshots(table, older_than_ms, retain_last))
     return {"table": str(table.identifier), **result.__dict__}

@@ -20,7 +20,7 @@ import time
 import pytest
 from host_load import scaled
 
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration, orphan_removal
 
 pytestmark = pytest.mark.spark
 
@@ -153,8 +153,8 @@ def test_chaos_kills_and_forced_orphan_removal_lose_nothing(arctic, warehouse):
         deadline = time.monotonic() + scaled(180)  # a bound: longer on a busy host
         writer_killed = optimizer_killed = False
         while not (writer_killed and optimizer_killed) and time.monotonic() < deadline:
-            removed += len(retention.remove_orphan_files(arctic.table("db.t"),
-                                                           older_than_ms=retention.now_ms() + 1000, force=True))
+            removed += len(orphan_removal.remove_orphan_files(arctic.table("db.t"),
+                                                           older_than_ms=expiration.now_ms() + 1000, force=True))
             passes += 1
             writer.drain(wait=0.2)  # the next pass once the writer moves on, or after a fifth of a second
             if not writer_killed and writer.count("ack") >= kill_writer_after:

@@ -16,7 +16,7 @@ from host_load import scaled
 
 import arctic_sql
 from arctic_sql.errors import CommitStateUnknownError, ExecutionError
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration, orphan_removal
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import arrow_commit, spark_files
 from arctic_sql.table.format import layout
@@ -149,25 +149,25 @@ def test_a_live_lease_keeps_what_its_write_made_from_forced_orphan_removal(table
         os.makedirs(os.path.dirname(stray))
         with open(stray, "wb") as f:
             f.write(b"PAR1")
-        far_ahead = retention.now_ms() + 3_600_000
-        assert retention.remove_orphan_files(t, older_than_ms=far_ahead, force=True) == []
+        far_ahead = expiration.now_ms() + 3_600_000
+        assert orphan_removal.remove_orphan_files(t, older_than_ms=far_ahead, force=True) == []
         assert os.path.exists(stray)
     assert _leases(table) == []  # released when the block ended
-    removed = retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 1000, force=True)
+    removed = orphan_removal.remove_orphan_files(t, older_than_ms=expiration.now_ms() + 1000, force=True)
     assert {p.removeprefix("file://") for p in removed if p.endswith(".parquet")} == {stray}
 
 
 def test_a_lease_that_ran_out_protects_nothing_and_is_cleared(table):
     t = table.table("db.t")
     root = layout.table_root(t.base.location())
-    started = retention.now_ms()
+    started = expiration.now_ms()
     dead = leases.Lease("0" * 32, "insert", started, started - 1, "elsewhere", 1)  # its writer died
     leases.save(root, dead)
     stray = f"{t.base.location().removeprefix('file://')}/data/{'ef' * 16}/part-0.parquet"
     os.makedirs(os.path.dirname(stray))
     with open(stray, "wb") as f:
         f.write(b"PAR1")
-    removed = retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 1000, force=True)
+    removed = orphan_removal.remove_orphan_files(t, older_than_ms=expiration.now_ms() + 1000, force=True)
     assert {p.removeprefix("file://") for p in removed if p.endswith(".parquet")} == {stray}
     assert leases.leases(root) == []
 
@@ -230,7 +230,7 @@ def test_forced_orphan_removal_racing_a_writer_process_loses_nothing(table, ware
         deadline = time.monotonic() + scaled(240)  # a bound: longer on a busy host
         while proc.poll() is None and time.monotonic() < deadline:
             t = table.table("db.t")
-            removed += len(retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 1000, force=True))
+            removed += len(orphan_removal.remove_orphan_files(t, older_than_ms=expiration.now_ms() + 1000, force=True))
             passes += 1
         out, err = proc.communicate(timeout=60)
     finally:

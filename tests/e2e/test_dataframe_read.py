@@ -174,12 +174,12 @@ def test_bad_options_are_one_line_errors_before_any_job(shared, spark):
 
 
 def test_missing_table_expired_start_and_the_in_memory_limit(table, spark):
-    from arctic_sql.table.maintenance import retention
+    from arctic_sql.table.maintenance import expiration
 
     error = _error(lambda: _read(spark, "db.nope").collect())
     assert "db.nope" in str(error) and "\n" not in str(error)
     table.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
-    retention.expire_snapshots(table.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(table.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     error = _error(lambda: _read(spark, readChangeFeed="true", startingVersion=1).collect())
     assert isinstance(error, VersionNotFoundError) and "has expired" in str(error) and "\n" not in str(error)
     table.sql("ALTER TABLE db.t SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '10')")

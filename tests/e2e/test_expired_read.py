@@ -9,7 +9,7 @@ import pytest
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.spark import translate
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration
 
 pytestmark = pytest.mark.spark
 
@@ -24,9 +24,9 @@ def test_a_read_whose_version_expired_under_it_names_the_version_and_the_file(ar
     # Version 1's change files are merged into the base and dropped from the change store; once a
     # newer version is the only one kept, expiration deletes them.
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
-    assert retention.expire_change_data(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1) > 0
+    assert expiration.expire_change_data(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1) > 0
     arctic.sql("INSERT INTO db.t VALUES (3, 'c')")
-    assert retention.purge(arctic.table("db.t")).deleted_change_files > 0
+    assert expiration.purge(arctic.table("db.t")).deleted_change_files > 0
 
     error, raised = _error_of(by_node)
     assert re.fullmatch(r"Version 1 of db\.t is no longer readable: file file:/\S+\.parquet was removed by "

@@ -15,7 +15,7 @@ import pytest
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, VersionNotFoundError
 from arctic_sql.optimizer import committer, executor, planner, process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration, orphan_removal
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.reading.scan import live_files
 
@@ -144,9 +144,9 @@ def test_expiration_and_orphan_removal_while_an_optimize_runs(table_with_history
     arctic.sql("INSERT INTO db.t VALUES (5, 'e')")  # 6, while the optimize runs
     expected = _rows(arctic, "SELECT * FROM db.t")
     state.heartbeat(table, record)
-    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     _age(warehouse)  # even old files of a running optimize stay
-    orphans = retention.remove_orphan_files(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1,
+    orphans = orphan_removal.remove_orphan_files(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1,
                                               force=True)
     written = {_local(f.file_path) for f in outputs[""]}
     assert written and all(os.path.exists(p) for p in written)
@@ -162,7 +162,7 @@ def test_expiration_and_orphan_removal_while_an_optimize_runs(table_with_history
     state.transition(table, record, state.SUCCESS)
     assert _rows(arctic, "SELECT * FROM db.t") == expected
     # Once it has finished, the next expiration may take its input snapshots.
-    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     assert record.base_snapshot_id not in {s.snapshot_id for s in arctic.table("db.t").base.snapshots()}
     assert _rows(arctic, "SELECT * FROM db.t") == expected
     assert all(os.path.exists(p) for p in _referenced(arctic))
@@ -295,12 +295,12 @@ CRASHING_EXPIRY = textwrap.dedent(
     """
     import sys
     from arctic_sql.options import load_catalog
-    from arctic_sql.table.maintenance import retention
+    from arctic_sql.table.maintenance import expiration, orphan_removal
     from arctic_sql.table.catalog import ArcticCatalog
     from arctic_sql.table.model.identifiers import TableIdentifier
     catalog = ArcticCatalog(load_catalog(sys.argv[1], "arctic", None, None))
     table = catalog.load_table(TableIdentifier("db", "t"))
-    retention.expire_snapshots(table, older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(table, older_than_ms=expiration.now_ms() + 1, retain_last=1)
     """
 )
 
@@ -319,9 +319,9 @@ def test_crash_during_expiration_leaves_a_readable_table(table_with_history, war
         assert _rows(arctic, f"SELECT * FROM db.t VERSION AS OF {version}") == states[version]
     assert all(os.path.exists(p) for p in _referenced(arctic))
     # Finishing the job afterwards: expiration again, then the orphans the crash left.
-    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     _age(warehouse)
-    retention.remove_orphan_files(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1000, force=True)
+    orphan_removal.remove_orphan_files(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1000, force=True)
     assert _versions(arctic) == [5]
     assert _rows(arctic, "SELECT * FROM db.t") == states[5]
     assert _parquet_files(warehouse) == {p for p in _referenced(arctic) if p.endswith(".parquet")}

@@ -16,7 +16,7 @@ import pytest
 from pyiceberg.catalog import load_catalog
 from test_reference_model import Log, Model, _rows, _step, check_incremental_reads
 
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration, orphan_removal
 
 pytestmark = pytest.mark.spark
 
@@ -152,8 +152,8 @@ def test_expiration_and_orphan_removal_keep_the_delete_files_a_version_needs(arc
     expected = [(i, "a", -1 if i < 5 else -2 if i < 10 else i, "x") for i in range(1000)]
     local = [p.removeprefix("file://") for p in first | second]
     assert all(os.path.exists(p) for p in local)
-    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
-    retention.remove_orphan_files(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, force=True)
+    expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
+    orphan_removal.remove_orphan_files(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, force=True)
     # The replaced delete file went with the versions that needed it; the live one stays.
     assert not any(os.path.exists(p.removeprefix("file://")) for p in first)
     assert all(os.path.exists(p.removeprefix("file://")) for p in second)

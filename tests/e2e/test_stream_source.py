@@ -163,11 +163,11 @@ def test_a_stream_fails_on_another_table_of_its_name_or_changed_columns(five_ver
 
 
 def test_expired_start_and_bad_options_are_one_line_errors(five_versions, spark, tmp_path):
-    from arctic_sql.table.maintenance import retention
+    from arctic_sql.table.maintenance import expiration
 
     arctic = five_versions
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
-    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     error = _error(lambda: _stream(spark, str(tmp_path / "old"), startingVersion=1))
     assert isinstance(error, VersionNotFoundError) and "smallest startingVersion still readable is 6" in str(error)
     for options, names in (({"maxRowsPerTrigger": -1}, "maxRowsPerTrigger must be a whole number of at least 1"),
@@ -188,7 +188,7 @@ def test_expired_start_and_bad_options_are_one_line_errors(five_versions, spark,
 
 
 def test_a_consumer_keeps_its_unread_history_and_resumes_there(five_versions, spark, tmp_path):
-    from arctic_sql.table.maintenance import retention
+    from arctic_sql.table.maintenance import expiration
 
     arctic = five_versions
     batches = _stream(spark, str(tmp_path / "a"), startingVersion=2, consumerId="copy", maxVersionsPerTrigger=1)
@@ -197,7 +197,7 @@ def test_a_consumer_keeps_its_unread_history_and_resumes_there(five_versions, sp
     assert len(listed) == 1 and listed[0][0] == "copy" and listed[0][2] is True
     recorded = listed[0][1]
     assert recorded in (4, 5)  # Spark reports a batch processed when it plans the next one
-    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     oldest = arctic.sql("SELECT min(version) FROM db.t.history").collect()[0][0]
     assert oldest == recorded  # everything the consumer has not read is still there
     arctic.sql("INSERT INTO db.t VALUES (77, 'x')")  # 6
@@ -237,7 +237,7 @@ def test_a_first_batch_of_an_empty_table_replays_after_a_crash(arctic, spark, tm
 def test_an_available_now_follower_is_held_from_its_first_run(arctic, spark, tmp_path):
     """A consumer that reads now and then with availableNow (Spark never reports its last batch
     processed) keeps what it needs next from its first run on, through expiration between runs."""
-    from arctic_sql.table.maintenance import retention
+    from arctic_sql.table.maintenance import expiration
 
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
     arctic.sql("INSERT INTO db.t VALUES (1, 'a')")  # 1
@@ -248,7 +248,7 @@ def test_an_available_now_follower_is_held_from_its_first_run(arctic, spark, tmp
         ("replica", 1)]
     for version in (2, 3, 4):
         arctic.sql(f"INSERT INTO db.t VALUES ({version}, 'x')")
-    retention.expire_snapshots(arctic.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+    expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     assert arctic.sql("SELECT min(version) FROM db.t.history").collect()[0][0] == 1  # held for the replica
     state: dict = {}
     for _, rows in first + _stream(spark, checkpoint, consumerId="replica"):

@@ -116,7 +116,7 @@ def test_the_change_feed_and_a_stream_start_and_end_at_tags(tagged, tmp_path):
 
 def test_a_tag_waits_for_a_running_expiration_and_an_expiration_keeps_all_while_a_tag_is_made(tagged, monkeypatch):
     from arctic_sql.errors import CommitConflictError
-    from arctic_sql.table.maintenance import retention
+    from arctic_sql.table.maintenance import expiration
     from arctic_sql.table.reading import tags
     from arctic_sql.table.records import leases
     from arctic_sql.table.writing import tag_writes
@@ -133,9 +133,9 @@ def test_a_tag_waits_for_a_running_expiration_and_an_expiration_keeps_all_while_
     assert [r["name"] for r in tagged.sql("SELECT name FROM db.t.refs").collect()] == ["main"]
 
     # A tag being made (its lease written, its version not yet recorded): the expiration keeps every version.
-    monkeypatch.setattr(retention, "TAG_WAIT_S", 0.0)
+    monkeypatch.setattr(expiration, "TAG_WAIT_S", 0.0)
     with leases.writing(table, tags.TAGGING):
-        kept = retention.expire_snapshots(tagged.table("db.t"), older_than_ms=retention.now_ms() + 1, retain_last=1)
+        kept = expiration.expire_snapshots(tagged.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     assert kept.expired_snapshots == 0 and kept.oldest_version == 1
     assert _rows(tagged, "SELECT * FROM db.t VERSION AS OF 1") == V1
 

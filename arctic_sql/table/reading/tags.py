@@ -16,7 +16,7 @@ catalog's newest metadata with no requirement a property commit could fail, so a
 planned before a tag was written would remove the tagged version anyway. Both take a write lease
 first and then look for the other's (leases are read after they are written, on every supported
 store): a tag waits for a running expiration to end and checks its version after it; an
-expiration that finds a tag being made keeps every version this run (table/maintenance/retention.py).
+expiration that finds a tag being made keeps every version this run (table/maintenance/expiration.py).
 """
 
 from __future__ import annotations

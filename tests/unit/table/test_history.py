@@ -11,7 +11,7 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration
 from arctic_sql.table.writing import commit
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.model.identifiers import TableIdentifier
@@ -61,7 +61,7 @@ def test_expiration_keeps_the_base_snapshot_the_oldest_kept_version_reads(table)
     _optimize(table, 2)  # base snapshot of versions 2 and later
     for _ in range(2):
         commit.commit_change(table, [], "insert")  # 3, 4
-    result = retention.expire_snapshots(table, older_than_ms=retention.now_ms() + 1, retain_last=2)
+    result = expiration.expire_snapshots(table, older_than_ms=expiration.now_ms() + 1, retain_last=2)
     assert result.oldest_version == 3 and result.expired_snapshots == 2
     history = _history(table)
     assert [c.version for c in history.commits] == [3, 4]
@@ -75,7 +75,7 @@ def test_oldest_kept_version_before_the_first_base_snapshot_keeps_all_of_it(tabl
     commit.commit_change(table, [], "insert")  # 2
     _optimize(table, 1)
     _optimize(table, 2)
-    retention.expire_snapshots(table, older_than_ms=retention.now_ms() + 1, retain_last=2)
+    expiration.expire_snapshots(table, older_than_ms=expiration.now_ms() + 1, retain_last=2)
     assert [c.version for c in _history(table).commits] == [1, 2]
     assert len(table.base.snapshots()) == 2
 

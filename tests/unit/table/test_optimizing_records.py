@@ -9,7 +9,7 @@ import pytest
 from iceberg_tables import catalog_at, create
 
 from arctic_sql.errors import ExecutionError
-from arctic_sql.table.maintenance import retention
+from arctic_sql.table.maintenance import expiration
 from arctic_sql.table.records import optimizing_processes as state
 
 
@@ -25,6 +25,6 @@ def test_an_unreadable_record_stops_maintenance_and_is_named(tmp_path):
                                              r"\(JSONDecodeError: .*\); nothing was changed"):
         state.running_processes(table)
     with pytest.raises(ExecutionError, match="0000000000000-broken.json"):
-        retention.plan_expiry(table, older_than_ms=retention.now_ms(), retain_last=1)
+        expiration.plan_expiry(table, older_than_ms=expiration.now_ms(), retain_last=1)
     # What only orders or shows processes goes on with the ones it can read.
     assert [r.process_id for r in state.processes(table, strict=False)] == [running.process_id]

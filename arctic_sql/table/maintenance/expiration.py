@@ -1,10 +1,11 @@
-"""Keeping history only as long as asked: snapshot expiration, change-data TTL, orphan removal,
-rollback and purge (DESIGN "Maintenance"; invariants 2, 3 and 5).
+"""Keeping history only as long as asked: snapshot expiration, change-data TTL and purge of history
+(DESIGN "Maintenance"; invariants 2, 3 and 5). Orphan removal is orphan_removal.py's, rollback
+rollback.py's.
 
 Destructive steps are conservative: a file is deleted only when no retained snapshot of either
 store, no statistics file and no running optimize references it. Each step first commits the
 metadata change (atomic, per store) and only then deletes files, so a crash at any point leaves a
-readable table and, at worst, unreferenced files that :func:`remove_orphan_files` takes later.
+readable table and, at worst, unreferenced files that orphan removal takes later.
 
 Expiration works in versions, not snapshots: it keeps every version committed at or after
 ``older_than`` plus the newest ``retain_last`` versions (and every version from the oldest one a
@@ -19,35 +20,29 @@ snapshot), and the snapshots a running optimize planned against (Amoro's
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
-import pyarrow.fs as pafs
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Snapshot
 
-from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
+from arctic_sql.errors import CommitConflictError, InvalidArgumentError
 from arctic_sql.faults import fault_point
 from arctic_sql.table.files import storage
 from arctic_sql.table.reading import tags
 from arctic_sql.table.records import consumers, leases
-from arctic_sql.table.writing import bulk_base_files, commit, spark_files, tag_writes
+from arctic_sql.table.writing import commit, tag_writes
 from arctic_sql.table.model.table import ArcticTable
-from arctic_sql.table.reading.changes import version_at
-from arctic_sql.table.format import layout, versions
+from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.records.optimizing_processes import running_processes
-from arctic_sql.table.reading.merge_on_read import merged_dataframe
-from arctic_sql.table.reading.scan import live_entries, live_files, plan_read
+from arctic_sql.table.reading.scan import live_entries, live_files
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +62,6 @@ def keep_duration_ms(table: ArcticTable) -> int:
         return table.settings.acid_data_retain_hours * 60 * MINUTE_MS
     return table.settings.snapshot_keep_duration * MINUTE_MS
 
-
-def orphan_min_age_ms(table: ArcticTable) -> int:
-    return table.settings.clean_orphan_file_min_existing_time_minutes * MINUTE_MS
 
 
 def change_ttl_ms(table: ArcticTable) -> int:
@@ -91,7 +83,7 @@ class FileSet:
         self.manifest_lists.add(snapshot.manifest_list)
 
 
-def _files_of(store: Table, snapshots: Iterable[Snapshot], store_name: str) -> FileSet:
+def files_of(store: Table, snapshots: Iterable[Snapshot], store_name: str) -> FileSet:
     files = FileSet()
     for snap in snapshots:
         files.add(store, snap, store_name)
@@ -204,7 +196,7 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
             continue
         expired_ids = {s.snapshot_id for s in expired}
         retained = [s for s in store.snapshots() if s.snapshot_id not in expired_ids]
-        gone, kept_files = _files_of(store, expired, store_name), _files_of(store, retained, store_name)
+        gone, kept_files = files_of(store, expired, store_name), files_of(store, retained, store_name)
         oldest_kept_ms = min((s.timestamp_ms for s in retained), default=now_ms())
         old_metadata = {e.metadata_file for e in store.metadata.metadata_log if e.timestamp_ms < oldest_kept_ms}
         plans.append(StoreExpiry(
@@ -254,7 +246,7 @@ def _tag_in_the_making(table: ArcticTable) -> bool:
 def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: int) -> ExpireResult:
     committed: list[StoreExpiry] = []  # what landed, also from an attempt that lost a race halfway
     for attempt in range(_ATTEMPTS):
-        _refresh(table)
+        refresh_stores(table)
         tag_writes.drop_past_retention(table, now_ms())
         plans, oldest = plan_expiry(table, older_than_ms, retain_last)
         try:
@@ -275,14 +267,14 @@ def _delete_expired(plans: list[StoreExpiry], oldest: int, removed: int) -> Expi
     data = change = manifests = metadata = expired = 0
     for plan in plans:
         expired += len(plan.expire_ids)
-        deleted = _delete(plan.data_files)
+        deleted = delete_paths(plan.data_files)
         if plan.store_name == Store.CHANGE:
             change += deleted
         else:
             data += deleted
         fault_point("expire-mid-delete")
-        manifests += _delete(plan.manifests)
-        metadata += _delete(plan.metadata_files)
+        manifests += delete_paths(plan.manifests)
+        metadata += delete_paths(plan.metadata_files)
     return ExpireResult(data, change, manifests, metadata, expired, removed, oldest)
 
 
@@ -291,13 +283,13 @@ def purge(table: ArcticTable) -> ExpireResult:
     return expire_snapshots(table, older_than_ms=now_ms() + 1, retain_last=1)
 
 
-def _refresh(table: ArcticTable) -> None:
+def refresh_stores(table: ArcticTable) -> None:
     table.base.refresh()
     if table.change is not None:
         table.change.refresh()
 
 
-def _delete(paths: Iterable[str]) -> int:
+def delete_paths(paths: Iterable[str]) -> int:
     return storage.delete_files(sorted(paths))
 
 
@@ -345,212 +337,3 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
 
 class _NothingToDo(Exception):
     """No change file is old enough and merged: nothing to commit."""
-
-
-# orphan files -----------------------------------------------------------------------------------
-def _normalized(path: str) -> str:
-    """One spelling per file: ``file:///x``, ``file:/x`` and ``/x`` are the same local file."""
-    if path.startswith("file:"):
-        return urlparse(path).path
-    return path
-
-
-def _referenced(table: ArcticTable) -> set[str]:
-    """Every file any retained snapshot, the metadata log or a statistics file of either store needs."""
-    refs: set[str] = set()
-    for store_name, store in ((Store.BASE, table.base), (Store.CHANGE, table.change)):
-        if store is None:
-            continue
-        files = _files_of(store, store.snapshots(), store_name)
-        refs |= files.data | files.manifests | files.manifest_lists
-        refs.add(store.metadata_location)
-        refs.update(e.metadata_file for e in store.metadata.metadata_log)
-        refs.update(s.statistics_path for s in store.metadata.statistics)
-        refs.update(s.statistics_path for s in store.metadata.partition_statistics)
-    return {_normalized(p) for p in refs}
-
-
-# What orphan removal may consider: the folders the table's own writes create under a store's
-# data/ (a write id, or an optimizing process's output) and the file kinds pyiceberg writes under
-# metadata/. Anything else in those folders was put there by someone else and is not the table's.
-_WRITE_FOLDER = re.compile(r"^(?:[0-9a-f]{32}|optimize-[0-9]{13}-[0-9a-f]{8})$")
-_METADATA_FILE = re.compile(r"\.(?:metadata\.json|avro|puffin|stats)$")
-SAFETY_WINDOW_FLOOR_MS = 60 * MINUTE_MS
-
-
-def safety_window_ms(table: ArcticTable) -> int:
-    """Files younger than this are left alone unless forced: ``clean-orphan-file.min-existing-time-minutes``,
-    never under an hour."""
-    return max(orphan_min_age_ms(table), SAFETY_WINDOW_FLOOR_MS)
-
-
-def _owned(relative: str) -> bool:
-    """Whether a file at ``relative`` (to the store's folder) is of a kind the table writes itself."""
-    parts = relative.split("/")
-    if parts[0] == "data":  # data/<write folder>/[<column>=<value>/...]<file>: nothing else is the table's
-        return len(parts) > 2 and bool(_WRITE_FOLDER.match(parts[1])) and all("=" in p for p in parts[2:-1])
-    return parts[0] == "metadata" and len(parts) == 2 and bool(_METADATA_FILE.search(parts[1]))
-
-
-def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
-    """Files the table's writes created under the stores' ``data/`` and ``metadata/`` folders that
-    nothing references, last modified before ``older_than_ms`` and before every write in flight.
-
-    Three reads, in this order, so that no write can slip between them:
-
-    1. the files are listed;
-    2. the writes in flight (leases) and running optimizes are read;
-    3. the metadata is read.
-
-    A listed file was written before step 1, by a write that at step 2 was either still in flight
-    (its lease keeps every file from its start on) or over: committed before step 3 (so the metadata
-    references the file) or failed (a true orphan). Reading the metadata before listing, as this
-    did until the chaos test caught it, let a write that began after the leases were read and
-    committed before the listing lose its new files, the current metadata file among them, whenever
-    ``older_than_ms`` lies ahead of the scan (a forced removal "up to now").
-    """
-    listed = []  # (location, normalized path, modified ms)
-    for store in (table.base, table.change):
-        if store is None:
-            continue
-        root = store.location().rstrip("/")
-        fs, inner = storage.filesystem(root)
-        scheme = storage.prefix(root, inner)
-        for sub in ("data", "metadata"):
-            selector = pafs.FileSelector(f"{inner}/{sub}", recursive=True, allow_not_found=True)
-            for info in fs.get_file_info(selector):
-                if info.type != pafs.FileType.File or info.mtime is None:
-                    continue
-                if not _owned(info.path[len(inner) + 1:]):
-                    continue
-                location = scheme + info.path
-                listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
-    running = running_processes(table)
-    writes = leases.live_leases(layout.table_root(table.base.location()))
-    starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
-    cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
-    # A running optimize names the folder it writes to: kept whatever its files' times say.
-    protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
-    _refresh(table)
-    referenced = _referenced(table)
-    return sorted(location for location, path, modified_ms in listed
-                  if path not in referenced and not path.startswith(protected) and modified_ms < cutoff)
-
-
-def remove_orphan_files(table: ArcticTable, older_than_ms: int | None = None, dry_run: bool = False,
-                        force: bool = False) -> list[str]:
-    """Delete (or with ``dry_run`` only list) the orphan files older than ``older_than_ms`` (default:
-    now minus the safety window); return their locations.
-
-    An ``older_than_ms`` inside the safety window (:func:`safety_window_ms`) is refused unless
-    ``force``, as Delta's VACUUM refuses a short retention; even forced, files of writes in flight
-    stay (see :func:`orphan_files`).
-    """
-    window = safety_window_ms(table)
-    if older_than_ms is None:
-        older_than_ms = now_ms() - window
-    elif older_than_ms > now_ms() - window and not (force or dry_run):
-        raise InvalidArgumentError(
-            f"older_than is inside the safety window of {window // MINUTE_MS} minutes "
-            "(clean-orphan-file.min-existing-time-minutes, never under 60): files that new may belong to "
-            "writes in progress; pass force => true to remove them anyway"
-        )
-    orphans = orphan_files(table, older_than_ms)
-    if not dry_run:
-        _delete(orphans)
-        leases.expire(layout.table_root(table.base.location()))
-    return orphans
-
-
-# rollback ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RollbackResult:
-    previous_version: int
-    restored_version: int
-    current_version: int
-
-    def row(self) -> tuple[int, int, int]:
-        return (self.previous_version, self.restored_version, self.current_version)
-
-
-ROLLBACK_OUTPUT = "previous_version long, restored_version long, current_version long"
-ROLLBACK = versions.Operation.ROLLBACK
-ROLLBACK_TO = "arctic.rollback-to"
-
-
-def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -> RollbackResult:
-    """Make ``version``'s rows the current state, as a new commit: history before and after stays.
-
-    The new commit replaces every base file and, on a primary-key table, moves every partition's
-    watermark to a new transaction, so older change data no longer applies. When the version's
-    rows are base files alone (a table without a key, or a version read right after optimizing),
-    those files are committed again as they are; otherwise the version's merged rows are written
-    once by a Spark job, as INSERT OVERWRITE would.
-    """
-    _refresh(table)
-    history = versions.history(table.base, table.change)
-    if not any(c.version == version for c in history.commits):
-        raise VersionNotFoundError(
-            f"Cannot roll {table.identifier} back to version {version}: it does not exist or has expired "
-            f"(available: {history.describe()})"
-        )
-    previous = history.latest
-    if version == previous:
-        return RollbackResult(previous, version, previous)
-    with leases.writing(table, ROLLBACK):
-        plan = plan_read(table, version)
-        written: list[str] = []
-        if plan.change_files:
-            rows = spark_files.align(merged_dataframe(spark, table, plan), table.schema)
-            written = bulk_base_files.write_base_files(rows, table, f"rollback of {table.identifier}")
-            new_files = commit.data_files(table.base, written)
-        else:
-            new_files = [f.data_file for f in plan.base_files]
-            new_files += list({d.file_path: d for f in plan.base_files for d in f.deletes}.values())
-        spec, schema = table.spec, table.schema
-
-        def build(store: Table, txn: int | None) -> commit.BaseChange:
-            current = store.current_snapshot()
-            live = live_entries(store, current, Store.BASE)  # delete files too
-            live_paths = {f.path for f in live}
-            keep = {f.file_path for f in new_files}
-            summary = {versions.OPERATION: ROLLBACK, ROLLBACK_TO: str(version)}
-            marks = None
-            if txn is not None:
-                assert table.change is not None
-                changed = live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
-                partitions = (set(versions.watermarks_of(current)) | {f.partition for f in live}
-                              | {f.partition for f in changed}
-                              | {partition_path(spec, schema, f.partition) for f in new_files})
-                marks = {p: txn for p in partitions}
-                summary[versions.TXN] = str(txn)
-            added = [f for f in new_files if f.file_path not in live_paths]
-            _check_still_there(table, version, added)
-            return commit.BaseChange(delete=[f.data_file for f in live if f.path not in keep], add=added,
-                                     watermarks=marks, summary=summary)
-
-        if table.change is not None:
-            _, txn = commit.commit_reserved(table, ROLLBACK, build, written)
-            return RollbackResult(previous, version, txn)
-        snapshot = commit.commit_base(table, lambda store: build(store, None), written)
-        return RollbackResult(previous, version, snapshot.sequence_number)
-
-
-def _check_still_there(table: ArcticTable, version: int, files: list) -> None:  # noqa: ANN001 - DataFiles
-    """Refuse to commit again files that expiration removed while the rollback ran (one batched stat)."""
-    for f, info in zip(files, storage.file_infos([f.file_path for f in files]), strict=True):
-        if info.type != pafs.FileType.File:
-            raise VersionNotFoundError(f"Cannot roll {table.identifier} back to version {version}: it expired while "
-                                       f"the rollback ran ({f.file_path} is gone); nothing was committed")
-
-
-def rollback_to_timestamp(spark: SparkSession, table: ArcticTable, timestamp_ms: int) -> RollbackResult:
-    """Roll back to the newest version committed at or before ``timestamp_ms``."""
-    history = versions.history(table.base, table.change)
-    version = version_at(history, timestamp_ms * 1000)
-    if version is None:
-        raise VersionNotFoundError(
-            f"Cannot roll {table.identifier} back to {timestamp_ms} ms: no retained version was committed "
-            f"by then (available: {history.describe()})"
-        )
-    return rollback_to_version(spark, table, version)

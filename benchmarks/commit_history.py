@@ -21,7 +21,7 @@ interleaved inside each round, timing per point:
   (``latestOffset`` and ``partitions`` of the ``readStream`` source; no job run);
 - ``json write``/``json parse``: the change store's metadata (every retained snapshot) serialized
   and parsed once, by pyiceberg itself (the floor every commit paid before) and as arctic-sql does
-  now (``table/metadata_cache.py``: each snapshot's JSON kept from earlier writes; the snapshots
+  now (``table/files/metadata_cache.py``: each snapshot's JSON kept from earlier writes; the snapshots
   parsed before reused when another process wrote the file).
 
 Prints the median per point, with the ratio to the first point, and writes
@@ -142,7 +142,7 @@ def plan_stream_batch(session, name: str) -> float:  # noqa: ANN001
 def metadata_json(session, name: str) -> dict[str, float]:  # noqa: ANN001
     from pyiceberg.table.metadata import TableMetadataUtil
 
-    from arctic_sql.table import metadata_cache
+    from arctic_sql.table.files import metadata_cache
 
     metadata = session.table(name).change.metadata
     text = metadata.model_dump_json(exclude_none=True)

@@ -33,7 +33,7 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
-from arctic_sql.table import metadata_cache
+from arctic_sql.table.files import metadata_cache
 from arctic_sql.table.files import storage
 from arctic_sql.table.writing import commit, store_sync
 from arctic_sql.table.model import properties as props

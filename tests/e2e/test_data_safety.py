@@ -179,9 +179,9 @@ def test_a_write_that_commits_during_forced_orphan_removal_loses_nothing(table, 
     # used to read the metadata before listing; a commit in between lost its files (the chaos test
     # once found a change store whose current metadata file was gone).
     t = table.table("db.t")
-    step = {"after the listing": (retention, "running_processes"),
-            "after the leases are read": (retention, "_refresh"),
-            "after the metadata is read": (retention, "_referenced")}[moment]
+    step = {"after the listing": (orphan_removal, "running_processes"),
+            "after the leases are read": (orphan_removal, "refresh_stores"),
+            "after the metadata is read": (orphan_removal, "_referenced")}[moment]
     real = getattr(*step)
     fired = []
 
@@ -197,7 +197,7 @@ def test_a_write_that_commits_during_forced_orphan_removal_loses_nothing(table, 
         return real(*args, **kwargs)
 
     monkeypatch.setattr(*step, then_a_write)
-    removed = retention.remove_orphan_files(t, older_than_ms=retention.now_ms() + 60_000, force=True)
+    removed = orphan_removal.remove_orphan_files(t, older_than_ms=expiration.now_ms() + 60_000, force=True)
     monkeypatch.undo()
     assert fired and removed == []
     assert _rows(table, "SELECT * FROM db.t") == [(1, "a"), (2, "b")]

@@ -152,7 +152,7 @@ def _is_complete(chain: list[Snapshot]) -> bool:
 
 
 # The newest histories worked out, by the identity of the metadata they came from: metadata is
-# immutable and, loaded again unchanged, the same object (table/metadata_cache.py), so a statement
+# immutable and, loaded again unchanged, the same object (table/files/metadata_cache.py), so a statement
 # or a stream that asks several times pays for one walk of the snapshots, not one per question.
 _HISTORIES: list[tuple[object, object, History]] = []
 _HISTORIES_KEPT = 16

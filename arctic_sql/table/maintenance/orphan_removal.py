@@ -106,7 +106,7 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
     cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
     # A running optimize names the folder it writes to: kept whatever its files' times say.
     protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
-    _refresh(table)
+    refresh_stores(table)
     referenced = _referenced(table)
     return sorted(location for location, path, modified_ms in listed
                   if path not in referenced and not path.startswith(protected) and modified_ms < cutoff)

@@ -11,7 +11,7 @@ import json
 from iceberg_tables import catalog_at, create, write
 from pyiceberg.catalog import load_catalog
 
-from arctic_sql.table import metadata_cache
+from arctic_sql.table.files import metadata_cache
 from arctic_sql.table.writing import commit
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.model.identifiers import TableIdentifier

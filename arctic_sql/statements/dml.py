@@ -286,8 +286,13 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
                 return
             except change_writer.Refused:  # a row's outcome depends on the target: read it
                 blind = None
-        changes = plan.joined_changes(ctx, table_node, version)
-        change_writer.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version)
+        keys = plan.source_keys(ctx)
+        changes = plan.changes_by_lookup(ctx, table, version, keys)
+        small = changes is not None
+        if changes is None:
+            changes = plan.joined_changes(ctx, table_node, version, keys)
+        change_writer.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version,
+                                    small=small)
 
     writes.retrying(table, Operation.MERGE, once)
     return ctx.ok()

@@ -141,3 +141,32 @@ def test_a_partial_merge_broadcasts_its_keys_rows_instead_of_shuffling_both_side
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
     assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
         *[(k, f"m{k}", k) for k in sorted(keys)], (5000, "new", 0)]
+
+
+def test_a_partial_merge_reads_its_keys_rows_here_in_no_spark_job(kv, spark, spark_jobs):
+    """A partial MERGE of a small source reads the target rows of the source's keys in the driver,
+    from the files of their nodes whose bounds hold them, and joins them as a local relation: its
+    Spark jobs are the source's keys and the change rows' collection, none reads the target."""
+    from arctic_sql.statements.merge_plan import MergePlan
+    from arctic_sql.table import lookup
+
+    keys = _same_node_keys(10)
+    spark.sql("SELECT * FROM VALUES " + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys) +
+              ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
+    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
+             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    table = kv.table("db.kv")
+    plan = MergePlan.of(parse_one(merge), table)
+    source_keys = plan.source_keys(kv.context)
+    assert sorted(source_keys.values) == sorted([(k,) for k in keys] + [(5000,)]) and source_keys.small
+    read = lookup.plan_lookup(table, _version(kv), source_keys.values)
+    opened = len(read.base_files) + len(read.change_files)
+    assert 0 < opened <= _holding(kv, [*keys, 5000]), opened
+    changes = plan.changes_by_lookup(kv.context, table, _version(kv), source_keys)
+    assert "LocalTableScan" in changes._jdf.queryExecution().executedPlan().toString()
+    jobs = spark_jobs(lambda: kv.sql(merge))
+    assert jobs and all(j in ("collect", "toArrow") for j in jobs), jobs  # no mapInArrow task, no broadcast read
+    assert "toArrow" in jobs and len(jobs) <= 3, jobs
+    assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
+        *[(k, f"m{k}", k + 1) for k in sorted(keys)], (5000, "new", 0)]
+    assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 2001

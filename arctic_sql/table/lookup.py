@@ -10,11 +10,14 @@ group's rows at a time and the keys' rows, never the table's.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, In, LessThanOrEqual
 
 from arctic_sql.table import node_merge
@@ -80,6 +83,15 @@ def plan_lookup(table: ArcticTable, version: int, values: Sequence[tuple]) -> Re
     return plan
 
 
+def describe(plan: ReadPlan) -> str:
+    """What a lookup reads, as EXPLAIN shows it (the fields of ``reader.by_node``'s name)."""
+    files = [*plan.base_files, *plan.change_files]
+    groups = len(node_groups(files)) if files else 0
+    nodes = len({(f.partition, f.store, f.node_id) for f in files})
+    return (f"arctic_lookup_in_driver[groups={groups}, nodes={nodes}, base_files={len(plan.base_files)}, "
+            f"change_files={len(plan.change_files)}]")
+
+
 def _may_hold(file: FileEntry, hashed: Sequence[tuple[int, tuple]], field_ids: Sequence[int],
               types: Sequence[IcebergType]) -> bool:
     """Whether ``file`` may hold one of the keys (hash, key tuple): one whose hash lies on the path of
@@ -116,13 +128,16 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
     if not files:
         return target.empty_table()
     wanted = pa.table({k: pa.array([v[i] for v in values], target.field(k).type) for i, k in enumerate(keys)})
+    # Each key column's values, kept while scanning (a superset of the keys for a composite key).
+    kept = functools.reduce(operator.and_, [pc.field(k).isin(pc.unique(wanted.column(k))) for k in keys])
     base, change = node_merge.Store.both(table)
     found = []
     for group in node_groups(files):
         task = node_merge.NodeTask.of(group)
         try:
             rows = node_merge.read_node(task, plan.schema, keys, base, change, sort=False,
-                                        base_filter=plan.base_filter, change_filter=plan.change_filter)
+                                        base_filter=plan.base_filter, change_filter=plan.change_filter,
+                                        keys_kept=kept)
         except FileNotFoundError as e:
             raise node_merge.missing_file(task, str(table.identifier), plan.version, e) from None
         found.append(rows.filter(pa.array(node_merge.changed_rows(rows, wanted, keys))).cast(target))

@@ -19,6 +19,8 @@ snapshot), and the snapshots a running optimize planned against (Amoro's
 
 from __future__ import annotations
 
+import bisect
+import json
 import logging
 import time
 from collections.abc import Iterable
@@ -251,7 +253,10 @@ def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: i
         plans, oldest = plan_expiry(table, older_than_ms, retain_last)
         try:
             for plan in plans:
-                commit.expire_snapshots(chain_store(table, plan.store_name), plan.expire_ids)
+                store = chain_store(table, plan.store_name)
+                recorded = (_with_commit_time(store, versions.snapshots_in_order(store), set(plan.expire_ids))
+                            if plan.store_name == Store.CHANGE else {})
+                commit.expire_snapshots(store, plan.expire_ids, recorded)
                 committed.append(plan)
                 fault_point("expire-between-stores")
         except CommitFailedException:
@@ -294,6 +299,41 @@ def delete_paths(paths: Iterable[str]) -> int:
 
 
 # change-data TTL --------------------------------------------------------------------------------
+# The change-data TTL needs each live change file's commit time, but expiration removes snapshots
+# after snapshot.keep.duration (12 hours by default), long before the TTL (7 days by default) has
+# passed: without a record, a file whose snapshot had expired looked as young as the oldest snapshot
+# kept, and no change file was ever dropped. So each expiration of the change store records, in
+# the same commit, the sequence number and commit time of the newest snapshot it removes: a file
+# of a lower or equal sequence number was committed no later than that (sequence numbers grow with
+# commit time along the store's history). Dropping the oldest records only loosens the bound.
+COMMIT_TIMES_KEY = "arctic.change-commit-times"
+COMMIT_TIMES_KEPT = 500
+
+
+def commit_times_of(store: Table) -> list[tuple[int, int]]:
+    """The (sequence number, commit time in ms) records of ``store``'s expired snapshots, in order."""
+    try:
+        return sorted((int(seq), int(at)) for seq, at in json.loads(store.properties.get(COMMIT_TIMES_KEY, "[]")))
+    except (ValueError, TypeError):  # not ours to repair: fall back to the oldest snapshot kept
+        return []
+
+
+def _no_later_than(recorded: list[tuple[int, int]], sequence: int, otherwise: int) -> int:
+    """The commit time of the first record at or after ``sequence``: a bound on that sequence's own."""
+    i = bisect.bisect_left(recorded, (sequence, -1))
+    return recorded[i][1] if i < len(recorded) else otherwise
+
+
+def _with_commit_time(store: Table, chain: list[Snapshot], expired_ids: set[int]) -> dict[str, str]:
+    """The store's commit-time records with the newest of the expired snapshots of ``chain`` added."""
+    expired = [s for s in chain if s.snapshot_id in expired_ids and s.sequence_number is not None]
+    if not expired:
+        return {}
+    newest = max(expired, key=lambda s: s.sequence_number)
+    records = sorted({*commit_times_of(store), (newest.sequence_number, newest.timestamp_ms)})[-COMMIT_TIMES_KEPT:]
+    return {COMMIT_TIMES_KEY: json.dumps(records, separators=(",", ":"))}
+
+
 def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> int:
     """Drop from the change store the change files already merged into the base (at or below their
     partition's watermark) and committed before ``older_than_ms`` (default: now -
@@ -314,11 +354,17 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
         marks = versions.watermarks_of(table.base.current_snapshot())
         chain = versions.snapshots_in_order(change)
         committed_at = {s.sequence_number: s.timestamp_ms for s in chain}
-        # A file whose commit has expired is older than the oldest snapshot still there.
+        # A file whose commit has expired is older than the oldest snapshot still there, and than the
+        # commit time recorded for a later sequence number (commit_times_of).
         oldest_ms = chain[0].timestamp_ms if chain else 0
+        recorded = commit_times_of(change)
+
+        def committed_by(sequence: int) -> int:
+            exact = committed_at.get(sequence)
+            return exact if exact is not None else min(oldest_ms, _no_later_than(recorded, sequence, oldest_ms))
+
         doomed = [f.data_file for f in live_files(change, change.current_snapshot(), Store.CHANGE)
-                  if f.sequence_number <= marks.get(f.partition, 0)
-                  and committed_at.get(f.sequence_number, oldest_ms) < older_than_ms]
+                  if f.sequence_number <= marks.get(f.partition, 0) and committed_by(f.sequence_number) < older_than_ms]
         dropped = len(doomed)
         if not doomed:
             raise _NothingToDo()

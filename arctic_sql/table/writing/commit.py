@@ -484,7 +484,13 @@ def evolve_schema(store: Table, change: Callable[[UpdateSchema], None], *, allow
         change(update)
 
 
-def expire_snapshots(store: Table, snapshot_ids: Iterable[int]) -> None:
+def expire_snapshots(store: Table, snapshot_ids: Iterable[int], properties: Mapping[str, str] | None = None) -> None:
     """Remove ``snapshot_ids`` from ``store``'s metadata in one commit (files are deleted by the caller,
-    which knows what no retained snapshot needs)."""
-    store.maintenance.expire_snapshots().by_ids(list(snapshot_ids)).commit()
+    which knows what no retained snapshot needs), setting ``properties`` in the same commit."""
+    from pyiceberg.table.update.snapshot import ExpireSnapshots
+
+    tx = store.transaction()
+    if properties:
+        tx.set_properties(dict(properties))
+    ExpireSnapshots(tx).by_ids(list(snapshot_ids)).commit()  # staged in tx: one metadata commit for both
+    tx.commit_transaction()

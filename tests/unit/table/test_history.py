@@ -89,3 +89,30 @@ def test_a_store_expired_alone_hides_the_versions_it_can_no_longer_serve(table):
     history = _history(table)
     assert [c.version for c in history.commits] == [3]
     assert not history.complete
+
+
+def test_the_change_data_ttl_drops_merged_files_whose_snapshots_expired_before_it(tmp_path):
+    # snapshot.keep.duration (12 h) is shorter than the change-data TTL (7 days): a change file's
+    # snapshot expires long before its TTL. The file then looked as young as the oldest snapshot
+    # kept, so a stream's merged change files were never dropped (benchmarks/disk_bounded.py).
+    from iceberg_tables import catalog_at, create, write
+
+    from arctic_sql.table.format.layout import Store
+    from arctic_sql.table.reading.scan import live_files
+
+    table = create(catalog_at(tmp_path))
+    first, second = write(table, [(1, None, "a")]), write(table, [(2, None, "b")])
+    commit.commit_change(table, [first], "insert")
+    commit.commit_change(table, [second], "insert")
+    _optimize(table, 2)  # both merged into the base
+    table.change.refresh()
+    first_ms = versions.snapshots_in_order(table.change)[0].timestamp_ms
+    expiration.expire_snapshots(table, older_than_ms=expiration.now_ms() + 1, retain_last=1, change_ttl=False)
+    table.change.refresh()
+    assert [s.sequence_number for s in table.change.snapshots()] == [2]  # the first file's snapshot is gone
+    assert expiration.commit_times_of(table.change) == [(1, first_ms)]
+    # The TTL reaches the first commit only: its file goes, the second's stays.
+    assert expiration.expire_change_data(table, older_than_ms=first_ms + 1) == 1
+    table.change.refresh()
+    live = [f.data_file.file_path for f in live_files(table.change, table.change.current_snapshot(), Store.CHANGE)]
+    assert [p.removeprefix("file://") for p in live] == [second.removeprefix("file://")]

@@ -96,5 +96,4 @@ def oldest_needed(table: ArcticTable, at_ms: int | None = None) -> int | None:
 def being_created(table: ArcticTable) -> bool:
     """Whether a tag of ``table`` is being created now (a live tag lease): an expiration keeps every
     version then, since the tag may name any of them."""
-    root = layout.table_root(table.base.location())
-    return any(lease.operation == TAGGING for lease in leases.live_leases(root))
+    return leases.running(layout.table_root(table.base.location()), TAGGING)

@@ -136,6 +136,11 @@ def live_leases(table_root: str) -> list[Lease]:
     return [lease for lease in leases(table_root) if lease.live]
 
 
+def running(table_root: str, operation: str) -> bool:
+    """Whether a live lease of ``operation`` (a tag being made, an expiration) is on the table."""
+    return any(lease.operation == operation for lease in live_leases(table_root))
+
+
 def ended_paths(table_root: str) -> list[str]:
     """The records of the leases that have ended (what :func:`expire` would delete): a table's own
     files, which a purge deletes with the rest."""

@@ -70,7 +70,7 @@ def _wait_for_expiration(table: ArcticTable, key: str) -> None:
     starts from now on sees it), or CommitConflictError after :data:`WAIT_FOR_EXPIRATION_S`."""
     root = layout.table_root(table.base.location())
     deadline = time.monotonic() + WAIT_FOR_EXPIRATION_S
-    while any(lease.operation == EXPIRING for lease in leases.live_leases(root)):
+    while leases.running(root, EXPIRING):
         if time.monotonic() >= deadline:
             raise CommitConflictError(f"Tag '{key}' of {table.identifier}: an expiration of the table has run for "
                                       f"over {WAIT_FOR_EXPIRATION_S:.0f} s; create the tag when it ends")

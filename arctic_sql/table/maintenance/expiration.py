@@ -369,15 +369,20 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
         if not doomed:
             raise _NothingToDo()
         properties = {versions.OPERATION: versions.CHANGE_TTL, versions.COMMIT_ID: commit_id}
+        commit.clear_maintenance(tx)
         with tx.update_snapshot(snapshot_properties=properties).overwrite() as overwrite:
             for data_file in doomed:
                 overwrite.delete_data_file(data_file)
 
-    try:
-        with leases.writing(table, versions.CHANGE_TTL):
+    with leases.writing(table, versions.CHANGE_TTL):
+        commit.announce_maintenance(change)  # appends wait for this commit (commit.yield_to_maintenance)
+        try:
             commit.commit_loop(table, change, apply, [])
-    except _NothingToDo:
-        return 0
+        except BaseException as e:
+            commit.withdraw_maintenance(change)
+            if isinstance(e, _NothingToDo):
+                return 0
+            raise
     return dropped
 
 

@@ -191,6 +191,7 @@ def commit_change(
     store = table.change
 
     def apply(tx: Transaction, commit_id: str) -> None:
+        yield_to_maintenance(store)
         if validate is not None:
             validate(store)
         properties = {**summary, versions.COMMIT_ID: commit_id}
@@ -463,6 +464,59 @@ def _data_committed_after(change: Table, txn: int) -> bool:
                and (s.summary.additional_properties.get(versions.OPERATION) if s.summary else None)
                not in versions.NON_DATA_OPERATIONS
                for s in change.metadata.snapshots)
+
+
+# maintenance commits that appends would never let land --------------------------------------------
+# A change-store maintenance commit that drops files (the change-data TTL) rewrites the manifests
+# that hold them, seconds at thousands of live files, and a stream appending every second wins every
+# race against it: it never lands (benchmarks/disk_bounded.py). So it first sets this property on
+# the change store (a metadata-only commit, which appends do not conflict with), and appends read it
+# from the metadata they load anyway: they wait until the maintenance commit has cleared it, or until
+# the time it names has passed (the maintenance process died). Appends pay no request for it.
+MAINTENANCE_PENDING_KEY = "arctic.maintenance-pending-until"
+MAINTENANCE_PENDING_S = 30.0
+_YIELD_POLL_S = 0.2
+
+
+def announce_maintenance(store: Table) -> None:
+    """Ask ``store``'s appenders to wait for this process's next commit (at most MAINTENANCE_PENDING_S)."""
+    until = int((time.time() + MAINTENANCE_PENDING_S) * 1000)
+    for attempt in range(MAX_ATTEMPTS):  # a metadata-only commit: it loses a race only in the catalog's window
+        try:
+            store.refresh()
+            set_properties(store, {MAINTENANCE_PENDING_KEY: str(until)})
+            return
+        except CommitFailedException:
+            time.sleep(min(0.02 * 2**attempt, 1.0) * random.random())
+    log.info("could not announce maintenance on %s; committing without it", store.name())
+
+
+def clear_maintenance(tx: Transaction) -> None:
+    """Stage the end of the wait in the maintenance commit itself (a no-op when nothing was announced)."""
+    if MAINTENANCE_PENDING_KEY in tx.table_metadata.properties:
+        tx.remove_properties(MAINTENANCE_PENDING_KEY)
+
+
+def withdraw_maintenance(store: Table) -> None:
+    """End the wait without a maintenance commit (it found nothing to do or failed)."""
+    try:
+        store.refresh()
+        set_properties(store, removals=[MAINTENANCE_PENDING_KEY])
+    except Exception as e:  # noqa: BLE001 - the wait ends by itself at the time it names
+        log.info("could not withdraw maintenance on %s (%s); it ends by itself", store.name(), type(e).__name__)
+
+
+def yield_to_maintenance(store: Table) -> None:
+    """Wait (reloading ``store``) while a maintenance commit announced on it is pending."""
+    while True:
+        try:
+            until_ms = int(store.properties.get(MAINTENANCE_PENDING_KEY, "0"))
+        except ValueError:
+            return
+        if until_ms <= time.time() * 1000:
+            return
+        time.sleep(_YIELD_POLL_S)
+        store.refresh()
 
 
 # metadata-only changes ----------------------------------------------------------------------------

@@ -116,3 +116,41 @@ def test_the_change_data_ttl_drops_merged_files_whose_snapshots_expired_before_i
     table.change.refresh()
     live = [f.data_file.file_path for f in live_files(table.change, table.change.current_snapshot(), Store.CHANGE)]
     assert [p.removeprefix("file://") for p in live] == [second.removeprefix("file://")]
+
+
+def test_an_append_waits_for_an_announced_maintenance_commit_and_a_stale_announcement_holds_nothing(
+        tmp_path, monkeypatch):
+    # The change-data TTL's commit takes seconds; a stream appending every second won every race
+    # against it, so it never landed. Appends now wait while it is announced on the change store.
+    from iceberg_tables import catalog_at, create, write
+
+    table = create(catalog_at(tmp_path))
+    commit.announce_maintenance(table.change)
+    waits = []
+
+    def maintenance_lands(seconds: float) -> None:  # the first wait: the maintenance commit lands meanwhile
+        waits.append(seconds)
+        other = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+        commit.set_properties(other.load_table(table.change.name()), removals=[commit.MAINTENANCE_PENDING_KEY])
+
+    monkeypatch.setattr(commit.time, "sleep", maintenance_lands)
+    commit.commit_change(table, [write(table, [(1, None, "a")])], "insert")
+    assert len(waits) == 1 and commit.MAINTENANCE_PENDING_KEY not in table.change.properties
+    # An announcement whose time has passed (its process died) is ignored.
+    commit.set_properties(table.change, {commit.MAINTENANCE_PENDING_KEY: str(expiration.now_ms() - 1)})
+    commit.commit_change(table, [write(table, [(2, None, "b")])], "insert")
+    assert len(waits) == 1 and len(table.change.snapshots()) == 2
+
+
+def test_the_change_data_ttl_withdraws_its_announcement_whatever_it_finds(tmp_path):
+    from iceberg_tables import catalog_at, create, write
+
+    table = create(catalog_at(tmp_path))
+    commit.commit_change(table, [write(table, [(1, None, "a")])], "insert")
+    assert expiration.expire_change_data(table, older_than_ms=expiration.now_ms() + 1) == 0  # nothing merged
+    table.change.refresh()
+    assert commit.MAINTENANCE_PENDING_KEY not in table.change.properties
+    _optimize(table, 1)
+    assert expiration.expire_change_data(table, older_than_ms=expiration.now_ms() + 1) == 1
+    table.change.refresh()
+    assert commit.MAINTENANCE_PENDING_KEY not in table.change.properties

@@ -286,13 +286,8 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
                 return
             except change_rows.Refused:  # a row's outcome depends on the target: read it
                 blind = None
-        keys = plan.source_keys(ctx)
-        changes = plan.changes_by_lookup(ctx, table, version, keys)
-        small = changes is not None
-        if changes is None:
-            changes = plan.joined_changes(ctx, table_node, version, keys)
-        change_rows.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version,
-                                  small=small)
+        changes = plan.joined_changes(ctx, table_node, version)
+        change_rows.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version)
 
     base_rows.retrying(table, Operation.MERGE, once)
     return ctx.ok()

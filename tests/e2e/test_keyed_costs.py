@@ -141,3 +141,15 @@ def test_a_partial_merge_broadcasts_its_keys_rows_instead_of_shuffling_both_side
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
     assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
         *[(k, f"m{k}", k) for k in sorted(keys)], (5000, "new", 0)]
+
+
+def test_lookups_by_a_key_that_is_also_the_partition_find_their_rows(arctic):
+    # A key that is also the partition column, with base files written by Spark's tasks: point
+    # lookups, DELETE and UPDATE by keys find their rows (the cluster test's workload shape).
+    arctic.sql("CREATE TABLE db.pk (id BIGINT, p STRING, v INT, PRIMARY KEY (id, p)) PARTITIONED BY (p)")
+    arctic.sql("INSERT INTO db.pk VALUES (1, 'a', 10), (2, 'a', 20), (3, 'b', 30), (4, 'b', 40)")
+    arctic.sql("CALL system.optimize(table => 'db.pk', mode => 'full')")
+    assert [tuple(r) for r in arctic.sql("SELECT * FROM db.pk WHERE id = 3 AND p = 'b'").collect()] == [(3, "b", 30)]
+    arctic.sql("DELETE FROM db.pk WHERE id IN (1, 3, 4) AND p IN ('a', 'b')")
+    arctic.sql("UPDATE db.pk SET v = 21 WHERE id IN (2) AND p IN ('a')")
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.pk").collect()) == [(2, "a", 21)]

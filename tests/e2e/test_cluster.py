@@ -156,9 +156,16 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     this.sql("CALL system.expire_snapshots(table => 'db.t', older_than => current_timestamp(), retain_last => 1)")
     orphan = f"{table.base.location()}/data/{'ab' * 16}/part-0.parquet"  # s3://lake/wh/db/t/base/...
     client.put_object(Bucket=BUCKET, Key=orphan.removeprefix(f"s3://{BUCKET}/"), Body=b"not a table file")
+    table = this.table("db.t")
+    tracked = {store.metadata_location for store in (table.base, table.change)} | {
+        entry.metadata_file for store in (table.base, table.change) for entry in store.metadata.metadata_log}
     removed = this.sql("CALL system.remove_orphan_files(table => 'db.t', force => true, older_than => "
                        "timestamp_millis(unix_millis(current_timestamp()) + 1000))").collect()
-    assert [r[0] for r in removed] == [orphan], removed
+    # Besides the planted file, only the metadata files of commits that lost a race to another process
+    # may go: pyiceberg's SQL catalog writes one before its compare-and-swap and leaves it when it loses.
+    lost = [r[0] for r in removed if r[0] != orphan]
+    assert orphan in [r[0] for r in removed], removed
+    assert all(f.endswith(".metadata.json") and f not in tracked for f in lost), (lost, sorted(tracked))
     assert orphan.removeprefix(f"s3://{BUCKET}/") not in objects(client, "wh/", BUCKET)
     assert _sorted(this, "SELECT id, p, v FROM db.t") == expected
     assert _sorted(this, f"SELECT id, p, v FROM db.t VERSION AS OF {latest}") == expected

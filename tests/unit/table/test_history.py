@@ -5,6 +5,9 @@ Commits here carry no files: the versions, watermarks and snapshots are what is 
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from pyiceberg.catalog import load_catalog
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
@@ -127,8 +130,12 @@ def test_an_append_waits_for_an_announced_maintenance_commit_and_a_stale_announc
     table = create(catalog_at(tmp_path))
     commit.announce_maintenance(table.change)
     waits = []
+    # time.sleep is patched for the whole process: other tests' threads (heartbeats) keep sleeping.
+    this_thread, real_sleep = threading.current_thread(), time.sleep
 
     def maintenance_lands(seconds: float) -> None:  # the first wait: the maintenance commit lands meanwhile
+        if threading.current_thread() is not this_thread:
+            return real_sleep(seconds)
         waits.append(seconds)
         other = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
         commit.set_properties(other.load_table(table.change.name()), removals=[commit.MAINTENANCE_PENDING_KEY])

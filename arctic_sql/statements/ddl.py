@@ -458,6 +458,8 @@ def explain(ctx: StatementContext, expression: statements.Explain, text: str) ->
         plan = df._jdf.queryExecution().explainString(
             ctx.spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
         )
+        if resolved.notes:  # lookups read in the driver: their rows are a local relation in the plan
+            plan += "\n== Read by key in the driver ==\n" + "\n".join(resolved.notes) + "\n"
     finally:
         for view in resolved.views:
             ctx.spark.catalog.dropTempView(view)

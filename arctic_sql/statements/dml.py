@@ -286,8 +286,13 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
                 return
             except change_rows.Refused:  # a row's outcome depends on the target: read it
                 blind = None
-        changes = plan.joined_changes(ctx, table_node, version)
-        change_rows.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version)
+        keys = plan.source_keys(ctx)
+        changes = plan.changes_by_lookup(ctx, table, version, keys)
+        small = changes is not None
+        if changes is None:
+            changes = plan.joined_changes(ctx, table_node, version, keys)
+        change_rows.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version,
+                                  small=small)
 
     base_rows.retrying(table, Operation.MERGE, once)
     return ctx.ok()

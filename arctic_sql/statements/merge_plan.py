@@ -14,6 +14,7 @@ MATCHED AND s.op != 'D' THEN INSERT *``), and it makes its commit cost follow th
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,12 +33,16 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.reading.scan import ReadPlan
 
 SOURCE_MARK = "_arctic_s"
 TARGET_MARK = "_arctic_t"
 CLAUSE = "_arctic_clause"
 # A source Spark estimates under this is read twice, once for its keys: cheap next to a table read.
 SMALL_SOURCE_BYTES = 64 * 1024 * 1024
+_lookup_views = itertools.count(1)
+# Source rows whose keys are collected as they are (then made distinct in the driver).
+SOURCE_KEY_ROWS = 16 * MAX_LOOKUP_KEYS
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,23 @@ def _is_star(assignments: dict[str, exp.Expression], action: str, source_alias: 
                 and not value.args.get("db") and value.name.lower() == name.lower()):
             return False
     return True
+
+
+@dataclass(frozen=True)
+class SourceKeys:
+    """The distinct keys a small MERGE source can match on (tuples in key order)."""
+
+    values: list[tuple]
+    small: bool  # the source is under Spark's broadcast threshold: its change rows may be collected here
+
+    def condition(self, keys: tuple[str, ...]) -> exp.Expression:
+        """``k IN (...)`` on every key column."""
+        conditions = []
+        for position, key in enumerate(keys):
+            literals = [exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(v)
+                        for v in sorted({k[position] for k in self.values}, key=repr)]
+            conditions.append(exp.column(key, quoted=True).isin(*literals) if literals else exp.false())
+        return exp.and_(*conditions)
 
 
 @dataclass(frozen=True)
@@ -214,26 +236,56 @@ class MergePlan:
         )
         return ctx.run_spark(query, to_spark_sql(query))
 
-    def joined_changes(self, ctx: StatementContext, target_node: exp.Table, version: int) -> DataFrame:
-        """The change rows of the general form, from the source joined with the target at ``version``."""
-        return self._joined_changes(ctx, self._source_select(), target_node, version)
+    def joined_changes(self, ctx: StatementContext, target_node: exp.Table, version: int,
+                       keys: SourceKeys | None | bool = True) -> DataFrame:
+        """The change rows of the general form, from the source joined with the target at ``version``;
+        ``keys``: the source's keys when already found (True: find them)."""
+        if keys is True:
+            keys = self.source_keys(ctx)
+        return self._joined_changes(ctx, self.target_select(ctx, target_node, version, keys), keys or None)
 
-    def target_select(self, ctx: StatementContext, target_node: exp.Table, version: int) -> exp.Select:
+    def changes_by_lookup(self, ctx: StatementContext, table: ArcticTable, version: int, keys: SourceKeys | None
+                          ) -> DataFrame | None:
+        """:meth:`joined_changes` with the target's rows of the source's ``keys`` read here
+        (``table/reading/lookup.py``) and joined as a local relation, when the source is under Spark's broadcast
+        threshold; else None. No Spark job reads the target, and the change rows (no more than the
+        source's) may be collected and written here (``change_writer.write``'s ``small``)."""
+        from arctic_sql.table.reading import lookup
+        from arctic_sql.table.model.schemas import spark_schema
+
+        if keys is None or not keys.small:
+            return None
+        plan = lookup.plan_lookup(table, version, keys.values)
+        if plan is None:
+            return None
+        rows = lookup.read_keys(table, plan, keys.values)
+        view = f"arctic_lookup_{next(_lookup_views)}"
+        ctx.spark.createDataFrame(rows, spark_schema(plan.schema, all_nullable=True)).createOrReplaceTempView(view)
+        try:  # the DataFrame holds the analyzed plan: the view is no longer needed once it is made
+            target = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(exp.to_table(view))
+            return self._joined_changes(ctx, target, keys)
+        finally:
+            ctx.spark.catalog.dropTempView(view)
+
+    def target_select(self, ctx: StatementContext, target_node: exp.Table, version: int,
+                      keys: SourceKeys | None | bool = True) -> exp.Select:
         """What the join reads of the target: its rows at ``version``, only those of the source's keys
         when a small source names few enough of them. The ``k IN (...)`` it adds is a point lookup
         (statements/query.py): the read opens only those keys' tree nodes and the files whose key
-        bounds hold them, so a partial update costs what its batch costs, not what the table does."""
+        bounds hold them, so a partial update costs what its batch costs, not what the table does.
+        ``keys``: the source's keys when already found (True: find them)."""
         bare = target_node.copy()
         bare.set("alias", None)
         select = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(at_version(bare, version))
-        keys = self._source_keys(ctx)
-        return select if keys is None else select.where(keys)
+        if keys is True:
+            keys = self.source_keys(ctx)
+        return select if not isinstance(keys, SourceKeys) else select.where(keys.condition(self.keys))
 
-    def _source_keys(self, ctx: StatementContext) -> exp.Expression | None:
-        """``k IN (...)`` on every key column, with the values the source can match on, or None (read
-        every row) when rows the source does not name may change (``NOT MATCHED BY SOURCE``), ``ON``
-        does not pin every key column to a source column of the same type, or the source is not
-        small (Spark's estimate) or names more keys than a lookup takes."""
+    def source_keys(self, ctx: StatementContext) -> SourceKeys | None:
+        """The distinct keys the source can match on, or None (read every row) when rows the source
+        does not name may change (``NOT MATCHED BY SOURCE``), ``ON`` does not pin every key column to
+        a source column of the same type, or the source is not small (Spark's estimate) or names
+        more keys than a lookup takes."""
         if any(c.category == "not_matched_by_source" for c in self.clauses):
             return None
         pinned = self._pinned_keys()
@@ -246,19 +298,20 @@ class MergePlan:
         types = {f.name.lower(): f.dataType for f in source.schema.fields}
         if any(types.get(pinned[k].lower()) != t for k, t in zip(self.keys, self.key_types, strict=True)):
             return None  # the join would cast: leave matching to it
-        named = [pinned[k] for k in self.keys]
-        rows = (source.select(*named).dropna(how="any").distinct().limit(MAX_LOOKUP_KEYS + 1).collect())
-        if len(rows) > MAX_LOOKUP_KEYS:
+        named = source.select(*[pinned[k] for k in self.keys]).dropna(how="any")
+        # A batch names each key about once: its key columns, collected in one job (no shuffle), and
+        # made distinct here; only a source of many repeated keys costs Spark's distinct.
+        collected = named.limit(SOURCE_KEY_ROWS + 1).toArrow()
+        if collected.num_rows <= SOURCE_KEY_ROWS and len(set(collected.column_names)) == collected.num_columns:
+            distinct = collected.group_by(collected.column_names).aggregate([])
+            values = list(zip(*(c.to_pylist() for c in distinct.columns), strict=True)) if distinct.num_rows else []
+        else:
+            values = [tuple(row) for row in named.distinct().limit(MAX_LOOKUP_KEYS + 1).collect()]
+        if len(values) > MAX_LOOKUP_KEYS:
             return None
-        conditions = []
-        for position, key in enumerate(self.keys):
-            values = {row[position] for row in rows}
-            if not all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in values):
-                return None
-            literals = [exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(v)
-                        for v in sorted(values, key=repr)]
-            conditions.append(exp.column(key, quoted=True).isin(*literals) if literals else exp.false())
-        return exp.and_(*conditions)
+        if not all(isinstance(v, (int, str)) and not isinstance(v, bool) for key in values for v in key):
+            return None
+        return SourceKeys(values, is_small(source))
 
     def _pinned_keys(self) -> dict[str, str] | None:
         """The source column ``ON`` sets equal to each key column (``t.k = s.c``), or None."""
@@ -312,9 +365,9 @@ class MergePlan:
                                  exp.Literal.string(result))
         return case if case.args.get("ifs") else exp.null()
 
-    def _joined_changes(self, ctx: StatementContext, source_sql: exp.Select, target_node: exp.Table,
-                        version: int) -> DataFrame:
-        target_select = self.target_select(ctx, target_node, version)
+    def _joined_changes(self, ctx: StatementContext, target_select: exp.Select, keys: SourceKeys | None
+                        ) -> DataFrame:
+        source_sql = self._source_select()
         both = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
                         exp.column(TARGET_MARK).is_(exp.null()).not_())
         only_source = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
@@ -357,7 +410,7 @@ class MergePlan:
             .from_(source_sql.subquery(src))
             .join(target_select.subquery(tgt), on=self.on.copy(), join_type=join_kind)
         )
-        if target_select.args.get("where") is not None:
+        if keys is not None:
             # A lookup of at most MAX_LOOKUP_KEYS keys yields a row per key at most, but Spark sizes
             # the merged read at its files' bytes and would shuffle both sides for a sort-merge join.
             query.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST",

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from arctic_sql.table.model.table import ArcticTable
 
 _view_ids = itertools.count(1)
+# The attribute of a looked-up DataFrame that says what the lookup read (EXPLAIN shows it).
+LOOKUP_NOTE = "_arctic_lookup"
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Resolved:
 
     expression: exp.Expression
     views: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what lookups read here (``looked_up``), for EXPLAIN
 
 
 def _cte_names(expression: exp.Expression) -> set[str]:
@@ -66,6 +69,8 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
         view = f"arctic_view_{next(_view_ids)}"
         df.createOrReplaceTempView(view)
         resolved.views.append(view)
+        if hasattr(df, LOOKUP_NOTE):
+            resolved.notes.append(f"{view}: {getattr(df, LOOKUP_NOTE)}")
         alias = node.alias or parts[-1]
         if not node.alias:
             bare.add(((parts[-2] if len(parts) > 1 else ctx.current_database).lower(), alias.lower()))
@@ -113,14 +118,38 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
         return pushed
     where, qualifiers = pushable_where(node)
     schema = table.schema
+    lookups = key_lookups(where, schema, qualifiers, table.primary_key)
+    found = looked_up(ctx, table, as_of, lookups)
+    if found is not None:
+        return found
     return ctx.read_table(
         table,
         version=as_of,
         columns=referenced_columns(node.root(), table),
         base_filter=row_filter(where, schema, qualifiers),
         change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),
-        key_hashes=_key_hashes(table, key_lookups(where, schema, qualifiers, table.primary_key)),
+        key_hashes=_key_hashes(table, lookups),
     )
+
+
+def looked_up(ctx: StatementContext, table: ArcticTable, version: int | None, lookups: list[tuple] | None
+              ) -> DataFrame | None:
+    """The rows of a point or small-set lookup (``lookups``: the key tuples its WHERE pins), read
+    here (table/reading/lookup.py) and handed to Spark as a local relation, or None when the lookup is not
+    one for this process. A Spark task would cost more to start than the read: the query above it
+    (its WHERE included) folds into the local relation and runs no job. EXPLAIN names what was read
+    (``LOOKUP_NOTE``)."""
+    from arctic_sql.table.reading import lookup
+    from arctic_sql.table.model.schemas import spark_schema
+
+    if lookups is None or not table.is_keyed:
+        return None
+    plan = lookup.plan_lookup(table, version, lookups)
+    if plan is None:
+        return None
+    df = ctx.spark.createDataFrame(lookup.read_keys(table, plan, lookups), spark_schema(plan.schema, all_nullable=True))
+    setattr(df, LOOKUP_NOTE, lookup.describe(plan))
+    return df
 
 
 def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[str] | None:

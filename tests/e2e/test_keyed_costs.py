@@ -66,17 +66,27 @@ def _version(arctic) -> int:
     return arctic.sql("SELECT max(version) FROM db.kv.history").collect()[0][0]
 
 
-def test_an_update_of_ten_keys_reads_only_the_files_that_can_hold_them(kv):
+def _read_by_lookup(kv, keys: list[int]) -> int:
+    """Files the driver's lookup of ``keys`` opens (table/reading/lookup.py)."""
+    from arctic_sql.table.reading import lookup
+
+    read = lookup.plan_lookup(kv.table("db.kv"), _version(kv), [(k,) for k in keys])
+    return len(read.base_files) + len(read.change_files)
+
+
+def test_an_update_of_ten_keys_reads_only_the_files_that_can_hold_them(kv, spark_jobs):
     keys = _same_node_keys(10)
     listed = ", ".join(map(str, keys))
     sql = f"UPDATE db.kv SET v = 'u' WHERE k IN ({listed}) AND n >= 0"
     statement = parse_one(sql)
     table = kv.table("db.kv")
     rows = dml.updated_rows(kv.context, statement, table, statement.this, _version(kv), {"v": parse_one("'u'")})
-    opened = _files_read(rows._jdf.queryExecution().executedPlan().toString())
+    # The keys' rows were read in the driver: Spark's plan is a local relation, no file scan.
+    assert rows._jdf.queryExecution().executedPlan().getClass().getSimpleName() == "LocalTableScanExec"
+    opened = _read_by_lookup(kv, keys)
     everything = _files_read(kv.sql("EXPLAIN SELECT * FROM db.kv WHERE v <> ''").collect()[0][0])
     assert 0 < opened <= _holding(kv, keys) < everything, (opened, everything)
-    kv.sql(sql)
+    assert spark_jobs(lambda: kv.sql(sql)) == []
     assert sorted(tuple(r) for r in kv.sql("SELECT k, v FROM db.kv WHERE v = 'u'").collect()) == [
         (k, "u") for k in sorted(keys)]
     assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 2000
@@ -87,16 +97,19 @@ def test_a_delete_of_one_key_reads_one_node(kv):
     sql = f"DELETE FROM db.kv WHERE k = {key}"
     statement = parse_one(sql)
     doomed = dml.deleted_keys(kv.context, statement, kv.table("db.kv"), statement.this, _version(kv))
-    assert 0 < _files_read(doomed._jdf.queryExecution().executedPlan().toString()) <= _holding(kv, [key])
+    assert doomed._jdf.queryExecution().executedPlan().getClass().getSimpleName() == "LocalTableScanExec"
+    assert 0 < _read_by_lookup(kv, [key]) <= _holding(kv, [key])
     kv.sql(sql)
     assert kv.sql(f"SELECT count(*) FROM db.kv WHERE k = {key}").collect()[0][0] == 0
     assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 1999
 
 
-def test_explain_of_a_point_lookup_shows_the_one_node_and_its_files(kv):
+def test_explain_of_a_point_lookup_shows_the_one_node_and_its_files(kv, spark_jobs):
     (key,) = _same_node_keys(1)
+    assert spark_jobs(lambda: kv.sql(f"SELECT * FROM db.kv WHERE k = {key}").collect()) == []
     plan = kv.sql(f"EXPLAIN SELECT * FROM db.kv WHERE k = {key}").collect()[0][0]
     assert re.search(r"groups=1, nodes=\d+, base_files=\d+, change_files=\d+\]", plan), plan
+    assert "Read by key in the driver" in plan and "LocalTableScan" in plan, plan
     assert 0 < _files_read(plan) <= _holding(kv, [key])
     assert [tuple(r) for r in kv.sql(f"SELECT k, v FROM db.kv WHERE k = {key}").collect()] == [
         (key, "c2" if key % 11 == 0 else "c1" if key % 7 == 0 else str(key))]
@@ -153,3 +166,32 @@ def test_lookups_by_a_key_that_is_also_the_partition_find_their_rows(arctic):
     arctic.sql("DELETE FROM db.pk WHERE id IN (1, 3, 4) AND p IN ('a', 'b')")
     arctic.sql("UPDATE db.pk SET v = 21 WHERE id IN (2) AND p IN ('a')")
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.pk").collect()) == [(2, "a", 21)]
+
+
+def test_a_partial_merge_reads_its_keys_rows_here_in_no_spark_job(kv, spark, spark_jobs):
+    """A partial MERGE of a small source reads the target rows of the source's keys in the driver,
+    from the files of their nodes whose bounds hold them, and joins them as a local relation: its
+    Spark jobs are the source's keys and the change rows' collection, none reads the target."""
+    from arctic_sql.statements.merge_plan import MergePlan
+    from arctic_sql.table.reading import lookup
+
+    keys = _same_node_keys(10)
+    spark.sql("SELECT * FROM VALUES " + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys) +
+              ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
+    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
+             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    table = kv.table("db.kv")
+    plan = MergePlan.of(parse_one(merge), table)
+    source_keys = plan.source_keys(kv.context)
+    assert sorted(source_keys.values) == sorted([(k,) for k in keys] + [(5000,)]) and source_keys.small
+    read = lookup.plan_lookup(table, _version(kv), source_keys.values)
+    opened = len(read.base_files) + len(read.change_files)
+    assert 0 < opened <= _holding(kv, [*keys, 5000]), opened
+    changes = plan.changes_by_lookup(kv.context, table, _version(kv), source_keys)
+    assert "LocalTableScan" in changes._jdf.queryExecution().executedPlan().toString()
+    jobs = spark_jobs(lambda: kv.sql(merge))
+    assert jobs and all(j in ("collect", "toArrow") for j in jobs), jobs  # no mapInArrow task, no broadcast read
+    assert "toArrow" in jobs and len(jobs) <= 3, jobs
+    assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
+        *[(k, f"m{k}", k + 1) for k in sorted(keys)], (5000, "new", 0)]
+    assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 2001

@@ -141,34 +141,36 @@ class Store:
     io: FileIO
 
     def read(self, files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE,
-             dictionary: frozenset[str] = frozenset(), deletes: Mapping[str, Sequence[DataFile]] | None = None
-             ) -> pa.Table:
+             dictionary: frozenset[str] = frozenset(), deletes: Mapping[str, Sequence[DataFile]] | None = None,
+             rows_kept: pc.Expression | None = None) -> pa.Table:
         """The rows of ``files`` in ``schema``; ``row_groups``: a filter whose row groups may be
         skipped by their statistics (rows that fail it may still come back); ``dictionary``: string
         columns to read dictionary-encoded where the files allow (cheaper to read and group by);
-        ``deletes``: per file location, the position-delete files whose rows are left out."""
+        ``deletes``: per file location, the position-delete files whose rows are left out;
+        ``rows_kept``: only the rows that pass this (a pyarrow filter, applied while scanning)."""
         deletes = {f.file_path: deletes[f.file_path] for f in files if deletes and deletes.get(f.file_path)}
         dataset = by_name(files, schema, row_groups, dictionary)
         if dataset is None:
-            return self._scan(files, schema, deletes)
+            return _kept(self._scan(files, schema, deletes), rows_kept)
         if not deletes:
-            return _as_required(dataset.to_table(columns=_names(schema)), schema)
+            return _as_required(dataset.to_table(columns=_names(schema), filter=rows_kept), schema)
         rows = dataset.to_table(columns=[*_names(schema), "__fragment_index"])
         keep = _not_deleted(rows.column("__fragment_index").to_numpy(), list(dataset.get_fragments()), files,
                             position_deletes.positions(self.io, {d for ds_ in deletes.values() for d in ds_}))
-        return _as_required(rows.drop_columns(["__fragment_index"]).filter(pa.array(keep)), schema)
+        return _kept(_as_required(rows.drop_columns(["__fragment_index"]).filter(pa.array(keep)), schema), rows_kept)
 
     def read_tagged(self, files: Sequence[tuple[DataFile, int]], schema: Schema,
-                    row_groups: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
-                    ) -> tuple[pa.Table, np.ndarray]:
+                    row_groups: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset(),
+                    rows_kept: pc.Expression | None = None) -> tuple[pa.Table, np.ndarray]:
         """The rows of tagged files in ``schema``, and the tag of each row's file (see :meth:`read`)."""
         tags = np.array([value for _, value in files], np.int64)
         dataset = by_name([f for f, _ in files], schema, row_groups, dictionary)
         if dataset is not None:
-            rows = dataset.to_table(columns=[*_names(schema), "__fragment_index"])  # fragments in files' order
+            # fragments in files' order
+            rows = dataset.to_table(columns=[*_names(schema), "__fragment_index"], filter=rows_kept)
             indexes = rows.column("__fragment_index").to_numpy()
             return _as_required(rows.drop_columns(["__fragment_index"]), schema), tags[indexes]
-        tables = [self._scan([f], schema) for f, _ in files]
+        tables = [_kept(self._scan([f], schema), rows_kept) for f, _ in files]
         return pa.concat_tables(tables, promote_options="permissive"), np.repeat(tags, [len(t) for t in tables])
 
     def _scan(self, files: Sequence[DataFile], schema: Schema,
@@ -188,6 +190,10 @@ class Store:
         """The base and change stores of a primary-key table."""
         assert table.change is not None
         return cls.of(table.base), cls.of(table.change)
+
+
+def _kept(rows: pa.Table, rows_kept: pc.Expression | None) -> pa.Table:
+    return rows if rows_kept is None else rows.filter(rows_kept)
 
 
 def _not_deleted(fragment_index: np.ndarray, fragments: list, files: Sequence[DataFile],
@@ -259,20 +265,22 @@ def _exists(location: str) -> bool:
 
 def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store, *,
               sort: bool = True, base_filter: BooleanExpression = ALWAYS_TRUE,
-              change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
-              ) -> pa.Table:
+              change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset(),
+              keys_kept: pc.Expression | None = None) -> pa.Table:
     """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`).
 
     ``base_filter`` and ``change_filter`` (on key columns only) skip row groups by their statistics.
     That is safe for a reader that applies its own filter to the result: a base row that fails the
     filter is either overridden by a change or filtered out above, and a change filter on the key
     drops all of a key's changes, or none. ``dictionary``: non-key string columns that may come
-    back dictionary-encoded (see :meth:`Store.read`).
+    back dictionary-encoded (see :meth:`Store.read`). ``keys_kept``: a pyarrow filter on key columns
+    only; the rows of the keys that fail it are left out while scanning (the merge rule holds per key,
+    so the other keys' rows merge as they would have).
     """
     dictionary = dictionary - set(keys)  # keys are compared and joined on: plain values
-    base_rows = (base.read(task.base_files, schema, base_filter, dictionary, task.delete_map)
+    base_rows = (base.read(task.base_files, schema, base_filter, dictionary, task.delete_map, keys_kept)
                  if task.base_files else None)
-    changes = _read_changes(task, schema, keys, change, change_filter, dictionary)
+    changes = _read_changes(task, schema, keys, change, change_filter, dictionary, keys_kept)
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort)
@@ -285,13 +293,13 @@ def optional(schema: Schema) -> Schema:
 
 
 def _read_changes(task: NodeTask, schema: Schema, keys: Sequence[str], change: Store,
-                  change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset()
-                  ) -> list[tuple[pa.Table, np.ndarray]]:
+                  change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset(),
+                  keys_kept: pc.Expression | None = None) -> list[tuple[pa.Table, np.ndarray]]:
     """The task's upsert and delete rows, tagged, in ``schema`` made optional (deletes: keys only)."""
     changed = optional(schema)
     upserts = [(f, value) for f, value in task.change_files if not value % 2]
     deletes = [(f, value) for f, value in task.change_files if value % 2]
-    return [change.read_tagged(files, part, change_filter, dictionary)
+    return [change.read_tagged(files, part, change_filter, dictionary, keys_kept)
             for files, part in ((upserts, changed), (deletes, changed.select(*keys))) if files]
 
 

@@ -124,16 +124,18 @@ def write_changes(
     changes: DataFrame | None = None,
     operation: str,
     read_version: int | None = None,
+    small: bool = False,
 ) -> int | None:
     """Check, write and commit one change-store transaction; return its number (None if empty).
 
     ``upserts`` hold whole rows, ``deletes`` the keys to delete, ``changes`` rows of both kinds
     told apart by an ``arctic_op`` column. A ``read_version`` (the statement read the table
     there) makes the commit fail with base_rows.StaleRead if another data commit landed since.
+    ``small``: the caller knows the rows are few (see :func:`write`).
     """
     with leases.writing(table, operation):
         plan = plan_changes(table, operation)
-        files = write(_changes_frame(table, upserts, deletes, changes), plan)
+        files = write(_changes_frame(table, upserts, deletes, changes), plan, small=small)
         validate = None
         if read_version is not None:
             def validate(change_store: Table) -> None:
@@ -156,12 +158,14 @@ def plan_changes(table: ArcticTable, operation: str) -> WritePlan:
                      change_column=layout.OP_COLUMN, duplicate_hint=None)
 
 
-def write(changes: DataFrame, plan: WritePlan) -> list[WrittenFile]:
+def write(changes: DataFrame, plan: WritePlan, *, small: bool = False) -> list[WrittenFile]:
     """Write ``changes`` as ``plan`` says in one Spark job; return the files (none for no rows).
+    ``small``: the caller knows the rows are few (a MERGE of a small source joined with a local
+    relation, which Spark sizes as the product of both sides): collect and write them here.
 
     Raises the first problem a task found, after deleting every file the tasks returned.
     """
-    if is_small(changes):
+    if small or is_small(changes):
         return _write_here(changes, plan)
     spark = changes.sparkSession
     parallelism = spark.sparkContext.defaultParallelism

@@ -44,7 +44,7 @@ from arctic_sql.table.records.optimizing_processes import running_processes
 from arctic_sql.table.reading.scan import live_entries, live_files
 
 if TYPE_CHECKING:
-    pass
+    from pyiceberg.manifest import DataFile
 
 log = logging.getLogger(__name__)
 
@@ -350,21 +350,7 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
 
     def apply(tx: Transaction, commit_id: str) -> None:
         nonlocal dropped
-        table.base.refresh()
-        marks = versions.watermarks_of(table.base.current_snapshot())
-        chain = versions.snapshots_in_order(change)
-        committed_at = {s.sequence_number: s.timestamp_ms for s in chain}
-        # A file whose commit has expired is older than the oldest snapshot still there, and than the
-        # commit time recorded for a later sequence number (commit_times_of).
-        oldest_ms = chain[0].timestamp_ms if chain else 0
-        recorded = commit_times_of(change)
-
-        def committed_by(sequence: int) -> int:
-            exact = committed_at.get(sequence)
-            return exact if exact is not None else min(oldest_ms, _no_later_than(recorded, sequence, oldest_ms))
-
-        doomed = [f.data_file for f in live_files(change, change.current_snapshot(), Store.CHANGE)
-                  if f.sequence_number <= marks.get(f.partition, 0) and committed_by(f.sequence_number) < older_than_ms]
+        doomed = _merged_change_files(table, older_than_ms)
         dropped = len(doomed)
         if not doomed:
             raise _NothingToDo()
@@ -375,6 +361,10 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
                 overwrite.delete_data_file(data_file)
 
     with leases.writing(table, versions.CHANGE_TTL):
+        # An idle run commits nothing: announcing and withdrawing would be two metadata commits of
+        # the change store for each run, which the service makes every few minutes.
+        if not _merged_change_files(table, older_than_ms):
+            return 0
         commit.announce_maintenance(change)  # appends wait for this commit (commit.yield_to_maintenance)
         try:
             commit.commit_loop(table, change, apply, [])
@@ -384,6 +374,28 @@ def expire_change_data(table: ArcticTable, older_than_ms: int | None = None) -> 
                 return 0
             raise
     return dropped
+
+
+def _merged_change_files(table: ArcticTable, older_than_ms: int) -> list[DataFile]:
+    """The change files of the change store as loaded now that are merged into the base (at or below
+    their partition's watermark, the base reloaded) and were committed before ``older_than_ms``."""
+    change = table.change
+    assert change is not None
+    table.base.refresh()
+    marks = versions.watermarks_of(table.base.current_snapshot())
+    chain = versions.snapshots_in_order(change)
+    committed_at = {s.sequence_number: s.timestamp_ms for s in chain}
+    # A file whose commit has expired is older than the oldest snapshot still there, and than the
+    # commit time recorded for a later sequence number (commit_times_of).
+    oldest_ms = chain[0].timestamp_ms if chain else 0
+    recorded = commit_times_of(change)
+
+    def committed_by(sequence: int) -> int:
+        exact = committed_at.get(sequence)
+        return exact if exact is not None else min(oldest_ms, _no_later_than(recorded, sequence, oldest_ms))
+
+    return [f.data_file for f in live_files(change, change.current_snapshot(), Store.CHANGE)
+            if f.sequence_number <= marks.get(f.partition, 0) and committed_by(f.sequence_number) < older_than_ms]
 
 
 class _NothingToDo(Exception):

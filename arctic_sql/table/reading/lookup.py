@@ -141,4 +141,6 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
         except FileNotFoundError as e:
             raise node_merge.missing_file(task, str(table.identifier), plan.version, e) from None
         found.append(rows.filter(pa.array(node_merge.changed_rows(rows, wanted, keys))).cast(target))
-    return pa.concat_tables(found)
+    # One chunk: PySpark's createDataFrame of an Arrow table keeps only the rows before its first
+    # empty record batch (pyspark 4.0 to 4.3), and a node group holding none of the keys is one.
+    return pa.concat_tables(found).combine_chunks()

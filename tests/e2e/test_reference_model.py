@@ -1,8 +1,8 @@
 """The reference-model test (DESIGN invariant 2): random statements against a plain-Python model.
 
-Random sequences of INSERT, INSERT OVERWRITE, DELETE, UPDATE and MERGE run on tables with 1, 2, 4
-and 8 buckets, partitioned and not. After every statement the table must hold exactly the model's
-rows; at the end every retained version read with ``VERSION AS OF`` must equal the model's state
+Random sequences of INSERT, INSERT OVERWRITE, DELETE (by a condition or by keys), UPDATE and MERGE
+run on tables with 1, 2, 4 and 8 buckets, partitioned and not. After every statement the table must
+hold exactly the model's rows, and a filtered read or a lookup by keys its rows; at the end every retained version read with ``VERSION AS OF`` must equal the model's state
 after the commit that made it, and random ``VERSION BETWEEN`` ranges must return, per key changed in
 the range, the model's last change (invariant 3): applied to the state at the start, they give the
 state at the end. A range that crosses an INSERT OVERWRITE must be refused. Column ``v`` is widened
@@ -84,6 +84,17 @@ def _random_rows(rng: random.Random, model: Model, count: int) -> list[tuple]:
     return rows
 
 
+def _some_keys(rng: random.Random) -> tuple[list[int], list[str]]:
+    """A few ids and partitions: the keys a statement pins (``id IN (...) AND p IN (...)``)."""
+    return sorted(rng.sample(IDS, rng.randint(1, 6))), sorted(rng.sample(PARTS, rng.randint(1, len(PARTS))))
+
+
+def _key_condition(ids: list[int], parts: list[str], model: Model) -> str:
+    """The WHERE of :func:`_some_keys`'s keys: every key column pinned when partitioned."""
+    condition = f"id IN ({', '.join(map(str, ids))})"
+    return f"{condition} AND p IN ({', '.join(map(_lit, parts))})" if model.partitioned else condition
+
+
 def _step(rng: random.Random, model: Model) -> str:
     """Pick a statement, apply it to the model, return its SQL."""
     model.changes, model.overwrote = {}, False
@@ -96,6 +107,13 @@ def _step(rng: random.Random, model: Model) -> str:
         rows = _random_rows(rng, model, rng.randint(1, 5))
         model.overwrite(rows)
         return f"INSERT OVERWRITE db.t VALUES {_values(rows)}"
+    if kind == "delete" and rng.random() < 0.5:  # by keys, some absent: a lookup in the driver
+        ids, parts = _some_keys(rng)
+        parts = parts if model.partitioned else list(PARTS)
+        for k, row in list(model.rows.items()):
+            if row[0] in ids and row[1] in parts:
+                model.delete(k)
+        return f"DELETE FROM db.t WHERE {_key_condition(ids, parts, model)}"
     if kind == "delete":
         m, r = rng.choice([2, 3, 5]), rng.randint(0, 4)
         for k, row in list(model.rows.items()):
@@ -209,6 +227,11 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
             low, high = filters.randint(0, 99), filters.randint(1, 24)
             assert _rows(arctic, f"SELECT id, p, v, s FROM db.t WHERE v >= {low} AND id < {high}") == \
                 [r for r in model.sorted() if r[2] >= low and r[0] < high], (sql, low, high)
+        else:  # a point or small-set lookup by key: read in the driver, some keys absent
+            ids, parts = _some_keys(filters)
+            parts = parts if model.partitioned else list(PARTS)
+            assert _rows(arctic, f"SELECT id, p, v, s FROM db.t WHERE {_key_condition(ids, parts, model)}") == \
+                [r for r in model.sorted() if r[0] in ids and r[1] in parts], (sql, ids, parts)
         version = _latest_version(arctic)
         assert version > before or (not model.changes and not model.overwrote), sql  # no-op statements commit nothing
         states[version] = model.sorted()

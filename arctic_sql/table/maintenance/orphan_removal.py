@@ -5,7 +5,6 @@ window and than every write in flight (DESIGN "Maintenance"; leases.py protects 
 from __future__ import annotations
 
 import re
-from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
@@ -16,14 +15,8 @@ from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.records.optimizing_processes import running_processes
+from arctic_sql.table.maintenance.ownership import claimed, normalized
 from arctic_sql.table.maintenance.expiration import MINUTE_MS, delete_paths, files_of, now_ms, refresh_stores
-
-
-def _normalized(path: str) -> str:
-    """One spelling per file: ``file:///x``, ``file:/x`` and ``/x`` are the same local file."""
-    if path.startswith("file:"):
-        return urlparse(path).path
-    return path
 
 
 def _referenced(table: ArcticTable) -> set[str]:
@@ -38,7 +31,7 @@ def _referenced(table: ArcticTable) -> set[str]:
         refs.update(e.metadata_file for e in store.metadata.metadata_log)
         refs.update(s.statistics_path for s in store.metadata.statistics)
         refs.update(s.statistics_path for s in store.metadata.partition_statistics)
-    return {_normalized(p) for p in refs}
+    return {normalized(p) for p in refs}
 
 
 # What orphan removal may consider: the folders the table's own writes create under a store's
@@ -75,7 +68,9 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
 
     1. the files are listed;
     2. the writes in flight (leases) and running optimizes are read;
-    3. the metadata is read.
+    3. the metadata is read;
+    4. the clones' claims are read (a clone made after step 3 pinned snapshots step 3 saw, or that
+       an expiration removed since, which it does only after the clone's claim is written).
 
     A listed file was written before step 1, by a write that at step 2 was either still in flight
     (its lease keeps every file from its start on) or over: committed before step 3 (so the metadata
@@ -99,15 +94,15 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
                 if not _owned(info.path[len(inner) + 1:]):
                     continue
                 location = scheme + info.path
-                listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
+                listed.append((location, normalized(location), info.mtime.timestamp() * 1000))
     running = running_processes(table)
     writes = leases.live_leases(layout.table_root(table.base.location()))
     starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
     cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
     # A running optimize names the folder it writes to: kept whatever its files' times say.
-    protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
+    protected = tuple(normalized(r.output_prefix).rstrip("/") + "/" for r in running)
     refresh_stores(table)
-    referenced = _referenced(table)
+    referenced = _referenced(table) | claimed(table)
     return sorted(location for location, path, modified_ms in listed
                   if path not in referenced and not path.startswith(protected) and modified_ms < cutoff)
 

@@ -279,9 +279,12 @@ class ArcticCatalog:
         self.check_new_name(identifier)
         with leases.writing(source, clones.CLONING):
             tag_writes.wait_for_expiration(source, f"Clone {identifier} of {source.identifier}")
-            source.base.refresh()
-            if source.change is not None:
-                source.change.refresh()
+            try:
+                source.base.refresh()
+                if source.change is not None:
+                    source.change.refresh()
+            except IcebergNoSuchTable:
+                raise NoSuchTableError(f"Cannot clone {source.identifier}: no such table") from None
             history = versions.history(source.base, source.change)
             version = history.latest if version is None and history.commits else (version or 0)
             checked_version(source, history, version)
@@ -292,12 +295,21 @@ class ArcticCatalog:
             for holder in holders:
                 clones.save(holder, claim)
             try:
+                self._check_still_there(source)
                 return self._register_clone(source, identifier, base_snapshot, change_snapshot,
                                             {"claim": claim.claim_id, "holders": holders})
             except BaseException:
                 for holder in holders:
                     clones.release(holder, claim.claim_id)
                 raise
+
+    def _check_still_there(self, source: ArcticTable) -> None:
+        """Raise unless ``source`` is still in the catalog, after its clone's claim was written: a
+        DROP ... PURGE reads the claims after it drops the base store, so either it sees the claim
+        or this sees the table gone."""
+        found = self._load(source.identifier.base_id)
+        if found is None or found.metadata.table_uuid != source.base.metadata.table_uuid:
+            raise NoSuchTableError(f"Cannot clone {source.identifier}: it was dropped while the clone was made")
 
     def _register_clone(self, source: ArcticTable, identifier: TableIdentifier, base_snapshot: Snapshot | None,
                         change_snapshot: Snapshot | None, clone_of: dict[str, object]) -> ArcticTable:
@@ -397,6 +409,9 @@ class ArcticCatalog:
             if change is not None:
                 self._drop_ident(identifier.change_id)
             return
+        # Clones' claims are read after the drop: a clone in the making checks after its claim that
+        # its source is still there (shallow_clone), so one of the two sees the other.
+        files.keep_owned(layout.table_root(base.location()), base.io)
         self._purge(files, base, change)
 
     def _purge(self, files: _purge.TableFiles, base: Table | None, change: Table | None) -> None:

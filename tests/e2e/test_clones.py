@@ -11,6 +11,7 @@ import pytest
 
 from arctic_sql.errors import NoSuchTableError, TableAlreadyExistsError, VersionNotFoundError
 from arctic_sql.table.format import layout
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.maintenance import expiration
 from arctic_sql.table.records import clones, leases
 
@@ -82,13 +83,15 @@ def test_a_shallow_clone_reads_the_source_at_its_version_and_writes_only_metadat
     arctic.sql("CREATE TABLE db.now SHALLOW CLONE db.t")
     arctic.sql("CREATE TABLE db.old SHALLOW CLONE db.t VERSION AS OF 2")
     arctic.sql("CREATE TABLE db.tagged SHALLOW CLONE db.t VERSION AS OF 'audit'")
+    arctic.sql("CREATE TABLE db.at_time SHALLOW CLONE db.t TIMESTAMP AS OF get_latest_timestamp('db.t', 3)")
     assert _rows(arctic, "SELECT * FROM db.now") == V4
     assert _rows(arctic, "SELECT * FROM db.old") == V2
     assert _rows(arctic, "SELECT * FROM db.tagged") == V2
+    assert _rows(arctic, "SELECT * FROM db.at_time") == V2  # the third newest commit: version 2
     # The clone's history starts at the version it was made from; its key and layout are the source's.
     assert [r[0] for r in arctic.sql("SELECT version FROM db.old.history").collect()] == [2]
     assert arctic.table("db.old").primary_key == ["id"]
-    for clone in ("db.now", "db.old", "db.tagged"):
+    for clone in ("db.now", "db.old", "db.tagged", "db.at_time"):
         written = _files(_root(arctic, clone))
         assert written and all(f.endswith(".metadata.json") for f in written), written
     assert _files(_root(arctic, "db.t")) == source_files  # nothing written beside the source's files
@@ -242,3 +245,22 @@ def test_an_expiration_that_finds_a_clone_in_the_making_keeps_every_version(arct
     # With the clone's lease gone the same expiration goes ahead.
     assert expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1000, retain_last=1,
                                        change_ttl=False).expired_snapshots > 0
+
+
+def test_a_clone_whose_source_is_purged_while_it_is_made_is_refused(arctic, monkeypatch):
+    """A purge reads the claims after it drops the base store; a clone checks after writing its
+    claim that its source is still there: here the purge read the claims before the clone's was
+    written, so the clone gives up."""
+    _history(arctic)
+    root = _root(arctic, "db.t")
+    save = clones.save
+
+    def save_after_a_purge(table_root: str, claim: clones.Claim) -> None:
+        arctic.sql("DROP TABLE db.t PURGE")
+        save(table_root, claim)
+
+    monkeypatch.setattr(clones, "save", save_after_a_purge)
+    with pytest.raises(NoSuchTableError, match=r"^Cannot clone db\.t: it was dropped while the clone was made$"):
+        arctic.sql("CREATE TABLE db.c SHALLOW CLONE db.t")
+    assert not arctic.catalog.table_exists(TableIdentifier("db", "c"))
+    assert not _files(root) and not os.listdir(os.path.join(root, clones.FOLDER))  # the claim released

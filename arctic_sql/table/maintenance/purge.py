@@ -74,7 +74,8 @@ class TableFiles:
 
     def keep_owned(self, table_root: str, io: FileIO) -> None:
         """Leave out what is not the table's to delete: files outside its folders (a shallow
-        clone's source's) and files a shallow clone of it still claims (maintenance/ownership.py)."""
+        clone's source's) and files a shallow clone of it still claims (maintenance/ownership.py).
+        Call it once the base store is dropped: a clone made until then has written its claim."""
         for kind in (self.data, self.manifests, self.manifest_lists):
             owned = set(ownership.deletable_under(table_root, self.folders, io, kind))
             kind.intersection_update(owned)
@@ -131,7 +132,6 @@ def files_of_table(table: ArcticTable) -> TableFiles:
     # one belongs to a writer still at work, whose commit the drop will refuse: it stays.
     files.add_files(leases.ended_paths(state.table_root(table)))
     files.folders.add(leases.folder(state.table_root(table)))
-    files.keep_owned(state.table_root(table), table.base.io)
     return files
 
 

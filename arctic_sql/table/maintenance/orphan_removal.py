@@ -15,7 +15,8 @@ from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.records.optimizing_processes import running_processes
-from arctic_sql.table.maintenance.ownership import claimed, normalized
+from arctic_sql.table.maintenance.ownership import claimed
+from arctic_sql.table.maintenance.ownership import normalized as _normalized
 from arctic_sql.table.maintenance.expiration import MINUTE_MS, delete_paths, files_of, now_ms, refresh_stores
 
 
@@ -31,7 +32,7 @@ def _referenced(table: ArcticTable) -> set[str]:
         refs.update(e.metadata_file for e in store.metadata.metadata_log)
         refs.update(s.statistics_path for s in store.metadata.statistics)
         refs.update(s.statistics_path for s in store.metadata.partition_statistics)
-    return {normalized(p) for p in refs}
+    return {_normalized(p) for p in refs}
 
 
 # What orphan removal may consider: the folders the table's own writes create under a store's
@@ -94,13 +95,13 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
                 if not _owned(info.path[len(inner) + 1:]):
                     continue
                 location = scheme + info.path
-                listed.append((location, normalized(location), info.mtime.timestamp() * 1000))
+                listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
     running = running_processes(table)
     writes = leases.live_leases(layout.table_root(table.base.location()))
     starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
     cutoff = min([older_than_ms, *(start - leases.CLOCK_SKEW_MS for start in starts)])
     # A running optimize names the folder it writes to: kept whatever its files' times say.
-    protected = tuple(normalized(r.output_prefix).rstrip("/") + "/" for r in running)
+    protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
     refresh_stores(table)
     referenced = _referenced(table) | claimed(table)
     return sorted(location for location, path, modified_ms in listed

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from pyiceberg.manifest import ManifestEntryStatus, read_manifest_list
+from pyiceberg.manifest import read_manifest_list
 
-from arctic_sql.errors import CommitStateUnknownError
+from arctic_sql.errors import IncompleteTableError
 from arctic_sql.table.format import layout
 from arctic_sql.table.records import clones
 
@@ -46,12 +46,11 @@ def claimed_by(io: FileIO, claim: clones.Claim) -> set[str]:
             manifests = list(read_manifest_list(io.new_input(manifest_list)))
         except FileNotFoundError as e:
             # Never expected: the claim keeps it. Without it the clone's files are unknown: delete nothing.
-            raise CommitStateUnknownError(f"The manifest list {manifest_list} that clone {claim.clone} holds is "
+            raise IncompleteTableError(f"The manifest list {manifest_list} that clone {claim.clone} holds is "
                                           "missing; no file is deleted until it is known what the clone reads") from e
         for manifest in manifests:
             held.add(manifest.manifest_path)
-            held.update(e.data_file.file_path for e in manifest.fetch_manifest_entry(io, discard_deleted=False)
-                        if e.status != ManifestEntryStatus.DELETED)
+            held.update(e.data_file.file_path for e in manifest.fetch_manifest_entry(io, discard_deleted=True))
     return {normalized(p) for p in held}
 
 

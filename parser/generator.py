@@ -14,6 +14,7 @@ from sqlglot.generators.spark import SparkGenerator
 
 from .statements import (
     Call,
+    CloneTable,
     CompactTable,
     SchemaEvolvingInsert,
     SchemaEvolvingMerge,
@@ -89,6 +90,13 @@ def _tag_statement_sql(self: ArcticGenerator, expression: TagStatement) -> str:
     return text
 
 
+def _clone_table_sql(self: ArcticGenerator, expression: CloneTable) -> str:
+    exists = " IF NOT EXISTS" if expression.args.get("exists") else ""
+    kind = "SHALLOW" if expression.args.get("shallow") else "DEEP"
+    version = f" {self.sql(expression, 'version')}" if expression.args.get("version") is not None else ""
+    return f"CREATE TABLE{exists} {self.sql(expression, 'this')} {kind} CLONE {self.sql(expression, 'source')}{version}"
+
+
 def _describe_history_sql(self: ArcticGenerator, expression: DescribeHistory) -> str:
     return f"DESCRIBE HISTORY {self.sql(expression, 'this')}"
 
@@ -124,6 +132,7 @@ class ArcticGenerator(SparkGenerator):
         ShowPartitions: _show_partitions_sql,
         CompactTable: _compact_table_sql,
         TagStatement: _tag_statement_sql,
+        CloneTable: _clone_table_sql,
         DescribeHistory: _describe_history_sql,
         Explain: _explain_sql,
         Call: _call_sql,

@@ -17,6 +17,7 @@ from sqlglot.trie import new_trie
 
 from .statements import (
     Call,
+    CloneTable,
     CompactTable,
     SchemaEvolvingInsert,
     SchemaEvolvingMerge,
@@ -49,6 +50,7 @@ class ArcticParser(SparkParser):
         TokenType.SHOW: lambda self: self._parse_show(),
         TokenType.MERGE: lambda self: self._parse_schema_evolving(SchemaEvolvingMerge, self._parse_merge),
         TokenType.INSERT: lambda self: self._parse_schema_evolving(SchemaEvolvingInsert, self._parse_insert),
+        TokenType.CREATE: lambda self: self._parse_clone_table() or self._parse_create(),
     }
 
     # Statements whose first word the tokenizer leaves as a plain VAR token.
@@ -268,6 +270,29 @@ class ArcticParser(SparkParser):
                     self.raise_error("Expecting RETAIN <number> DAYS|HOURS|MINUTES")
                 tag.set("unit", self._prev.text.lower())
         return self.expression(tag)
+
+    # CREATE TABLE ... CLONE ---------------------------------------------------------------------
+
+    def _parse_clone_table(self) -> CloneTable | None:
+        """``TABLE [IF NOT EXISTS] t2 [SHALLOW|DEEP] CLONE t [VERSION|TIMESTAMP AS OF v]`` after CREATE,
+        or None (nothing consumed) for every other CREATE."""
+        index = self._index
+        if not self._match(TokenType.TABLE):
+            return None
+        exists = bool(self._match_text_seq("IF", "NOT", "EXISTS"))
+        target = self._parse_plain_table()
+        shallow = self._match_text_seq("SHALLOW")
+        if not shallow:
+            self._match_text_seq("DEEP")
+        if not self._match_text_seq("CLONE"):
+            self._retreat(index)
+            return None
+        source = self._parse_plain_table()
+        version = self._parse_version()
+        if version is not None and version.text("kind") != "AS OF":
+            self.raise_error("Expecting VERSION AS OF or TIMESTAMP AS OF after the clone's source")
+        return self.expression(CloneTable(this=target, source=source, shallow=bool(shallow), exists=exists,
+                                          version=version))
 
     # DESCRIBE HISTORY --------------------------------------------------------------------------
 

@@ -135,6 +135,19 @@ class TagStatement(exp.Expression):
                                               "version": False, "retain": False, "unit": False}
 
 
+class CloneTable(exp.Expression):
+    """``CREATE TABLE [IF NOT EXISTS] t2 [SHALLOW|DEEP] CLONE t [VERSION|TIMESTAMP AS OF v]`` (Delta's).
+
+    ``this``: the new table as an ``exp.Table``. ``source``: the source ``exp.Table``. ``shallow``:
+    True for ``SHALLOW`` (metadata only), False for ``DEEP`` or no word (the files are copied, as
+    Delta does by default). ``exists``: True for ``IF NOT EXISTS``. ``version``: sqlglot's
+    ``exp.Version`` (``AS OF``), or None for the source's newest version.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "source": True, "shallow": False, "exists": False,
+                                              "version": False}
+
+
 class SchemaEvolvingMerge(exp.Merge):
     """``MERGE WITH SCHEMA EVOLUTION INTO ...`` (Spark 4's syntax): a MERGE whose ``UPDATE SET *`` and
     ``INSERT *`` clauses add the source's new columns to the target and widen its types. The
@@ -160,5 +173,6 @@ ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     ShowColumns,
     ShowPartitions,
     TagStatement,
+    CloneTable,
 )
 """Every node class this module defines, for callers that dispatch on statement type."""

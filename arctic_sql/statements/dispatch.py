@@ -16,7 +16,7 @@ from arctic_sql.errors import ArcticError, NoSuchDatabaseError, NoSuchTableError
 from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
 from arctic_sql.parser import statements
 from arctic_sql.spark import translate
-from arctic_sql.statements import ddl, dml, show, truncate
+from arctic_sql.statements import clones, ddl, dml, show, truncate
 from arctic_sql.statements.metadata_tables import metadata_table
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ HANDLERS: dict[type, Handler] = {
     exp.TruncateTable: truncate.truncate,
     statements.CompactTable: _compact,
     statements.TagStatement: ddl.tag,
+    statements.CloneTable: clones.clone,
     exp.Cache: _table_command,
     exp.Uncache: _table_command,
     exp.Refresh: _table_command,

@@ -24,6 +24,7 @@ from pyiceberg.exceptions import TableAlreadyExistsError as IcebergTableExists
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import (
     IncompleteTableError,
@@ -35,12 +36,18 @@ from arctic_sql.errors import (
 from arctic_sql.faults import fault_point
 from arctic_sql.table.files import metadata_cache
 from arctic_sql.table.files import storage
-from arctic_sql.table.writing import commit, store_sync
+from arctic_sql.table.writing import clone_metadata, commit, store_sync, tag_writes
+from arctic_sql.table.writing.commit import MAINTENANCE_PENDING_KEY
+from arctic_sql.table.format import layout, versions
+from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
+from arctic_sql.table.reading.time_travel import checked_version
+from arctic_sql.table.records import clones, leases
 from arctic_sql.table.model import properties as props
 from arctic_sql.table.maintenance import purge as _purge
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.model.identifiers import (
     CHANGE_SUFFIX,
+    CLONE_OF_KEY,
     FORMAT_KEY,
     PURGING_KEY,
     RESERVED_COLUMN_PREFIX,
@@ -214,15 +221,7 @@ class ArcticCatalog:
         removes. ``staged`` (CTAS) creates the base store under a hidden name that
         :meth:`publish` renames once the rows are committed.
         """
-        if _hidden(identifier.name):
-            raise InvalidArgumentError(f"Table names ending in '{CHANGE_SUFFIX}' or '{STAGED_SUFFIX}' are reserved: "
-                                       f"{identifier}")
-        if not self.database_exists(identifier.database):
-            raise NoSuchDatabaseError(f"Database '{identifier.database}' does not exist")
-        if self.table_exists(identifier):
-            raise TableAlreadyExistsError(f"Table {identifier} already exists")
-        if self.load_view(identifier) is not None:
-            raise TableAlreadyExistsError(f"Cannot create table {identifier}: a view of that name exists")
+        self.check_new_name(identifier)
         for field in schema.fields:
             if field.name.lower().startswith(RESERVED_COLUMN_PREFIX):
                 raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
@@ -249,6 +248,91 @@ class ArcticCatalog:
         except Exception as e:
             if change is not None:
                 self._drop_stores([change], purge=True)
+            if isinstance(e, IcebergTableExists):
+                raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
+            raise
+        return ArcticTable(identifier, base, change)
+
+    def check_new_name(self, identifier: TableIdentifier) -> None:
+        """Raise unless a new table may take the name ``identifier``."""
+        if _hidden(identifier.name):
+            raise InvalidArgumentError(f"Table names ending in '{CHANGE_SUFFIX}' or '{STAGED_SUFFIX}' are reserved: "
+                                       f"{identifier}")
+        if not self.database_exists(identifier.database):
+            raise NoSuchDatabaseError(f"Database '{identifier.database}' does not exist")
+        if self.table_exists(identifier):
+            raise TableAlreadyExistsError(f"Table {identifier} already exists")
+        if self.load_view(identifier) is not None:
+            raise TableAlreadyExistsError(f"Cannot create table {identifier}: a view of that name exists")
+
+    def shallow_clone(self, source: ArcticTable, identifier: TableIdentifier, version: int | None) -> ArcticTable:
+        """``CREATE TABLE identifier SHALLOW CLONE source [VERSION AS OF version]`` (default: the newest
+        version): a table whose stores' metadata names ``source``'s files at ``version``
+        (writing/clone_metadata.py); nothing but metadata is written.
+
+        The clone holds a write lease on the source while it is made, waits for a running expiration
+        of the source to end (an expiration that starts later keeps every version while the lease
+        lives), checks the version, and claims the files before its stores exist
+        (records/clones.py): in the source's folder and in those of every table the source itself
+        was cloned from. The base store's registration is the commit point, as in CREATE TABLE.
+        """
+        self.check_new_name(identifier)
+        with leases.writing(source, clones.CLONING):
+            tag_writes.wait_for_expiration(source, f"Clone {identifier} of {source.identifier}")
+            try:
+                source.base.refresh()
+                if source.change is not None:
+                    source.change.refresh()
+            except IcebergNoSuchTable:
+                raise NoSuchTableError(f"Cannot clone {source.identifier}: no such table") from None
+            history = versions.history(source.base, source.change)
+            version = history.latest if version is None and history.commits else (version or 0)
+            checked_version(source, history, version)
+            base_snapshot, change_snapshot = clone_metadata.snapshots_at(source, version)
+            claim = clones.Claim.new(str(identifier), [s.manifest_list for s in (base_snapshot, change_snapshot)
+                                                       if s is not None])
+            holders = [layout.table_root(source.base.location()), *_clone_of(source.base)["holders"]]
+            for holder in holders:
+                clones.save(holder, claim)
+            try:
+                self._check_still_there(source)
+                return self._register_clone(source, identifier, base_snapshot, change_snapshot,
+                                            {"claim": claim.claim_id, "holders": holders})
+            except BaseException:
+                for holder in holders:
+                    clones.release(holder, claim.claim_id)
+                raise
+
+    def _check_still_there(self, source: ArcticTable) -> None:
+        """Raise unless ``source`` is still in the catalog, after its clone's claim was written: a
+        DROP ... PURGE reads the claims after it drops the base store, so either it sees the claim
+        or this sees the table gone."""
+        found = self._load(source.identifier.base_id)
+        if found is None or found.metadata.table_uuid != source.base.metadata.table_uuid:
+            raise NoSuchTableError(f"Cannot clone {source.identifier}: it was dropped while the clone was made")
+
+    def _register_clone(self, source: ArcticTable, identifier: TableIdentifier, base_snapshot: Snapshot | None,
+                        change_snapshot: Snapshot | None, clone_of: dict[str, object]) -> ArcticTable:
+        self.remove_leftovers(identifier)
+        root = self._new_table_root(identifier, None)
+        if root is None:
+            raise InvalidArgumentError(f"Cannot clone {source.identifier}: the catalog has no warehouse to place "
+                                       f"{identifier} in")
+        written: list[str] = []
+        change = None
+        try:
+            if source.change is not None:
+                written.append(clone_metadata.write_first_metadata(
+                    source.change, change_snapshot, f"{root}/change", _clone_properties(source.change, None)))
+                change = self.iceberg.register_table(identifier.change_id, written[-1])
+            written.append(clone_metadata.write_first_metadata(
+                source.base, base_snapshot, f"{root}/base", _clone_properties(source.base, clone_of)))
+            base = self.iceberg.register_table(identifier.base_id, written[-1])
+        except BaseException as e:
+            if change is not None:
+                self._drop_ident(identifier.change_id)
+            storage.delete_files(written)
+            _purge.remove_empty_folders(root)
             if isinstance(e, IcebergTableExists):
                 raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
             raise
@@ -304,6 +388,13 @@ class ArcticCatalog:
         if base is None or _hidden(identifier.name):
             raise NoSuchTableError(f"Table or view not found: {identifier}")
         change = self._load(identifier.change_id) if base.properties.get(FORMAT_KEY) == "keyed" else None
+        self._drop_and_purge(identifier, base, change, purge=purge)
+        if purge:  # a shallow clone purged lets go of its sources' files (records/clones.py)
+            clone_of = _clone_of(base)
+            for holder in clone_of["holders"]:
+                clones.release(holder, clone_of["claim"])
+
+    def _drop_and_purge(self, identifier: TableIdentifier, base: Table, change: Table | None, *, purge: bool) -> None:
         files = _purge.files_of_table(ArcticTable(identifier, base, change)) if purge else None
         if change is not None and (files is not None or PURGING_KEY in change.properties):
             # A journal left by an earlier PURGE cut short goes.
@@ -318,6 +409,9 @@ class ArcticCatalog:
             if change is not None:
                 self._drop_ident(identifier.change_id)
             return
+        # Clones' claims are read after the drop: a clone in the making checks after its claim that
+        # its source is still there (shallow_clone), so one of the two sees the other.
+        files.keep_owned(layout.table_root(base.location()), base.io)
         self._purge(files, base, change)
 
     def _purge(self, files: _purge.TableFiles, base: Table | None, change: Table | None) -> None:
@@ -345,7 +439,9 @@ class ArcticCatalog:
             self._drop_stores([staged] + ([change] if change is not None else []), purge=True)
         elif change is not None and PURGING_KEY in change.properties:
             base = _purge.static_store(change.properties[PURGING_KEY])
-            self._purge(_purge.files_of([change] + ([base] if base is not None else [])), base, change)
+            files = _purge.files_of([change] + ([base] if base is not None else []))
+            files.keep_owned(_purge.root_of(change) or change.location(), change.io)
+            self._purge(files, base, change)
         elif change is not None:
             self._drop_stores([change], purge=not change.snapshots())
         return staged is not None or change is not None
@@ -365,6 +461,24 @@ class ArcticCatalog:
             self.iceberg.drop_table(ident)
         except IcebergNoSuchTable:
             pass  # a concurrent DROP got there first
+
+
+def _clone_of(base: Table) -> dict:
+    """Whose files a shallow clone claims: ``{"claim": id, "holders": [table folders]}`` (none for
+    a table that is no shallow clone)."""
+    raw = base.properties.get(CLONE_OF_KEY)
+    return json.loads(raw) if raw else {"claim": None, "holders": []}
+
+
+# A clone's properties: the source store's, without what names the source's history or work.
+_NOT_CLONED = (TAG_PREFIX, PURGING_KEY, CLONE_OF_KEY, MAINTENANCE_PENDING_KEY)
+
+
+def _clone_properties(store: Table, clone_of: dict[str, object] | None) -> dict[str, str]:
+    kept = {k: v for k, v in store.properties.items() if not k.startswith(_NOT_CLONED)}
+    if clone_of is not None:
+        kept[CLONE_OF_KEY] = json.dumps(clone_of, sort_keys=True)
+    return kept
 
 
 def _hidden(name: str) -> bool:

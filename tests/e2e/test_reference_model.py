@@ -7,11 +7,14 @@ after the commit that made it, and random ``VERSION BETWEEN`` ranges must return
 the range, the model's last change (invariant 3): applied to the state at the start, they give the
 state at the end. A range that crosses an INSERT OVERWRITE must be refused. Column ``v`` is widened
 from INT to BIGINT at a random step, so reads mix files of both types. Last, a random version
-is tagged and history expired: the tagged version and those after it must still read the model's.
+is tagged and history expired: the tagged version and those after it must still read the model's;
+then the table is shallow-cloned and both take random statements of their own, each checked against
+its own copy of the model, before and after the source's hardest maintenance.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
@@ -243,6 +246,7 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
         assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == expected, version
     check_incremental_reads(arctic, rng, model, states, log)
     check_a_tag_outlives_expiration(arctic, random.Random(seed + 200), states)
+    check_a_shallow_clone_stays_apart(arctic, random.Random(seed + 400), model)
 
 
 def check_a_tag_outlives_expiration(arctic, rng: random.Random, states: dict[int, list[tuple]]) -> None:
@@ -257,6 +261,27 @@ def check_a_tag_outlives_expiration(arctic, rng: random.Random, states: dict[int
     assert _rows(arctic, "SELECT id, p, v, s FROM db.t VERSION AS OF 'audit'") == states[tagged], tagged
     for version in (v for v in committed if v > tagged):
         assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == states[version], version
+
+
+def check_a_shallow_clone_stays_apart(arctic, rng: random.Random, model: Model) -> None:
+    """A shallow clone of the newest version and its source each take random statements, and each
+    reads its own model's rows throughout, also after the source's optimize, change-data TTL,
+    expiration to one version and forced orphan removal."""
+    arctic.sql("CREATE TABLE db.c SHALLOW CLONE db.t")
+    clone = copy.deepcopy(model)
+    for _ in range(2):
+        arctic.sql(_step(rng, model))
+        arctic.sql(_step(rng, clone).replace("db.t ", "db.c "))
+        assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
+        assert _rows(arctic, "SELECT id, p, v, s FROM db.c") == clone.sorted()
+    future = "timestamp_millis(unix_millis(current_timestamp()) + 1000)"
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    arctic.sql(f"CALL system.expire_change_data('db.t', {future})")
+    arctic.sql("ALTER TABLE db.t DROP TAG IF EXISTS audit")
+    arctic.sql(f"CALL system.expire_snapshots(table => 'db.t', older_than => {future}, retain_last => 1)")
+    arctic.sql(f"CALL system.remove_orphan_files(table => 'db.t', older_than => {future}, force => true)")
+    assert _rows(arctic, "SELECT id, p, v, s FROM db.c") == clone.sorted()
+    assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
 
 
 class Log:

@@ -34,11 +34,12 @@ from pyiceberg.table.snapshots import Snapshot
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError
 from arctic_sql.faults import fault_point
 from arctic_sql.table.files import storage
+from arctic_sql.table.maintenance import ownership
 from arctic_sql.table.reading import tags
-from arctic_sql.table.records import consumers, leases
+from arctic_sql.table.records import clones, consumers, leases
 from arctic_sql.table.writing import commit, tag_writes
 from arctic_sql.table.model.table import ArcticTable
-from arctic_sql.table.format import versions
+from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.records.optimizing_processes import running_processes
 from arctic_sql.table.reading.scan import live_entries, live_files
@@ -228,17 +229,17 @@ def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retai
     removed = expire_change_data(table) if change_ttl and table.is_keyed else 0
     with leases.writing(table, tags.EXPIRING):  # its metadata files are unreferenced until the commit
         if _tag_in_the_making(table):
-            log.info("a tag of %s is being created: expiration keeps every version this run", table.identifier)
+            log.info("a tag or clone of %s is being created: expiration keeps every version this run", table.identifier)
             return ExpireResult(removed_change_files=removed, oldest_version=versions.history(table.base, table.change).oldest)
         return _expire(table, older_than_ms, retain_last, removed)
 
 
 def _tag_in_the_making(table: ArcticTable) -> bool:
-    """Whether a tag is being created after this expiration's lease was written (one created later
-    waits for the lease to end, tags.py): the tag may name any version. A tag takes milliseconds, so
-    wait a little for it first."""
+    """Whether a tag or a shallow clone is being created after this expiration's lease was written
+    (one created later waits for the lease to end, tags.py): it may name any version. Both take
+    milliseconds, so wait a little for them first."""
     deadline = time.monotonic() + TAG_WAIT_S
-    while tags.being_created(table):
+    while tags.being_created(table) or leases.running(layout.table_root(table.base.location()), clones.CLONING):
         if time.monotonic() >= deadline:
             return True
         time.sleep(0.2)
@@ -263,23 +264,25 @@ def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: i
             log.info("expiring %s raced with a commit (attempt %d); planning again", table.identifier, attempt + 1)
             continue
         fault_point("expire-before-delete")
-        return _delete_expired(committed, oldest, removed)
-    _delete_expired(committed, 0, removed)
+        return _delete_expired(table, committed, oldest, removed)
+    _delete_expired(table, committed, 0, removed)
     raise CommitConflictError(f"Expiring snapshots of {table.identifier} kept conflicting with other commits")
 
 
-def _delete_expired(plans: list[StoreExpiry], oldest: int, removed: int) -> ExpireResult:
+def _delete_expired(table: ArcticTable, plans: list[StoreExpiry], oldest: int, removed: int) -> ExpireResult:
+    """Delete what the committed ``plans`` left unreferenced, except files outside the table's folder
+    and those a shallow clone claims (read now, after the commit: ownership.py)."""
     data = change = manifests = metadata = expired = 0
     for plan in plans:
         expired += len(plan.expire_ids)
-        deleted = delete_paths(plan.data_files)
+        deleted = delete_paths(ownership.deletable(table, plan.data_files))
         if plan.store_name == Store.CHANGE:
             change += deleted
         else:
             data += deleted
         fault_point("expire-mid-delete")
-        manifests += delete_paths(plan.manifests)
-        metadata += delete_paths(plan.metadata_files)
+        manifests += delete_paths(ownership.deletable(table, plan.manifests))
+        metadata += delete_paths(ownership.deletable(table, plan.metadata_files))
     return ExpireResult(data, change, manifests, metadata, expired, removed, oldest)
 
 

@@ -5,7 +5,6 @@ window and than every write in flight (DESIGN "Maintenance"; leases.py protects 
 from __future__ import annotations
 
 import re
-from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
@@ -16,14 +15,9 @@ from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.records.optimizing_processes import running_processes
+from arctic_sql.table.maintenance.ownership import claimed
+from arctic_sql.table.maintenance.ownership import normalized as _normalized
 from arctic_sql.table.maintenance.expiration import MINUTE_MS, delete_paths, files_of, now_ms, refresh_stores
-
-
-def _normalized(path: str) -> str:
-    """One spelling per file: ``file:///x``, ``file:/x`` and ``/x`` are the same local file."""
-    if path.startswith("file:"):
-        return urlparse(path).path
-    return path
 
 
 def _referenced(table: ArcticTable) -> set[str]:
@@ -75,7 +69,9 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
 
     1. the files are listed;
     2. the writes in flight (leases) and running optimizes are read;
-    3. the metadata is read.
+    3. the metadata is read;
+    4. the clones' claims are read (a clone made after step 3 pinned snapshots step 3 saw, or that
+       an expiration removed since, which it does only after the clone's claim is written).
 
     A listed file was written before step 1, by a write that at step 2 was either still in flight
     (its lease keeps every file from its start on) or over: committed before step 3 (so the metadata
@@ -107,7 +103,7 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
     # A running optimize names the folder it writes to: kept whatever its files' times say.
     protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
     refresh_stores(table)
-    referenced = _referenced(table)
+    referenced = _referenced(table) | claimed(table)
     return sorted(location for location, path, modified_ms in listed
                   if path not in referenced and not path.startswith(protected) and modified_ms < cutoff)
 

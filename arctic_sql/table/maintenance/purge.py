@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, TypeVar
 import pyarrow.fs as pafs
 
 from arctic_sql.table.files import storage
+from arctic_sql.table.maintenance import ownership
 from arctic_sql.table.records import leases, maintenance_runs
 from arctic_sql.table.records import optimizing_processes as state
 
 if TYPE_CHECKING:
+    from pyiceberg.io import FileIO
     from pyiceberg.table import Table
 
     from arctic_sql.table.model.table import ArcticTable
@@ -69,6 +71,14 @@ class TableFiles:
 
     def add_files(self, paths: Iterable[str]) -> None:
         self.data.update(paths)
+
+    def keep_owned(self, table_root: str, io: FileIO) -> None:
+        """Leave out what is not the table's to delete: files outside its folders (a shallow
+        clone's source's) and files a shallow clone of it still claims (maintenance/ownership.py).
+        Call it once the base store is dropped: a clone made until then has written its claim."""
+        for kind in (self.data, self.manifests, self.manifest_lists):
+            owned = set(ownership.deletable_under(table_root, self.folders, io, kind))
+            kind.intersection_update(owned)
 
 
 def _or_nothing(read: Callable[..., list[T]], *args: object, **kwargs: object) -> list[T]:

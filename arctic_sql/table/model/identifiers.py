@@ -19,6 +19,8 @@ STORE_KEY = "arctic.store"
 # On the change store of a table being purged: the base store's metadata file (the purge's journal).
 PURGING_KEY = "arctic.purging-base"
 RESERVED_COLUMN_PREFIX = "arctic_"
+# On a shallow clone's base store: its claim on its sources' files (records/clones.py), as JSON.
+CLONE_OF_KEY = "arctic.clone-of"
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def create(table: ArcticTable, name: str, version: int | None = None, retain_ms:
     if retain_ms is not None and retain_ms <= 0:
         raise InvalidArgumentError(f"Tag '{name}' of {table.identifier}: RETAIN must be positive")
     with leases.writing(table, TAGGING):
-        _wait_for_expiration(table, key)
+        wait_for_expiration(table, f"Tag '{key}' of {table.identifier}")
         return _create(table, key, version, retain_ms, replace=replace, create=create, if_not_exists=if_not_exists)
 
 
@@ -65,15 +65,16 @@ def _create(table: ArcticTable, key: str, version: int | None, retain_ms: int | 
     return tag
 
 
-def _wait_for_expiration(table: ArcticTable, key: str) -> None:
-    """Return once no expiration of ``table`` runs (this tag's lease is already written, so one that
-    starts from now on sees it), or CommitConflictError after :data:`WAIT_FOR_EXPIRATION_S`."""
+def wait_for_expiration(table: ArcticTable, what: str) -> None:
+    """Return once no expiration of ``table`` runs (the caller's lease, a tag's or a clone's, is
+    already written, so one that starts from now on sees it), or CommitConflictError after
+    :data:`WAIT_FOR_EXPIRATION_S`."""
     root = layout.table_root(table.base.location())
     deadline = time.monotonic() + WAIT_FOR_EXPIRATION_S
     while leases.running(root, EXPIRING):
         if time.monotonic() >= deadline:
-            raise CommitConflictError(f"Tag '{key}' of {table.identifier}: an expiration of the table has run for "
-                                      f"over {WAIT_FOR_EXPIRATION_S:.0f} s; create the tag when it ends")
+            raise CommitConflictError(f"{what}: an expiration of the table has run for "
+                                      f"over {WAIT_FOR_EXPIRATION_S:.0f} s; try again when it ends")
         time.sleep(0.2)
 
 

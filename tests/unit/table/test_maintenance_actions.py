@@ -11,17 +11,12 @@ import datetime
 import inspect
 
 import pytest
-from pyiceberg.catalog import load_catalog
-from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
-from pyiceberg.schema import Schema
-from pyiceberg.types import LongType, NestedField, StringType
+from iceberg_tables import catalog_at, create
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.optimizer import process
 from arctic_sql.procedures import registry
-from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.maintenance import actions
-from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.results import output_row, output_schema
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.writing import commit
@@ -94,12 +89,7 @@ def test_moments_are_aware_datetimes_or_durations_back_from_now():
 
 @pytest.fixture
 def table(tmp_path):
-    iceberg = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
-    catalog = ArcticCatalog(iceberg)
-    catalog.create_database("db")
-    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
-                    identifier_field_ids=[1])
-    created = catalog.create_table(TableIdentifier("db", "t"), schema, UNPARTITIONED_PARTITION_SPEC, {})
+    created = create(catalog_at(tmp_path))
     for _ in range(3):
         commit.commit_change(created, [], "insert")
     return created

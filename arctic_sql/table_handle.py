@@ -36,7 +36,8 @@ class TableHandle(ArcticTable):
     """One arctic table with its actions; cheap, like :class:`ArcticTable` (reload to see commits)."""
 
     def __init__(self, table: ArcticTable, context: StatementContext) -> None:
-        super().__init__(table.identifier, table.base, table.change)
+        # Every attribute of the table as loaded (its stores, anything cached), whatever ArcticTable holds.
+        self.__dict__.update(table.__dict__)
         self._context = context
 
     @property

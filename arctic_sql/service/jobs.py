@@ -120,6 +120,9 @@ class Jobs:
 def expire_snapshots(table: ArcticTable, older_than_ms: int | None, retain_last: int | None) -> dict[str, Any]:
     """Expire now (the table's retention properties fill what is not given); the action records the run.
     The answer's keys are the action's result fields, as ``CALL system.expire_snapshots`` names its columns."""
-    older_than = None if older_than_ms is None else datetime.datetime.fromtimestamp(older_than_ms / 1000, datetime.UTC)
+    try:
+        older_than = None if older_than_ms is None else actions.EPOCH + datetime.timedelta(milliseconds=older_than_ms)
+    except OverflowError:
+        raise InvalidArgumentError(f"older_than_ms is out of range: {older_than_ms}") from None
     result = actions.expire_snapshots(table, older_than=older_than, retain_last=retain_last, trigger="service-api")
     return {"table": str(table.identifier), **dataclasses.asdict(result)}

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 MANUAL = "manual"  # the trigger of a run asked for by a user (CALL or the Python API), as optimize records it
 
 Moment = datetime.datetime | datetime.timedelta
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def epoch_ms(value: Moment | None, name: str) -> int | None:
         if value.tzinfo is None:
             raise InvalidArgumentError(f"{name} must be a timezone-aware datetime (datetime.now(datetime.UTC) - ...),"
                                        f" got the naive {value.isoformat()}")
-        return int(value.timestamp() * 1000)
+        return (value - EPOCH) // datetime.timedelta(milliseconds=1)  # in integers: no float rounding
     raise InvalidArgumentError(f"{name} must be a datetime or a timedelta, got {value!r}")
 
 

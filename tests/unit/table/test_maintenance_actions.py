@@ -76,6 +76,8 @@ def test_output_schema_types_and_rows():
 def test_moments_are_aware_datetimes_or_durations_back_from_now():
     aware = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     assert actions.epoch_ms(aware, "older_than") == int(aware.timestamp() * 1000)
+    exact = actions.EPOCH + datetime.timedelta(milliseconds=1_700_000_000_123)  # the same instant in any zone
+    assert actions.epoch_ms(exact.astimezone(datetime.timezone(datetime.timedelta(hours=2))), "t") == 1_700_000_000_123
     before = actions.expiration.now_ms()
     day_ago = actions.epoch_ms(datetime.timedelta(days=1), "older_than")
     assert before - 86_400_000 <= day_ago <= actions.expiration.now_ms() - 86_400_000

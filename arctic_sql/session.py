@@ -20,6 +20,7 @@ from arctic_sql.statements.context import StatementContext
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table_handle import TableHandle
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -150,9 +151,10 @@ class Session:
                 return True
         return False
 
-    def table(self, name: str) -> ArcticTable:
-        """The arctic table ``name`` (``db.t``, or ``t`` in the current database)."""
-        return self.context.table(name)
+    def table(self, name: str) -> TableHandle:
+        """The arctic table ``name`` (``db.t``, or ``t`` in the current database) with its actions:
+        ``s.table("db.t").maintenance.expire_snapshots(retain_last=5)`` (see :mod:`arctic_sql.table_handle`)."""
+        return TableHandle(self.context.table(name), self.context)
 
     def read_table(self, table: ArcticTable, version: int | None = None, columns: list[str] | None = None,
                    in_memory: bool = True, **filters: Any) -> DataFrame:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table.model.results import output_row, output_schema
 
 if TYPE_CHECKING:
     from arctic_sql.parser.statements import Call
@@ -49,23 +50,28 @@ class Parameter:
 
 @dataclass(frozen=True)
 class Procedure:
-    """A CALL procedure: ``run(ctx, **arguments)`` returns rows shaped by ``output`` (Spark DDL)."""
+    """A CALL procedure: ``run(ctx, **arguments)`` returns the action's typed results (``result``, a
+    dataclass whose fields are the output columns); ``output`` is their Spark DDL, derived from it."""
 
     name: str
     parameters: tuple[Parameter, ...]
-    output: str
-    run: Callable[..., list[tuple[Any, ...]]]
+    result: type
+    run: Callable[..., list[Any]]
     doc: str = ""
+
+    @property
+    def output(self) -> str:
+        return output_schema(self.result)
 
 
 _REGISTRY: dict[str, Procedure] = {}
 
 
-def procedure(name: str, parameters: tuple[Parameter, ...], output: str) -> Callable[[Callable], Callable]:
-    """Register the decorated function as ``system.<name>``."""
+def procedure(name: str, parameters: tuple[Parameter, ...], result: type) -> Callable[[Callable], Callable]:
+    """Register the decorated function as ``system.<name>``; it returns instances of ``result``."""
 
-    def register(run: Callable[..., list[tuple[Any, ...]]]) -> Callable[..., list[tuple[Any, ...]]]:
-        _REGISTRY[name] = Procedure(name, parameters, output, run, (run.__doc__ or "").strip())
+    def register(run: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+        _REGISTRY[name] = Procedure(name, parameters, result, run, (run.__doc__ or "").strip())
         return run
 
     return register
@@ -95,8 +101,8 @@ def call(ctx: StatementContext, statement: Call) -> DataFrame:
     """Run a ``CALL`` statement and return its output rows."""
     proc = lookup(statement.name)
     arguments = bind(ctx, proc, statement.expressions)
-    rows = proc.run(ctx, **arguments)
-    return ctx.result(rows, proc.output)
+    results = proc.run(ctx, **arguments)
+    return ctx.result([output_row(r) for r in results], proc.output)
 
 
 def bind(ctx: StatementContext, proc: Procedure, expressions: list[exp.Expression]) -> dict[str, Any]:

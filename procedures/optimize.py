@@ -16,7 +16,7 @@ from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.optimizer.process import OUTPUT_SCHEMA
+from arctic_sql.optimizer.process import PartitionResult
 from arctic_sql.optimizer.process import optimize as run_optimize
 from arctic_sql.statements.pruning import row_filter
 
@@ -29,14 +29,13 @@ if TYPE_CHECKING:
     "optimize",
     (Parameter("table"), Parameter("mode", "string", "auto"), Parameter("where", "string", None),
      Parameter("dry_run", "boolean", False)),
-    OUTPUT_SCHEMA,
+    PartitionResult,
 )
-def optimize(ctx: StatementContext, table: str, mode: str, where: str | None, dry_run: bool) -> list[tuple]:
+def optimize(ctx: StatementContext, table: str, mode: str, where: str | None, dry_run: bool) -> list[PartitionResult]:
     """Merge change data and small files of ``table`` into target-size base files."""
     arctic_table = ctx.table(table)
     partitions = partition_filter(arctic_table, where)
-    results = run_optimize(ctx.spark, arctic_table, mode or "auto", partitions, bool(dry_run))
-    return [r.row() for r in results]
+    return run_optimize(ctx.spark, arctic_table, mode or "auto", partitions, bool(dry_run))
 
 
 def partition_filter(table: ArcticTable, where: str | None) -> BooleanExpression | None:

@@ -25,6 +25,7 @@ from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
+from arctic_sql.table.model.results import output_schema
 from arctic_sql.table.reading.scan import live_files
 
 if TYPE_CHECKING:
@@ -38,27 +39,21 @@ AUTO = "auto"
 MODES = (*evaluator.MODES, AUTO)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PartitionResult:
-    """A row of ``CALL system.optimize``'s output."""
+    """What optimizing did to one partition: its fields are ``CALL system.optimize``'s output columns."""
 
     partition: str
     mode: str
-    reason: str
     input_files_count: int
     input_bytes: int
-    output_files_count: int | None
+    output_files_count: int | None  # None in a dry run and when nothing was due
     output_bytes: int | None
     duration_ms: int
     committed: bool
 
-    def row(self) -> tuple:
-        return (self.partition, self.mode, self.input_files_count, self.input_bytes, self.output_files_count,
-                self.output_bytes, self.duration_ms, self.committed)
 
-
-OUTPUT_SCHEMA = ("partition string, mode string, input_files_count long, input_bytes long, "
-                 "output_files_count long, output_bytes long, duration_ms long, committed boolean")
+OUTPUT_SCHEMA = output_schema(PartitionResult)
 
 
 @dataclass
@@ -173,7 +168,7 @@ def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO,
         log.info("optimize %s: partition %s left for the next run (input budget spent)", table.identifier,
                  skipped or "(table)")
     if dry_run or not plan.partitions:
-        return [PartitionResult(p.partition, p.mode, p.reason, p.input_files_count, p.input_bytes,
+        return [PartitionResult(p.partition, p.mode, p.input_files_count, p.input_bytes,
                                 None, None, 0, False) for p in plan.partitions]
     process_mode = max((p.mode for p in plan.partitions), key=lambda m: evaluator.RANK[m])
     record = state.new_record(table, process_mode, trigger, snap.base_snapshot_id, snap.change_snapshot_id)
@@ -242,7 +237,7 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
              table.identifier, record.mode, final, len(committed), len(outcome.dropped), record.input_files,
              record.output_files, duration)
     return [
-        PartitionResult(p.partition, p.mode, p.reason, p.input_files_count, p.input_bytes,
+        PartitionResult(p.partition, p.mode, p.input_files_count, p.input_bytes,
                         len(outputs[p.partition]), sum(f.file_size_in_bytes for f in outputs[p.partition]),
                         duration, p.partition in committed)
         for p in plan.partitions

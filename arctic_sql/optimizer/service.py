@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table.maintenance import expiration, orphan_removal
-from arctic_sql.table.records import maintenance_runs
+from arctic_sql.table.maintenance import actions
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.model.identifiers import TableIdentifier
 
@@ -180,18 +179,16 @@ class Service:
 
         now = state.now_ms()
         settings = table.settings
-        jobs = (("expire", settings.table_expire_enabled, expiration.expire_snapshots,
-                 maintenance_runs.Kind.EXPIRE_SNAPSHOTS),
-                ("orphans", settings.clean_orphan_file_enabled, orphan_removal.remove_orphan_files,
-                 maintenance_runs.Kind.REMOVE_ORPHAN_FILES))
-        for name, enabled, job, kind in jobs:
+        jobs = (("expire", settings.table_expire_enabled, actions.expire_snapshots),
+                ("orphans", settings.clean_orphan_file_enabled, actions.remove_orphan_files))
+        for name, enabled, job in jobs:
             key = (str(table.identifier), name)
             if not enabled or now - self.maintained_ms.get(key, 0) < self.maintenance_intervals_ms[name]:
                 continue
             self.maintained_ms[key] = now
             try:
-                # Recorded as a run the management service shows; defaults from the table's properties.
-                result = maintenance_runs.recorded(table, kind, "optimizer", lambda job=job: job(table))
+                # The action records the run the management service shows; defaults from the table's properties.
+                result = job(table, trigger="optimizer")
                 log.info("%s: %s: %s", table.identifier, job.__name__, result)
             except Exception as e:  # noqa: BLE001 - logged; tried again next interval
                 log.error("%s: %s failed: %s", table.identifier, job.__name__, _one_line(e))

@@ -10,6 +10,8 @@ and the process records ``CANCELLED``. An optimize already committing is not sto
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import logging
 import threading
 import uuid
@@ -19,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary
 from arctic_sql.optimizer import cancellation, process
-from arctic_sql.table.maintenance import expiration
-from arctic_sql.table.records import maintenance_runs
+from arctic_sql.table.maintenance import actions
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.model.table import ArcticTable
 
@@ -117,8 +118,11 @@ class Jobs:
 
 
 def expire_snapshots(table: ArcticTable, older_than_ms: int | None, retain_last: int | None) -> dict[str, Any]:
-    """Expire now (the table's retention properties fill what is not given) and record the run."""
-    result = maintenance_runs.recorded(
-        table, maintenance_runs.Kind.EXPIRE_SNAPSHOTS, "service-api",
-        lambda: expiration.expire_snapshots(table, older_than_ms, retain_last))
-    return {"table": str(table.identifier), **result.__dict__}
+    """Expire now (the table's retention properties fill what is not given); the action records the run.
+    The answer's keys are the action's result fields, as ``CALL system.expire_snapshots`` names its columns."""
+    try:
+        older_than = None if older_than_ms is None else actions.EPOCH + datetime.timedelta(milliseconds=older_than_ms)
+    except OverflowError:
+        raise InvalidArgumentError(f"older_than_ms is out of range: {older_than_ms}") from None
+    result = actions.expire_snapshots(table, older_than=older_than, retain_last=retain_last, trigger="service-api")
+    return {"table": str(table.identifier), **dataclasses.asdict(result)}

@@ -18,6 +18,7 @@ from arctic_sql.parser import statements
 from arctic_sql.spark import translate
 from arctic_sql.statements import clones, ddl, dml, show, truncate
 from arctic_sql.statements.metadata_tables import metadata_table
+from arctic_sql.table.model.results import output_row
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,7 +76,7 @@ def _compact(ctx: StatementContext, expression: statements.CompactTable, text: s
     if table is None:
         raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
     results = optimize(ctx.spark, table, str(expression.args["kind"]).lower())
-    return ctx.result([r.row() for r in results], OUTPUT_SCHEMA)
+    return ctx.result([output_row(r) for r in results], OUTPUT_SCHEMA)
 
 
 def _table_command(ctx: StatementContext, expression: exp.Expression, text: str) -> DataFrame | None:

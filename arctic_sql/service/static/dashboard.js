@@ -58,7 +58,7 @@
   document.getElementById("expire").addEventListener("click", async function () {
     try {
       const result = await post(api + "/expire-snapshots", {});
-      say("Expired " + result.expired_snapshots + " snapshot(s).");
+      say("Expired " + result.expired_snapshots_count + " snapshot(s).");
       setTimeout(function () { location.href = "?tab=maintenance"; }, 800);
     } catch (e) { say("Expire refused: " + e.message); }
   });

@@ -6,7 +6,9 @@ outside both stores' ``data/`` and ``metadata/`` folders, so orphan cleaning nev
 Only the newest :data:`KEEP_RUNS` runs are kept: the log must not grow without bound on a table the
 optimizer expires every hour.
 
->>> recorded(table, "expire-snapshots", "manual", lambda: maintenance.expire_snapshots(table))  # doctest: +SKIP
+The maintenance actions (table/maintenance/actions.py) record themselves through it, once per run:
+
+>>> recorded(table, Kind.EXPIRE_SNAPSHOTS, "manual", lambda: expiration.expire_snapshots(table))  # doctest: +SKIP
 """
 
 from __future__ import annotations

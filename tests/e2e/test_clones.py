@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pyarrow.parquet as pq
 import pytest
 
 from arctic_sql.errors import NoSuchTableError, TableAlreadyExistsError, VersionNotFoundError
@@ -264,3 +265,33 @@ def test_a_clone_whose_source_is_purged_while_it_is_made_is_refused(arctic, monk
         arctic.sql("CREATE TABLE db.c SHALLOW CLONE db.t")
     assert not arctic.catalog.table_exists(TableIdentifier("db", "c"))
     assert not _files(root) and not os.listdir(os.path.join(root, clones.FOLDER))  # the claim released
+
+
+def test_a_clones_position_deletes_on_its_sources_files_outlive_the_sources_maintenance_and_purge(arctic):
+    # With a small target size a minor optimize keeps each base file and writes a position-delete
+    # file for the rows changes supersede: in a clone, deletes of the source's files, in its folder.
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, n INT, PRIMARY KEY (id)) "
+               "TBLPROPERTIES ('self-optimizing.target-size' = '4096')")
+    arctic.sql("INSERT INTO db.t VALUES " + ", ".join(f"({i}, 'v{i}', {i})" for i in range(40)))
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    arctic.sql("CREATE TABLE db.c SHALLOW CLONE db.t")
+    arctic.sql("UPDATE db.c SET v = 'c' WHERE id < 5")
+    arctic.sql("DELETE FROM db.c WHERE id >= 35")
+    arctic.sql("CALL system.optimize(table => 'db.c', mode => 'minor')")
+    files = arctic.sql("SELECT kind, path FROM db.c.files WHERE store = 'base'").collect()
+    clone_root, source_root = _root(arctic, "db.c"), _root(arctic, "db.t")
+    assert any(r.path.removeprefix("file://").startswith(source_root) for r in files if r.kind == "base"), files
+    deletes = [r.path for r in files if r.kind == "position-delete"]
+    assert deletes and all(p.removeprefix("file://").startswith(clone_root) for p in deletes), files
+    deleted_in = {f.removeprefix("file://") for p in deletes
+                  for f in pq.read_table(p.removeprefix("file://"), columns=["file_path"]).column(0).to_pylist()}
+    assert any(f.startswith(source_root) for f in deleted_in), deleted_in  # rows of the source's files
+    expected = sorted([(i, "c", i) for i in range(5)] + [(i, f"v{i}", i) for i in range(5, 35)])
+    assert _rows(arctic, "SELECT * FROM db.c") == expected
+    arctic.sql("UPDATE db.t SET v = 't'")
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    _maintain_hard(arctic, "db.t")
+    assert _rows(arctic, "SELECT * FROM db.c") == expected
+    arctic.sql("DROP TABLE db.t PURGE")
+    _maintain_hard(arctic, "db.c")
+    assert _rows(arctic, "SELECT * FROM db.c") == expected

@@ -54,15 +54,27 @@ class Envelope:
             top, prefix = {f.name: f.dataType for f in top["payload"].fields}, "payload."
         images = [top.get(n) for n in ("after", "before")]
         if "op" not in top or not any(isinstance(t, StructType) for t in images):
-            raise InvalidArgumentError("debezium() needs Debezium envelopes: columns op, before and after "
-                                       "(at the top level or under payload)")
+            raise InvalidArgumentError(
+                "debezium() needs Debezium envelopes: columns op, before and after "
+                "(at the top level or under payload)"
+            )
         image = next(t for t in images if isinstance(t, StructType))
         source = top.get("source")
         source_fields = {f.name for f in source.fields} if isinstance(source, StructType) else set()
-        ts = f"{prefix}source.ts_ms" if "ts_ms" in source_fields else (f"{prefix}ts_ms" if "ts_ms" in top else None)
+        ts = (
+            f"{prefix}source.ts_ms"
+            if "ts_ms" in source_fields
+            else (f"{prefix}ts_ms" if "ts_ms" in top else None)
+        )
         lsn = f"{prefix}source.lsn" if "lsn" in source_fields else None
-        return cls(prefix, tuple(f.name for f in image.fields), isinstance(top.get("before"), StructType),
-                   isinstance(top.get("after"), StructType), ts, lsn)
+        return cls(
+            prefix,
+            tuple(f.name for f in image.fields),
+            isinstance(top.get("before"), StructType),
+            isinstance(top.get("after"), StructType),
+            ts,
+            lsn,
+        )
 
 
 def sequence_text(ts_ms: int | None, lsn: int | None) -> str | None:

@@ -407,8 +407,14 @@ class Shell:
         """Raise :class:`~arctic_sql.script_check.ScriptError` unless every statement parses."""
         from arctic_sql.script_check import check_script, spark_parse_error
 
-        check_script(text, statements, lambda sql: spark_parse_error(self.session.spark, sql), source,
-                     claimed=self.session.claims_unparsed, words=self.statement_words())
+        check_script(
+            text,
+            statements,
+            lambda sql: spark_parse_error(self.session.spark, sql),
+            source,
+            claimed=self.session.claims_unparsed,
+            words=self.statement_words(),
+        )
 
     def check_starts(self, statements: Sequence[ScriptStatement], source: str | None = None) -> None:
         """The check of every statement's first word, which needs no Spark (``SELEC 1``)."""

@@ -57,12 +57,18 @@ STEPS = [
 
 # What to try next: (what it shows, the statement), run on the demo's table after the steps above.
 TRY_NEXT = [
-    ("optimize now: merge the change data into base files (the service does it in the background)",
-     "CALL system.optimize(table => 'demo.orders', mode => 'full')"),
-    ("incremental read: each order changed after version 1, with its last change",
-     "SELECT * FROM demo.orders VERSION BETWEEN 1 AND get_latest_version('demo.orders')"),
-    ("time travel: the table one commit before the newest",
-     "SELECT * FROM demo.orders VERSION AS OF get_latest_version('demo.orders', 2)"),
+    (
+        "optimize now: merge the change data into base files (the service does it in the background)",
+        "CALL system.optimize(table => 'demo.orders', mode => 'full')",
+    ),
+    (
+        "incremental read: each order changed after version 1, with its last change",
+        "SELECT * FROM demo.orders VERSION BETWEEN 1 AND get_latest_version('demo.orders')",
+    ),
+    (
+        "time travel: the table one commit before the newest",
+        "SELECT * FROM demo.orders VERSION AS OF get_latest_version('demo.orders', 2)",
+    ),
 ]
 
 
@@ -98,8 +104,11 @@ def try_next(warehouse: str, flags: Sequence[str] = ()) -> str:
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m arctic_sql.demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m arctic_sql.demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--fresh", action="store_true", help="delete the warehouse folder first")
     add_connect_arguments(parser)
     return parser
@@ -116,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     session = arctic_sql.connect(**connect_options(args))
     spark = session.spark
-    print(f"-- arctic-sql {arctic_sql.__version__}: Spark {spark.version} ({spark.sparkContext.master}), "
-          f"warehouse {args.warehouse}")
+    print(
+        f"-- arctic-sql {arctic_sql.__version__}: Spark {spark.version} ({spark.sparkContext.master}), "
+        f"warehouse {args.warehouse}"
+    )
     run(session)
     print(f"-- demo finished in {time.time() - started:.1f} s")
     session.stop()

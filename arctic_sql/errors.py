@@ -149,4 +149,4 @@ def failure_summary(e: BaseException) -> str:
             cause = f"{match.group(1)}: {match.group(2)}"
     summary = head if cause is None or cause.split(": ", 1)[1] in head else f"{head}: {cause}"
     summary = " ".join(summary.split())
-    return summary if len(summary) <= _SUMMARY_LIMIT else summary[:_SUMMARY_LIMIT - 1] + "…"
+    return summary if len(summary) <= _SUMMARY_LIMIT else summary[: _SUMMARY_LIMIT - 1] + "…"

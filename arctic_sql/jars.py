@@ -28,7 +28,9 @@ def group_jars(group: str, root: str | os.PathLike[str] | None = None) -> list[s
     folder = jars_root(root) / group
     jars = sorted(str(path) for path in folder.glob("*.jar"))
     if not jars or not (folder / FETCHED_MARKER).is_file():
-        raise MissingJarsError(f"The '{group}' jars are not in {folder}: fetch them with 'bash scripts/jars.sh {group}'")
+        raise MissingJarsError(
+            f"The '{group}' jars are not in {folder}: fetch them with 'bash scripts/jars.sh {group}'"
+        )
     return jars
 
 

@@ -65,8 +65,10 @@ class SqlResult:
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(_text(v))}</td>" for v in row) + "</tr>" for row in self.rows
         )
-        return (f"<table class='arctic-sql'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-                f"<p><small>{self._footer()}</small></p>")
+        return (
+            f"<table class='arctic-sql'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"<p><small>{self._footer()}</small></p>"
+        )
 
     def __repr__(self) -> str:
         cells = [list(self.columns)] + [[_text(v) for v in row] for row in self.rows]
@@ -161,7 +163,9 @@ class ArcticSqlMagics(Magics):
             return namespace[self._session_name]
         candidates = [k for k, v in namespace.items() if isinstance(v, Session) and not k.startswith("_")]
         if len({id(namespace[k]) for k in candidates}) > 1:
-            raise UsageError(f"Several arctic-sql sessions ({', '.join(sorted(candidates))}): pick one with --session")
+            raise UsageError(
+                f"Several arctic-sql sessions ({', '.join(sorted(candidates))}): pick one with --session"
+            )
         if candidates:
             self._session_name = candidates[0]
             return namespace[candidates[0]]

@@ -37,8 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_arg_parser()
     args = parser.parse_args(argv)
     check_connect_args(parser, args)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     for noisy in ("py4j", "pyiceberg", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if args.interval <= 0:

@@ -56,28 +56,56 @@ def add_connect_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_catalog_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """Where tables live: the warehouse and the pyiceberg catalog (see :func:`catalog_properties`)."""
-    parser.add_argument("--warehouse", default=DEFAULT_WAREHOUSE, metavar="DIR",
-                        help="warehouse folder or URI for table data (default: ./warehouse)")
-    parser.add_argument("--catalog-uri", metavar="URI",
-                        help="catalog URI: a SQLAlchemy URI (a SQL catalog unless --catalog-type says "
-                             "otherwise), a REST endpoint, a Hive metastore thrift://...")
+    parser.add_argument(
+        "--warehouse",
+        default=DEFAULT_WAREHOUSE,
+        metavar="DIR",
+        help="warehouse folder or URI for table data (default: ./warehouse)",
+    )
+    parser.add_argument(
+        "--catalog-uri",
+        metavar="URI",
+        help="catalog URI: a SQLAlchemy URI (a SQL catalog unless --catalog-type says "
+        "otherwise), a REST endpoint, a Hive metastore thrift://...",
+    )
     parser.add_argument("--catalog-type", choices=CATALOG_TYPES, help="pyiceberg catalog type")
-    parser.add_argument("--catalog-prop", action="append", default=[], type=key_value, metavar="KEY=VALUE",
-                        help="pyiceberg catalog property (repeatable)")
+    parser.add_argument(
+        "--catalog-prop",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="KEY=VALUE",
+        help="pyiceberg catalog property (repeatable)",
+    )
     parser.add_argument("--catalog-name", default=None, metavar="NAME", help="catalog name (default: arctic)")
     # Flags are visible to every user of the machine (ps); a file keeps the catalog's credentials off them.
-    parser.add_argument("--catalog-config", default=None, metavar="FILE",
-                        help="pyiceberg YAML file (catalog: {NAME: {uri: ..., s3.secret-access-key: ...}}) "
-                             "instead of --catalog-uri/--catalog-type/--catalog-prop")
+    parser.add_argument(
+        "--catalog-config",
+        default=None,
+        metavar="FILE",
+        help="pyiceberg YAML file (catalog: {NAME: {uri: ..., s3.secret-access-key: ...}}) "
+        "instead of --catalog-uri/--catalog-type/--catalog-prop",
+    )
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """Where the work runs: the Spark master and Spark settings (see :func:`spark_master`)."""
-    parser.add_argument("--master", type=master_url, default=None, metavar="URL",
-                        help=f"Spark master: local[N], spark://HOST:PORT, yarn, k8s://URL "
-                             f"(default: ${MASTER_ENV}, else {DEFAULT_MASTER})")
-    parser.add_argument("--conf", action="append", default=[], type=key_value, metavar="KEY=VALUE",
-                        help="a Spark setting (repeatable), e.g. spark.executor.memory=4g")
+    parser.add_argument(
+        "--master",
+        type=master_url,
+        default=None,
+        metavar="URL",
+        help=f"Spark master: local[N], spark://HOST:PORT, yarn, k8s://URL "
+        f"(default: ${MASTER_ENV}, else {DEFAULT_MASTER})",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="KEY=VALUE",
+        help="a Spark setting (repeatable), e.g. spark.executor.memory=4g",
+    )
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -92,7 +120,8 @@ def master_url(text: str) -> str:
     """A Spark master URL, checked here so a typo fails before a JVM starts."""
     if not _MASTER.fullmatch(text.strip()):
         raise argparse.ArgumentTypeError(
-            f"expected local[N], local[*], spark://HOST:PORT, yarn or k8s://URL, got {text!r}")
+            f"expected local[N], local[*], spark://HOST:PORT, yarn or k8s://URL, got {text!r}"
+        )
     return text.strip()
 
 
@@ -101,7 +130,9 @@ def check_connect_args(parser: argparse.ArgumentParser, args: argparse.Namespace
     properties = catalog_properties(args)
     if args.catalog_config is not None:
         if properties is not None:
-            parser.error("--catalog-config cannot be combined with --catalog-uri, --catalog-type or --catalog-prop")
+            parser.error(
+                "--catalog-config cannot be combined with --catalog-uri, --catalog-type or --catalog-prop"
+            )
         if not os.path.isfile(args.catalog_config):
             parser.error(f"--catalog-config: no such file: {args.catalog_config}")
     if properties is not None and "type" not in properties and "uri" not in properties:
@@ -118,14 +149,19 @@ def connect_options(
 
     ``spark_defaults`` are an entry point's own Spark settings; a ``--conf`` of the same key wins.
     """
-    return {**catalog_options(args), "master": args.master,
-            "spark_conf": {**(spark_defaults or {}), **dict(args.conf)}}
+    return {
+        **catalog_options(args),
+        "master": args.master,
+        "spark_conf": {**(spark_defaults or {}), **dict(args.conf)},
+    }
 
 
 def catalog_options(args: argparse.Namespace) -> dict[str, Any]:
     """The catalog part of :func:`connect_options`: what a session on an existing Spark needs."""
-    options: dict[str, Any] = {"warehouse": warehouse_path(args.warehouse),
-                               "catalog_properties": catalog_properties(args)}
+    options: dict[str, Any] = {
+        "warehouse": warehouse_path(args.warehouse),
+        "catalog_properties": catalog_properties(args),
+    }
     if args.catalog_name is not None:
         options["catalog_name"] = args.catalog_name
     if args.catalog_config is not None:
@@ -163,9 +199,13 @@ def warehouse_uri(warehouse: str) -> str:
 def command_line(args: argparse.Namespace) -> list[str]:
     """The flags that give another entry point the same catalog and Spark as ``args`` (warehouse aside)."""
     flags: list[str] = []
-    for flag, value in (("--catalog-uri", args.catalog_uri), ("--catalog-type", args.catalog_type),
-                        ("--catalog-name", args.catalog_name), ("--catalog-config", args.catalog_config),
-                        ("--master", args.master)):
+    for flag, value in (
+        ("--catalog-uri", args.catalog_uri),
+        ("--catalog-type", args.catalog_type),
+        ("--catalog-name", args.catalog_name),
+        ("--catalog-config", args.catalog_config),
+        ("--master", args.master),
+    ):
         if value is not None:
             flags += [flag, value]
     flags += [part for key, value in args.catalog_prop for part in ("--catalog-prop", f"{key}={value}")]
@@ -203,7 +243,9 @@ def load_catalog(
     from pyiceberg.catalog import load_catalog as pyiceberg_load_catalog
 
     if config_file is not None or properties:
-        given = _config_file_properties(config_file, name) if config_file is not None else dict(properties or {})
+        given = (
+            _config_file_properties(config_file, name) if config_file is not None else dict(properties or {})
+        )
         check_storage(given)
         given.setdefault("py-io-impl", FILE_IO)
         return pyiceberg_load_catalog(name, **given)
@@ -214,7 +256,8 @@ def load_catalog(
         raise InvalidArgumentError(
             f"The warehouse {warehouse} is not a local folder: the embedded catalog keeps its SQLite file in "
             "the warehouse folder. Give catalog properties for it (e.g. --catalog-uri sqlite:////local/catalog.db "
-            f"--catalog-prop warehouse={warehouse} --catalog-prop s3.endpoint=...)")
+            f"--catalog-prop warehouse={warehouse} --catalog-prop s3.endpoint=...)"
+        )
     root = os.path.abspath(warehouse)
     os.makedirs(root, exist_ok=True)
     return pyiceberg_load_catalog(
@@ -231,7 +274,8 @@ def check_warehouse_scheme(warehouse: str | None) -> None:
     if warehouse and "://" in warehouse and storage.scheme_of(warehouse) not in storage.SCHEMES:
         raise InvalidArgumentError(
             f"Unknown storage scheme '{storage.scheme_of(warehouse)}://' in the warehouse {warehouse}: "
-            f"use a local folder or one of {', '.join(s + '://' for s in storage.SCHEMES)}")
+            f"use a local folder or one of {', '.join(s + '://' for s in storage.SCHEMES)}"
+        )
 
 
 def check_storage(properties: Mapping[str, str]) -> None:

@@ -38,13 +38,61 @@ if TYPE_CHECKING:
 
     from arctic_sql.parser import ParsedStatement
 
-STATEMENT_WORDS: frozenset[str] = frozenset({
-    "ADD", "ALTER", "ANALYZE", "BEGIN", "CACHE", "CALL", "CLEAR", "CLOSE", "COMMENT", "COMMIT",
-    "CREATE", "DECLARE", "DELETE", "DESC", "DESCRIBE", "DFS", "DROP", "EXECUTE", "EXPLAIN", "EXPORT",
-    "FETCH", "FROM", "GRANT", "IMPORT", "INSERT", "LIST", "LOAD", "LOCK", "MAP", "MERGE", "MSCK", "OPEN",
-    "REDUCE", "REFRESH", "REPAIR", "REPLACE", "RESET", "REVOKE", "ROLLBACK", "SELECT", "SET", "SHOW",
-    "START", "TABLE", "TRUNCATE", "UNCACHE", "UNLOCK", "UPDATE", "USE", "VALUES", "WITH",
-})
+STATEMENT_WORDS: frozenset[str] = frozenset(
+    {
+        "ADD",
+        "ALTER",
+        "ANALYZE",
+        "BEGIN",
+        "CACHE",
+        "CALL",
+        "CLEAR",
+        "CLOSE",
+        "COMMENT",
+        "COMMIT",
+        "CREATE",
+        "DECLARE",
+        "DELETE",
+        "DESC",
+        "DESCRIBE",
+        "DFS",
+        "DROP",
+        "EXECUTE",
+        "EXPLAIN",
+        "EXPORT",
+        "FETCH",
+        "FROM",
+        "GRANT",
+        "IMPORT",
+        "INSERT",
+        "LIST",
+        "LOAD",
+        "LOCK",
+        "MAP",
+        "MERGE",
+        "MSCK",
+        "OPEN",
+        "REDUCE",
+        "REFRESH",
+        "REPAIR",
+        "REPLACE",
+        "RESET",
+        "REVOKE",
+        "ROLLBACK",
+        "SELECT",
+        "SET",
+        "SHOW",
+        "START",
+        "TABLE",
+        "TRUNCATE",
+        "UNCACHE",
+        "UNLOCK",
+        "UPDATE",
+        "USE",
+        "VALUES",
+        "WITH",
+    }
+)
 """The words a statement of Spark SQL can start with: the first tokens of its grammar's
 ``compoundOrSingleStatement`` rule (Spark 4.3; a ``(`` may start one too). arctic-sql's statements
 start with these words as well. tests/e2e/test_script_check.py compares them with the running Spark."""
@@ -96,8 +144,12 @@ def split_script(text: str, source: str | None = None) -> list[ScriptStatement]:
     except Exception:  # noqa: BLE001 - sqlglot's TokenError; parse() translates it
         raise _tokenizer_error(text, source) from None
     return [
-        ScriptStatement(number, _line_of(text, chunk[0].start), chunk[0].start,
-                        text[chunk[0].start : chunk[-1].end + 1].strip())
+        ScriptStatement(
+            number,
+            _line_of(text, chunk[0].start),
+            chunk[0].start,
+            text[chunk[0].start : chunk[-1].end + 1].strip(),
+        )
         for number, chunk in enumerate(_chunks(tokens), start=1)
     ]
 
@@ -121,8 +173,9 @@ def check_statement_starts(
         word = match.group()
         close = difflib.get_close_matches(word.upper(), sorted(words), n=1, cutoff=0.75)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise ScriptError(f"Invalid SQL: no statement starts with '{word}'{hint}", statement.number,
-                          statement.line, source)
+        raise ScriptError(
+            f"Invalid SQL: no statement starts with '{word}'{hint}", statement.number, statement.line, source
+        )
 
 
 def check_script(

@@ -156,8 +156,14 @@ class Session:
         ``s.table("db.t").maintenance.expire_snapshots(retain_last=5)`` (see :mod:`arctic_sql.table_handle`)."""
         return TableHandle(self.context.table(name), self.context)
 
-    def read_table(self, table: ArcticTable, version: int | None = None, columns: list[str] | None = None,
-                   in_memory: bool = True, **filters: Any) -> DataFrame:
+    def read_table(
+        self,
+        table: ArcticTable,
+        version: int | None = None,
+        columns: list[str] | None = None,
+        in_memory: bool = True,
+        **filters: Any,
+    ) -> DataFrame:
         """The merge-on-read DataFrame of ``table`` at ``version`` (see ``StatementContext.read_table``)."""
         return self.context.read_table(table, version, columns, in_memory, **filters)
 

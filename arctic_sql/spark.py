@@ -79,9 +79,11 @@ def spark_warehouse(warehouse: str) -> dict[str, str]:
     Set ``spark.sql.warehouse.dir`` (e.g. to an ``s3a://`` URI with that connector) to choose."""
     if "://" in warehouse and not warehouse.startswith("file:"):
         return {}
-    root = os.path.abspath(warehouse[len("file://"):] if warehouse.startswith("file://") else warehouse)
-    return {"spark.sql.warehouse.dir": os.path.join(root, SPARK_WAREHOUSE),
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}"}
+    root = os.path.abspath(warehouse[len("file://") :] if warehouse.startswith("file://") else warehouse)
+    return {
+        "spark.sql.warehouse.dir": os.path.join(root, SPARK_WAREHOUSE),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}",
+    }
 
 
 def driver_address(master: str) -> dict[str, str]:

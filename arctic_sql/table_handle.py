@@ -28,7 +28,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from arctic_sql.statements.context import StatementContext
-    from arctic_sql.table.maintenance.actions import ExpireChangeDataResult, ExpireSnapshotsResult, Moment, OrphanFile
+    from arctic_sql.table.maintenance.actions import (
+        ExpireChangeDataResult,
+        ExpireSnapshotsResult,
+        Moment,
+        OrphanFile,
+    )
     from arctic_sql.table.maintenance.rollback import RollbackResult
 
 
@@ -45,14 +50,16 @@ class TableHandle(ArcticTable):
         """Expiration, change-data TTL, orphan removal and purge of history."""
         return Maintenance(self)
 
-    def optimize(self, *, mode: str = process.AUTO, where: str | None = None,
-                 dry_run: bool = False) -> list[process.PartitionResult]:
+    def optimize(
+        self, *, mode: str = process.AUTO, where: str | None = None, dry_run: bool = False
+    ) -> list[process.PartitionResult]:
         """Optimize now, as ``CALL system.optimize``: ``mode`` is minor, major, full or auto (what the
         triggers say); ``where`` a predicate on partition columns; one result per partition planned."""
         return process.optimize(self._context.spark, self, mode, partition_filter(self, where), bool(dry_run))
 
-    def rollback(self, *, to_version: int | str | None = None,
-                 to_timestamp: datetime.datetime | None = None) -> RollbackResult:
+    def rollback(
+        self, *, to_version: int | str | None = None, to_timestamp: datetime.datetime | None = None
+    ) -> RollbackResult:
         """Make a past version's rows current again, as a new commit (``to_version``: a number or a tag)."""
         return actions.rollback(self._context.spark, self, to_version=to_version, to_timestamp=to_timestamp)
 
@@ -74,14 +81,16 @@ class Maintenance:
     def __init__(self, table: TableHandle) -> None:
         self._table = table
 
-    def expire_snapshots(self, *, older_than: Moment | None = None,
-                         retain_last: int | None = None) -> ExpireSnapshotsResult:
+    def expire_snapshots(
+        self, *, older_than: Moment | None = None, retain_last: int | None = None
+    ) -> ExpireSnapshotsResult:
         """Expire versions older than ``older_than`` beyond the newest ``retain_last`` (defaults: the
         table's ``snapshot.keep.*`` properties); recorded as a maintenance run."""
         return actions.expire_snapshots(self._table, older_than=older_than, retain_last=retain_last)
 
-    def remove_orphan_files(self, *, older_than: Moment | None = None, dry_run: bool = False,
-                            force: bool = False) -> list[OrphanFile]:
+    def remove_orphan_files(
+        self, *, older_than: Moment | None = None, dry_run: bool = False, force: bool = False
+    ) -> list[OrphanFile]:
         """Delete (``dry_run``: only list) files no snapshot references, older than ``older_than``
         (default and minimum without ``force``: the safety window); a real run is recorded."""
         return actions.remove_orphan_files(self._table, older_than=older_than, dry_run=dry_run, force=force)

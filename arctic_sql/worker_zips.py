@@ -81,18 +81,22 @@ def _pyc(zip_path: Path, name: str, source: bytes) -> bytes | None:
         code = compile(source, os.path.join(zip_path, name), "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return None  # zipimport would fail on it the same way, compiled or not
-    return (importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(source)
-            + marshal.dumps(code))
+    return (
+        importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(source) + marshal.dumps(code)
+    )
 
 
 def _current(pyc: bytes | None, source: bytes) -> bool:
     """Whether ``pyc`` is this interpreter's checked-hash ``.pyc`` of ``source``."""
-    return (pyc is not None and len(pyc) > _HEADER
-            and pyc[:_HEADER] == importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(source))
+    return (
+        pyc is not None
+        and len(pyc) > _HEADER
+        and pyc[:_HEADER] == importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(source)
+    )
 
 
 def _has_current_pyc(archive: zipfile.ZipFile, names: set[str], module: str) -> bool:
-    pyc = archive.read(module + "c")[:_HEADER + 1] if module + "c" in names else None
+    pyc = archive.read(module + "c")[: _HEADER + 1] if module + "c" in names else None
     return _current(pyc, archive.read(module))
 
 
@@ -150,19 +154,30 @@ def warn_if_uncompiled() -> None:
                 return
     except (OSError, zipfile.BadZipFile):
         return
-    log.warning("%s is not compiled for %s: on a busy host, streams from or to format('arctic') can fail to "
-                "start with 'Python worker failed to connect back'; run python -m arctic_sql.worker_zips "
-                "(docs/production.md, streams on a busy host)", path, sys.executable)
+    log.warning(
+        "%s is not compiled for %s: on a busy host, streams from or to format('arctic') can fail to "
+        "start with 'Python worker failed to connect back'; run python -m arctic_sql.worker_zips "
+        "(docs/production.md, streams on a busy host)",
+        path,
+        sys.executable,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m arctic_sql.worker_zips",
         description="Add compiled modules to the zips Spark's Python workers import pyspark from, so streams "
-                    "start in time on a busy host. Run it with the Python the workers use.")
-    parser.add_argument("spark_home", nargs="*", type=Path,
-                        help="Spark installations (default: $SPARK_HOME, else the one pyspark finds)")
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a zip needs compiling")
+        "start in time on a busy host. Run it with the Python the workers use.",
+    )
+    parser.add_argument(
+        "spark_home",
+        nargs="*",
+        type=Path,
+        help="Spark installations (default: $SPARK_HOME, else the one pyspark finds)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 when a zip needs compiling"
+    )
     args = parser.parse_args(argv)
     homes = args.spark_home or [spark_home()]
     zips = [z for home in homes for z in worker_zips(home)]

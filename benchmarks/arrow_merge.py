@@ -33,11 +33,19 @@ def local(path: str) -> str:
     return path.removeprefix("file://").removeprefix("file:")
 
 
-def merge(base_files: Sequence[str], change_files: Sequence[ChangeFile], key: str,
-          columns: Sequence[str] | None = None) -> pa.Table:
+def merge(
+    base_files: Sequence[str],
+    change_files: Sequence[ChangeFile],
+    key: str,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
     """The merged rows of ``base_files`` and ``change_files`` (``columns``: all when None)."""
     columns = list(columns) if columns is not None else None
-    base = pa.concat_tables([pq.read_table(local(p), columns=columns) for p in base_files]) if base_files else None
+    base = (
+        pa.concat_tables([pq.read_table(local(p), columns=columns) for p in base_files])
+        if base_files
+        else None
+    )
     if not change_files:
         if base is None:
             raise ValueError("nothing to merge: no base and no change files")
@@ -45,9 +53,14 @@ def merge(base_files: Sequence[str], change_files: Sequence[ChangeFile], key: st
     parts = []
     for path, txn, is_delete in change_files:
         t = pq.read_table(local(path), columns=columns)
-        parts.append(t.append_column("_txn", pa.array(np.full(len(t), txn, np.int64)))
-                     .append_column("_del", pa.array(np.full(len(t), is_delete, np.bool_))))
-    change = pa.concat_tables(parts, promote_options="permissive").sort_by([(key, "ascending"), ("_txn", "descending")])
+        parts.append(
+            t.append_column("_txn", pa.array(np.full(len(t), txn, np.int64))).append_column(
+                "_del", pa.array(np.full(len(t), is_delete, np.bool_))
+            )
+        )
+    change = pa.concat_tables(parts, promote_options="permissive").sort_by(
+        [(key, "ascending"), ("_txn", "descending")]
+    )
     keys = change.column(key).to_numpy()
     first = np.ones(len(keys), dtype=bool)
     first[1:] = keys[1:] != keys[:-1]
@@ -76,13 +89,22 @@ def run_plan(plan: dict, out: str) -> dict:
         nodes[node] = {"rows": merged.num_rows, "bytes": size, "seconds": time.perf_counter() - t0}
         rows += merged.num_rows
         written += size
-    return {"seconds": time.perf_counter() - started, "rows": rows, "bytes_written": written, "files": len(nodes),
-            "nodes": nodes}
+    return {
+        "seconds": time.perf_counter() - started,
+        "rows": rows,
+        "bytes_written": written,
+        "files": len(nodes),
+        "nodes": nodes,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--plan", required=True, help="plan JSON: key, compression, nodes {id: {base, change}}")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--plan", required=True, help="plan JSON: key, compression, nodes {id: {base, change}}"
+    )
     parser.add_argument("--out", required=True, help="directory for the merged files (replaced)")
     parser.add_argument("--result", required=True, help="result JSON")
     parser.add_argument("--runs", type=int, default=1, help="timed runs (the figure is their median)")
@@ -92,8 +114,15 @@ def main(argv: list[str] | None = None) -> None:
     runs = [run_plan(plan, args.out) for _ in range(args.runs)]
     times = sorted(r["seconds"] for r in runs)
     with open(args.result, "w", encoding="utf-8") as f:
-        json.dump({"seconds": times, "median_s": times[len(times) // 2], **{k: v for k, v in runs[-1].items()
-                                                                              if k != "seconds"}}, f, indent=1)
+        json.dump(
+            {
+                "seconds": times,
+                "median_s": times[len(times) // 2],
+                **{k: v for k, v in runs[-1].items() if k != "seconds"},
+            },
+            f,
+            indent=1,
+        )
 
 
 if __name__ == "__main__":

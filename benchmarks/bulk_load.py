@@ -34,15 +34,19 @@ from benchmarks.upsert_stream import RESULTS, machine, source_tree, versions
 
 TABLE, CTAS_TABLE = "bench.orders", "bench.orders_ctas"
 COLUMNS = ", ".join(datagen.COLUMNS)
-CREATE = (f"CREATE TABLE {TABLE} (order_id BIGINT, customer_id BIGINT, status STRING, amount DOUBLE, "
-          "region STRING, updated_at TIMESTAMP, PRIMARY KEY (order_id))")
+CREATE = (
+    f"CREATE TABLE {TABLE} (order_id BIGINT, customer_id BIGINT, status STRING, amount DOUBLE, "
+    "region STRING, updated_at TIMESTAMP, PRIMARY KEY (order_id))"
+)
 OVERWRITE = f"INSERT OVERWRITE {TABLE} SELECT {COLUMNS} FROM load"
 CTAS = f"CREATE TABLE {CTAS_TABLE} PRIMARY KEY (order_id) USING arctic AS SELECT {COLUMNS} FROM load"
 SYSTEMS = ("insert_overwrite", "ctas", "delta")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=datagen.ROWS_AT_SCALE_1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", default=os.path.join(RESULTS, "work", "bulk_load"))
@@ -78,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     s.spark.range(10).selectExpr("sum(id)").collect()
     s.sql("CREATE DATABASE IF NOT EXISTS bench")
     # Warm-up: a tenth of the rows each way, so the JVM has compiled the load's code before the timing.
-    s.spark.read.parquet(datagen.load_path(data)).limit(max(1000, args.rows // 10)).createOrReplaceTempView("load")
+    s.spark.read.parquet(datagen.load_path(data)).limit(max(1000, args.rows // 10)).createOrReplaceTempView(
+        "load"
+    )
     s.sql(CREATE)
     s.sql(OVERWRITE)
     s.sql(CTAS)
@@ -91,19 +97,25 @@ def main(argv: list[str] | None = None) -> int:
     runs = {
         "insert_overwrite": lambda: s.sql(OVERWRITE),
         "ctas": ctas,
-        "delta": lambda: write_deltalake(os.path.join(delta_root, f"orders-{time.time_ns()}"), rows, mode="overwrite"),
+        "delta": lambda: write_deltalake(
+            os.path.join(delta_root, f"orders-{time.time_ns()}"), rows, mode="overwrite"
+        ),
     }
     samples: dict[str, list[float]] = {name: [] for name in SYSTEMS}
     loads = []
     for repeat in range(args.repeats):
         s.sql(f"DROP TABLE IF EXISTS {CTAS_TABLE} PURGE")
-        order = SYSTEMS[repeat % len(SYSTEMS):] + SYSTEMS[:repeat % len(SYSTEMS)]
+        order = SYSTEMS[repeat % len(SYSTEMS) :] + SYSTEMS[: repeat % len(SYSTEMS)]
         before = os.getloadavg()
         for name in order:
             samples[name].append(timed(runs[name]))
         loads.append({"before": before, "after": os.getloadavg()})
-        print(f"repeat {repeat + 1}: " + ", ".join(f"{n} {samples[n][-1]:.2f} s" for n in SYSTEMS)
-              + f"  (load {before[0]:.1f} -> {loads[-1]['after'][0]:.1f})", flush=True)
+        print(
+            f"repeat {repeat + 1}: "
+            + ", ".join(f"{n} {samples[n][-1]:.2f} s" for n in SYSTEMS)
+            + f"  (load {before[0]:.1f} -> {loads[-1]['after'][0]:.1f})",
+            flush=True,
+        )
     found = {table: key_sum(s, table) for table in (TABLE, CTAS_TABLE)}
     s.stop()
 
@@ -111,17 +123,34 @@ def main(argv: list[str] | None = None) -> int:
     ratios = {name: medians[name] / medians["delta"] for name in ("insert_overwrite", "ctas")}
     print(f"\nB1 bulk load of {rows.num_rows:,} rows, median of {args.repeats} interleaved repeats")
     for name in ("insert_overwrite", "ctas"):
-        print(f"  {name:17} / delta-rs write_deltalake = {ratios[name]:5.2f}  "
-              f"({medians[name]:.2f} s vs {medians['delta']:.2f} s)")
+        print(
+            f"  {name:17} / delta-rs write_deltalake = {ratios[name]:5.2f}  "
+            f"({medians[name]:.2f} s vs {medians['delta']:.2f} s)"
+        )
     load_1m = [entry["before"][0] for entry in loads] + [entry["after"][0] for entry in loads]
-    print(f"  load average (1 min) during the run: {min(load_1m):.1f}-{max(load_1m):.1f} on {os.cpu_count()} cores")
+    print(
+        f"  load average (1 min) during the run: {min(load_1m):.1f}-{max(load_1m):.1f} on {os.cpu_count()} cores"
+    )
     ok = all(value == expected for value in found.values())
     print("  row count and key sum of both tables: " + ("ok" if ok else f"MISMATCH {found} != {expected}"))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"rows": rows.num_rows, "repeats": args.repeats, "samples_s": samples, "median_s": medians,
-                   "ratio_to_delta": ratios, "loadavg": loads, "checks_ok": ok, "machine": machine(),
-                   "versions": versions(), "source": source_tree()}, f, indent=1)
+        json.dump(
+            {
+                "rows": rows.num_rows,
+                "repeats": args.repeats,
+                "samples_s": samples,
+                "median_s": medians,
+                "ratio_to_delta": ratios,
+                "loadavg": loads,
+                "checks_ok": ok,
+                "machine": machine(),
+                "versions": versions(),
+                "source": source_tree(),
+            },
+            f,
+            indent=1,
+        )
     return 0 if ok else 1
 
 

@@ -44,10 +44,20 @@ import pyarrow as pa
 import arctic_sql
 from arctic_sql.spark import local_session
 
-TIMED = ("df.write", "arrow", "version as of", "stream plan", "json write pyiceberg", "json write kept",
-         "json parse pyiceberg", "json parse reused")
+TIMED = (
+    "df.write",
+    "arrow",
+    "version as of",
+    "stream plan",
+    "json write pyiceberg",
+    "json write kept",
+    "json parse pyiceberg",
+    "json parse reused",
+)
 LOADED_ROWS = 100_000
-PER_CATALOG_COMMIT = 10  # versions staged per catalog commit while building history (more: staging costs more)
+PER_CATALOG_COMMIT = (
+    10  # versions staged per catalog commit while building history (more: staging costs more)
+)
 
 
 def _batch(rng: np.random.Generator, next_key: int, rows: int) -> tuple[pa.Table, int]:
@@ -56,19 +66,33 @@ def _batch(rng: np.random.Generator, next_key: int, rows: int) -> tuple[pa.Table
     old = rng.choice(LOADED_ROWS, updates + deletes, replace=False)
     ids = np.concatenate([old, np.arange(next_key, next_key + inserts)]).astype(np.int64)
     kinds = ["upsert"] * updates + ["delete"] * deletes + ["upsert"] * inserts
-    table = pa.table({"id": ids, "v": [f"v{i}" for i in ids],
-                      "amount": rng.integers(0, 10_000, len(ids)).astype(np.float64), "_change_type": kinds})
+    table = pa.table(
+        {
+            "id": ids,
+            "v": [f"v{i}" for i in ids],
+            "amount": rng.integers(0, 10_000, len(ids)).astype(np.float64),
+            "_change_type": kinds,
+        }
+    )
     return table, next_key + inserts
 
 
 def _write_plan(table):  # noqa: ANN001, ANN202 - ArcticTable -> WritePlan
+    from arctic_sql.table.format.layout import table_root
     from arctic_sql.table.writing.arrow_files import WriteTarget
     from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan
-    from arctic_sql.table.format.layout import table_root
 
     target = WriteTarget.of(table, "change")
-    return WritePlan(str(table.identifier), table_root(table.base.location()), target, target.new_location(),
-                     CHANGES, None, "write", "in one write")
+    return WritePlan(
+        str(table.identifier),
+        table_root(table.base.location()),
+        target,
+        target.new_location(),
+        CHANGES,
+        None,
+        "write",
+        "in one write",
+    )
 
 
 def arrow_commit(session, name: str, batch: pa.Table) -> None:  # noqa: ANN001
@@ -83,9 +107,9 @@ def arrow_commit(session, name: str, batch: pa.Table) -> None:  # noqa: ANN001
 
 def grow(session, name: str, versions_kept: int, rng: np.random.Generator, *, files: bool) -> None:  # noqa: ANN001
     """Give ``name`` ``versions_kept`` retained versions, of one upserted row each with ``files``."""
+    from arctic_sql.table.format import versions
     from arctic_sql.table.writing import commit
     from arctic_sql.table.writing.arrow_tasks import write_task
-    from arctic_sql.table.format import versions
 
     done = len(session.table(name).change.snapshots())
     while done < versions_kept:
@@ -100,8 +124,12 @@ def grow(session, name: str, versions_kept: int, rng: np.random.Generator, *, fi
         tx = commit._Transaction(store)  # one staged metadata per snapshot, as the committer's own
         added = commit.data_files(store, paths) if files else [None] * count
         for data_file in added:
-            properties = {versions.OPERATION: versions.Operation.WRITE, versions.UPSERTED_ROWS: str(int(files)),
-                          versions.DELETED_ROWS: "0", versions.COMMIT_ID: uuid.uuid4().hex}
+            properties = {
+                versions.OPERATION: versions.Operation.WRITE,
+                versions.UPSERTED_ROWS: str(int(files)),
+                versions.DELETED_ROWS: "0",
+                versions.COMMIT_ID: uuid.uuid4().hex,
+            }
             with tx.update_snapshot(snapshot_properties=properties).merge_append() as append:
                 if data_file is not None:
                     append.append_data_file(data_file)
@@ -148,10 +176,12 @@ def metadata_json(session, name: str) -> dict[str, float]:  # noqa: ANN001
     text = metadata.model_dump_json(exclude_none=True)
     metadata_cache.metadata_json(metadata)  # the pieces of every snapshot, as after a commit
     metadata_cache.parse_metadata(text)  # every snapshot known, as after a load
-    return {"json write pyiceberg": _timed(lambda: metadata.model_dump_json(exclude_none=True)),
-            "json write kept": _timed(lambda: metadata_cache.metadata_json(metadata)),
-            "json parse pyiceberg": _timed(lambda: TableMetadataUtil.parse_raw(text)),
-            "json parse reused": _timed(lambda: metadata_cache.parse_metadata(text))}
+    return {
+        "json write pyiceberg": _timed(lambda: metadata.model_dump_json(exclude_none=True)),
+        "json write kept": _timed(lambda: metadata_cache.metadata_json(metadata)),
+        "json parse pyiceberg": _timed(lambda: TableMetadataUtil.parse_raw(text)),
+        "json parse reused": _timed(lambda: metadata_cache.parse_metadata(text)),
+    }
 
 
 def _timed(fn) -> float:  # noqa: ANN001
@@ -162,11 +192,17 @@ def _timed(fn) -> float:  # noqa: ANN001
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", default="50,500,2000", help="retained versions per table (default 50,500,2000)")
+    parser.add_argument(
+        "--points", default="50,500,2000", help="retained versions per table (default 50,500,2000)"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--rows", type=int, default=1000, help="rows per timed commit (default 1000)")
-    parser.add_argument("--history-files", action="store_true", help="a one-row file in every version of the history")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "commit_history.json"))
+    parser.add_argument(
+        "--history-files", action="store_true", help="a one-row file in every version of the history"
+    )
+    parser.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "commit_history.json")
+    )
     args = parser.parse_args(argv)
     points = [int(p) for p in args.points.split(",")]
     work = tempfile.mkdtemp(prefix="commit-history-")
@@ -174,8 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     session = arctic_sql.connect(warehouse=os.path.join(work, "wh"), spark=spark)
     session.sql("CREATE DATABASE db")
     rng = np.random.default_rng(42)
-    load = pa.table({"id": np.arange(LOADED_ROWS, dtype=np.int64), "v": [f"v{i}" for i in range(LOADED_ROWS)],
-                     "amount": np.zeros(LOADED_ROWS)})
+    load = pa.table(
+        {
+            "id": np.arange(LOADED_ROWS, dtype=np.int64),
+            "v": [f"v{i}" for i in range(LOADED_ROWS)],
+            "amount": np.zeros(LOADED_ROWS),
+        }
+    )
     names = {p: f"db.h{p}" for p in points}
     for point, name in names.items():
         session.sql(f"CREATE TABLE {name} (id BIGINT, v STRING, amount DOUBLE, PRIMARY KEY (id))")
@@ -201,19 +242,37 @@ def main(argv: list[str] | None = None) -> int:
             if round_:
                 for key, seconds in measured.items():
                     times[point][key].append(seconds)
-        print(f"round {round_}{' (warm-up)' if not round_ else ''} done; load {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"round {round_}{' (warm-up)' if not round_ else ''} done; load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     medians = {p: {k: statistics.median(v) for k, v in times[p].items()} for p in points}
     first = points[0]
     print(f"\nmedians of {args.rounds} rounds, {args.rows}-row commits; ratio to {first} versions kept")
     print(f"{'':>22}" + "".join(f"{p:>22}" for p in points))
     for key in TIMED:
-        cells = [f"{medians[p][key] * 1000:9.1f} ms ({medians[p][key] / medians[first][key]:4.2f}x)" for p in points]
+        cells = [
+            f"{medians[p][key] * 1000:9.1f} ms ({medians[p][key] / medians[first][key]:4.2f}x)"
+            for p in points
+        ]
         print(f"{key:>22}" + "".join(f"{c:>22}" for c in cells))
     snapshots = {p: len(session.table(names[p]).change.snapshots()) for p in points}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({"points": points, "rows": args.rows, "history_files": args.history_files, "rounds": args.rounds, "snapshots_after": snapshots,
-                   "medians_s": medians, "all_s": times, "load_after": os.getloadavg()}, f, indent=1)
+        json.dump(
+            {
+                "points": points,
+                "rows": args.rows,
+                "history_files": args.history_files,
+                "rounds": args.rounds,
+                "snapshots_after": snapshots,
+                "medians_s": medians,
+                "all_s": times,
+                "load_after": os.getloadavg(),
+            },
+            f,
+            indent=1,
+        )
     spark.stop()
     return 0
 

@@ -29,14 +29,16 @@ STATUSES = np.array(["open", "paid", "shipped", "delivered", "cancelled"])
 REGIONS = np.array(["na-east", "na-west", "sa", "eu-west", "eu-central", "mea", "apac-north", "apac-south"])
 EPOCH_US = 1_700_000_000_000_000  # 2023-11-14, microseconds
 COLUMNS = ["order_id", "customer_id", "status", "amount", "region", "updated_at"]
-ARROW_SCHEMA = pa.schema([
-    pa.field("order_id", pa.int64(), nullable=False),
-    pa.field("customer_id", pa.int64()),
-    pa.field("status", pa.string()),
-    pa.field("amount", pa.float64()),
-    pa.field("region", pa.string()),
-    pa.field("updated_at", pa.timestamp("us", tz="UTC")),
-])
+ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("order_id", pa.int64(), nullable=False),
+        pa.field("customer_id", pa.int64()),
+        pa.field("status", pa.string()),
+        pa.field("amount", pa.float64()),
+        pa.field("region", pa.string()),
+        pa.field("updated_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 BATCH_SCHEMA = ARROW_SCHEMA.append(pa.field("op", pa.string(), nullable=False))
 MANIFEST_VERSION = 1
 
@@ -168,8 +170,10 @@ def generate(workload: Workload, work: str, *, log=print) -> str:
         rows = _rows(rng, batch_keys, base_us)
         op = np.array(["U"] * upsert_keys.size + ["D"] * deleted.size)
         order = rng.permutation(batch_keys.size)  # updates, inserts and deletes interleaved
-        pq.write_table(_table(batch_keys[order], {k: v[order] for k, v in rows.items()}, op[order]),
-                       batch_path(directory, index))
+        pq.write_table(
+            _table(batch_keys[order], {k: v[order] for k, v in rows.items()}, op[order]),
+            batch_path(directory, index),
+        )
         u = upsert_keys.size
         state.write(upsert_keys, **{k: v[:u] for k, v in rows.items()})
         state.alive[deleted] = False

@@ -36,13 +36,23 @@ from arctic_sql.optimizer.service import Service
 from arctic_sql.spark import local_session
 from arctic_sql.table.format import layout
 
+
 def sample(root: str) -> dict[str, int]:
     """Files and bytes under a table's folder, by what they are."""
-    counts = {f"{kind}_{what}": 0 for kind in ("base_data", "change_data", "metadata") for what in ("files", "bytes")}
+    counts = {
+        f"{kind}_{what}": 0
+        for kind in ("base_data", "change_data", "metadata")
+        for what in ("files", "bytes")
+    }
     for folder, _, names in os.walk(root):
         relative = os.path.relpath(folder, root)
-        kind = ("base_data" if relative.startswith("base/data") else
-                "change_data" if relative.startswith("change/data") else "metadata")
+        kind = (
+            "base_data"
+            if relative.startswith("base/data")
+            else "change_data"
+            if relative.startswith("change/data")
+            else "metadata"
+        )
         for name in names:
             try:
                 size = os.path.getsize(os.path.join(folder, name))
@@ -58,15 +68,23 @@ def sample(root: str) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=int, default=48, help="simulated hours to stream")
-    parser.add_argument("--seconds-per-hour", type=int, default=5, help="real seconds a simulated hour lasts "
-                        "(a multiple of 5: retention and TTL are whole minutes)")
+    parser.add_argument(
+        "--seconds-per-hour",
+        type=int,
+        default=5,
+        help="real seconds a simulated hour lasts (a multiple of 5: retention and TTL are whole minutes)",
+    )
     parser.add_argument("--keys", type=int, default=20_000)
     parser.add_argument("--rows-per-second", type=int, default=500)
     parser.add_argument("--change-ttl-hours", type=int, default=24)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "disk_bounded.json"))
+    parser.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "disk_bounded.json")
+    )
     args = parser.parse_args()
     if args.seconds_per_hour % 5:
-        parser.error("--seconds-per-hour must be a multiple of 5 (12 hours of retention must be whole minutes)")
+        parser.error(
+            "--seconds-per-hour must be a multiple of 5 (12 hours of retention must be whole minutes)"
+        )
 
     def minutes(hours: int) -> int:
         """Real minutes that ``hours`` simulated hours last (the properties count whole minutes)."""
@@ -77,22 +95,37 @@ def main() -> None:
     session = arctic_sql.connect(warehouse=os.path.join(work, "wh"), spark=spark)
     session.sql("CREATE DATABASE db")
     keep_hours = 12  # snapshot.keep.duration's default, in hours
-    session.sql("CREATE TABLE db.t (id BIGINT, amount BIGINT, note STRING, PRIMARY KEY (id)) TBLPROPERTIES ("
-                f"'snapshot.keep.duration' = '{minutes(keep_hours)}', "
-                f"'change.data.ttl.minutes' = '{minutes(args.change_ttl_hours)}')")
+    session.sql(
+        "CREATE TABLE db.t (id BIGINT, amount BIGINT, note STRING, PRIMARY KEY (id)) TBLPROPERTIES ("
+        f"'snapshot.keep.duration' = '{minutes(keep_hours)}', "
+        f"'change.data.ttl.minutes' = '{minutes(args.change_ttl_hours)}')"
+    )
     root = layout.table_root(session.table("db.t").base.location()).removeprefix("file://")
 
     hour_ms = args.seconds_per_hour * 1000
-    service = Service(spark, session.catalog, maintenance_intervals_ms={"expire": hour_ms, "orphans": 24 * hour_ms})
+    service = Service(
+        spark, session.catalog, maintenance_intervals_ms={"expire": hour_ms, "orphans": 24 * hour_ms}
+    )
     optimizer = threading.Thread(target=service.run, args=(1.0,), daemon=True)
 
-    changes = (spark.readStream.format("rate").option("rowsPerSecond", args.rows_per_second).load()
-               .selectExpr(f"(value * 7919) % {args.keys} AS id", "value AS amount",
-                           "concat('note ', value) AS note",
-                           "CASE WHEN value % 10 = 0 THEN 'delete' ELSE 'upsert' END AS _change_type"))
-    query = (changes.writeStream.format("arctic").option("checkpointLocation", os.path.join(work, "checkpoint"))
-             .option("sequenceColumn", "amount")  # the rate's counter: a batch may touch a key twice
-             .trigger(processingTime="1 second").start("db.t"))
+    changes = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", args.rows_per_second)
+        .load()
+        .selectExpr(
+            f"(value * 7919) % {args.keys} AS id",
+            "value AS amount",
+            "concat('note ', value) AS note",
+            "CASE WHEN value % 10 = 0 THEN 'delete' ELSE 'upsert' END AS _change_type",
+        )
+    )
+    query = (
+        changes.writeStream.format("arctic")
+        .option("checkpointLocation", os.path.join(work, "checkpoint"))
+        .option("sequenceColumn", "amount")  # the rate's counter: a batch may touch a key twice
+        .trigger(processingTime="1 second")
+        .start("db.t")
+    )
     _first_commit(session, query)  # Spark's first micro-batch starts its Python workers: not a simulated hour
     optimizer.start()
     samples = []
@@ -104,15 +137,21 @@ def main() -> None:
                 raise RuntimeError(f"the stream failed: {query.exception()}")
             table = session.table("db.t")
             counts = sample(root)
-            counts.update(hour=hour, load=round(os.getloadavg()[0], 1),
-                          base_snapshots=len(table.base.metadata.snapshots),
-                          change_snapshots=len(table.change.metadata.snapshots),
-                          batches=len(query.recentProgress))
+            counts.update(
+                hour=hour,
+                load=round(os.getloadavg()[0], 1),
+                base_snapshots=len(table.base.metadata.snapshots),
+                change_snapshots=len(table.change.metadata.snapshots),
+                batches=len(query.recentProgress),
+            )
             samples.append(counts)
-            print(f"hour {hour:3d}: {counts['files']:5d} files {counts['bytes'] / 1e6:8.2f} MB "
-                  f"(base {counts['base_data_files']}, change {counts['change_data_files']}, "
-                  f"metadata {counts['metadata_files']}); snapshots {counts['base_snapshots']}+"
-                  f"{counts['change_snapshots']}; load {counts['load']}", flush=True)
+            print(
+                f"hour {hour:3d}: {counts['files']:5d} files {counts['bytes'] / 1e6:8.2f} MB "
+                f"(base {counts['base_data_files']}, change {counts['change_data_files']}, "
+                f"metadata {counts['metadata_files']}); snapshots {counts['base_snapshots']}+"
+                f"{counts['change_snapshots']}; load {counts['load']}",
+                flush=True,
+            )
     finally:
         query.stop()
         service.stopping.set()
@@ -146,9 +185,14 @@ def _summary(samples: list[dict], keep_hours: int, ttl_hours: int) -> dict:
     def rate(part: list[dict], key: str) -> float:
         return (part[-1][key] - part[0][key]) / max(1, part[-1]["hour"] - part[0]["hour"])
 
-    out = {"retention_hours": keep_hours, "change_ttl_hours": ttl_hours,
-           "peak_files": max(s["files"] for s in samples), "last_files": samples[-1]["files"],
-           "peak_mb": round(max(s["bytes"] for s in samples) / 1e6, 2), "last_mb": round(samples[-1]["bytes"] / 1e6, 2)}
+    out = {
+        "retention_hours": keep_hours,
+        "change_ttl_hours": ttl_hours,
+        "peak_files": max(s["files"] for s in samples),
+        "last_files": samples[-1]["files"],
+        "peak_mb": round(max(s["bytes"] for s in samples) / 1e6, 2),
+        "last_mb": round(samples[-1]["bytes"] / 1e6, 2),
+    }
     for key in ("files", "bytes"):
         early, late = rate(first, key), rate(last, key)
         out[f"{key}_per_hour_first_quarter"] = round(early, 1)

@@ -43,14 +43,23 @@ MARKER_BASE = 1 << 40  # one marker row per file: id MARKER_BASE + file number
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("amount", pa.float64()), ("op", pa.string())])
 
 
-def _file(rng: np.random.Generator, n: int, live: np.ndarray, next_key: int, rows: int) -> tuple[pa.Table, int]:
+def _file(
+    rng: np.random.Generator, n: int, live: np.ndarray, next_key: int, rows: int
+) -> tuple[pa.Table, int]:
     updates, inserts = int(rows * 0.7), int(rows * 0.2)
     deletes = rows - updates - inserts - 1
     old = rng.choice(live, updates + deletes, replace=False)
     ids = np.concatenate([old, np.arange(next_key, next_key + inserts), [MARKER_BASE + n]]).astype(np.int64)
     ops = ["U"] * updates + ["D"] * deletes + ["U"] * (inserts + 1)
-    table = pa.table({"id": ids, "v": [f"f{n}" for _ in ids],
-                      "amount": rng.integers(0, 10_000, len(ids)).astype(np.float64), "op": ops}, schema=SCHEMA)
+    table = pa.table(
+        {
+            "id": ids,
+            "v": [f"f{n}" for _ in ids],
+            "amount": rng.integers(0, 10_000, len(ids)).astype(np.float64),
+            "op": ops,
+        },
+        schema=SCHEMA,
+    )
     return table, next_key + inserts
 
 
@@ -79,7 +88,9 @@ class DeltaLoop(threading.Thread):
         try:
             while True:
                 finishing = self.done.is_set()
-                new = sorted(n for n in os.listdir(self.folder) if not n.startswith(".") and n not in self.committed)
+                new = sorted(
+                    n for n in os.listdir(self.folder) if not n.startswith(".") and n not in self.committed
+                )
                 for name in new:
                     delta_merge(self.path, pq.read_table(os.path.join(self.folder, name)))
                     self.committed[name] = time.time()
@@ -106,8 +117,9 @@ def main() -> None:
     session = arctic_sql.connect(warehouse=os.path.join(work, "wh"), spark=spark)
     session.sql("CREATE DATABASE db")
     session.sql("CREATE TABLE db.t (id BIGINT, v STRING, amount DOUBLE, PRIMARY KEY (id))")
-    load = pa.table({"id": np.arange(args.base, dtype=np.int64), "v": ["base"] * args.base,
-                     "amount": np.zeros(args.base)})
+    load = pa.table(
+        {"id": np.arange(args.base, dtype=np.int64), "v": ["base"] * args.base, "amount": np.zeros(args.base)}
+    )
     spark.createDataFrame(load).write.format("arctic").mode("overwrite").save("db.t")
     delta = os.path.join(work, "delta")
     write_deltalake(delta, load)
@@ -118,11 +130,18 @@ def main() -> None:
     service = Service(spark, session.catalog)
     optimizer = threading.Thread(target=service.run, args=(2.0,), name="optimizer", daemon=True)
     optimizer.start()
-    changes = (spark.readStream.schema("id BIGINT, v STRING, amount DOUBLE, op STRING")
-               .option("maxFilesPerTrigger", 1).parquet(folders["arctic"])
-               .selectExpr("id", "v", "amount", "CASE WHEN op = 'D' THEN 'delete' ELSE 'upsert' END AS _change_type"))
-    query = (changes.writeStream.format("arctic").option("checkpointLocation", os.path.join(work, "checkpoint"))
-             .trigger(processingTime="1 second").start("db.t"))
+    changes = (
+        spark.readStream.schema("id BIGINT, v STRING, amount DOUBLE, op STRING")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(folders["arctic"])
+        .selectExpr("id", "v", "amount", "CASE WHEN op = 'D' THEN 'delete' ELSE 'upsert' END AS _change_type")
+    )
+    query = (
+        changes.writeStream.format("arctic")
+        .option("checkpointLocation", os.path.join(work, "checkpoint"))
+        .trigger(processingTime="1 second")
+        .start("db.t")
+    )
     delta_loop = DeltaLoop(folders["delta-rs"], delta)
     delta_loop.start()
 
@@ -156,32 +175,55 @@ def main() -> None:
     table = session.table("db.t")
     committed_at = {row["version"]: row["committed_at_ms"] / 1000 for row in metadata_rows.history(table)}
     # version 1 is the load (an overwrite): the stream's versions follow it
-    markers = (spark.read.format("arctic").option("readChangeFeed", "true").option("startingVersion", 2).load("db.t")
-               .where(f"id >= {MARKER_BASE}").select("id", "_change_version").collect())
-    freshness = {"arctic": [committed_at[r["_change_version"]] - landed[f"changes-{r['id'] - MARKER_BASE:04d}.parquet"]
-                            for r in markers],
-                 "delta-rs": [delta_loop.committed[name] - landed[name] for name in landed]}
+    markers = (
+        spark.read.format("arctic")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 2)
+        .load("db.t")
+        .where(f"id >= {MARKER_BASE}")
+        .select("id", "_change_version")
+        .collect()
+    )
+    freshness = {
+        "arctic": [
+            committed_at[r["_change_version"]] - landed[f"changes-{r['id'] - MARKER_BASE:04d}.parquet"]
+            for r in markers
+        ],
+        "delta-rs": [delta_loop.committed[name] - landed[name] for name in landed],
+    }
     assert len(freshness["arctic"]) == args.files, "every file's marker reached the table"
 
-    arctic_rows = {r["id"]: (r["v"], r["amount"]) for r in session.sql("SELECT id, v, amount FROM db.t").collect()}
+    arctic_rows = {
+        r["id"]: (r["v"], r["amount"]) for r in session.sql("SELECT id, v, amount FROM db.t").collect()
+    }
     delta_table = DeltaTable(delta).to_pyarrow_table()
-    delta_rows = dict(zip(delta_table.column("id").to_pylist(),
-                          zip(delta_table.column("v").to_pylist(), delta_table.column("amount").to_pylist())))
+    delta_rows = dict(
+        zip(
+            delta_table.column("id").to_pylist(),
+            zip(delta_table.column("v").to_pylist(), delta_table.column("amount").to_pylist()),
+        )
+    )
     print(f"rows match what was sent: arctic {arctic_rows == expected}, delta-rs {delta_rows == expected}")
     files = session.sql("SELECT store, count(*) AS n FROM db.t.files GROUP BY store ORDER BY store").collect()
     optimized = session.sql("SELECT count(*) FROM db.t.optimizing").collect()[0][0]
-    print(f"arctic at the end: {', '.join(f'{r.store} {r.n} files' for r in files)}; "
-          f"{optimized} optimizing processes; delta-rs: {len(DeltaTable(delta).file_uris())} files")
+    print(
+        f"arctic at the end: {', '.join(f'{r.store} {r.n} files' for r in files)}; "
+        f"{optimized} optimizing processes; delta-rs: {len(DeltaTable(delta).file_uris())} files"
+    )
     rows_sent = args.files * args.rows
     elapsed = stream_end - min(landed.values())
-    print(f"{args.files} files of {args.rows:,} changes, one every {args.every:g} s, on {args.base:,} rows; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{args.files} files of {args.rows:,} changes, one every {args.every:g} s, on {args.base:,} rows; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     p50 = {s: statistics.median(v) for s, v in freshness.items()}
     p99 = {s: _percentile(v, 99) for s, v in freshness.items()}
     for system, values in freshness.items():
         print(f"  {system:>8}: p50 {p50[system]:.2f} s, p99 {p99[system]:.2f} s, max {max(values):.2f} s")
-    print(f"  arctic / delta-rs: p50 {p50['arctic'] / p50['delta-rs']:.2f}x, p99 {p99['arctic'] / p99['delta-rs']:.2f}x;"
-          f" {rows_sent / elapsed:,.0f} rows/s offered over {elapsed:.0f} s")
+    print(
+        f"  arctic / delta-rs: p50 {p50['arctic'] / p50['delta-rs']:.2f}x, p99 {p99['arctic'] / p99['delta-rs']:.2f}x;"
+        f" {rows_sent / elapsed:,.0f} rows/s offered over {elapsed:.0f} s"
+    )
     if arctic_rows != expected or delta_rows != expected:
         raise SystemExit(1)
     spark.stop()

@@ -39,17 +39,26 @@ from benchmarks.upsert_stream import RESULTS, machine, ratio, source_tree, versi
 
 BACK = 20  # H1: the version this many commits back
 SPAN = 10  # H2: the changes of this many commits
-CHANGES_SQL = ("SELECT _change_type, count(*) AS n, sum(amount) AS amount FROM {table} "
-               "VERSION BETWEEN {start} AND {end} GROUP BY _change_type")
+CHANGES_SQL = (
+    "SELECT _change_type, count(*) AS n, sum(amount) AS amount FROM {table} "
+    "VERSION BETWEEN {start} AND {end} GROUP BY _change_type"
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.history", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.history",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--scale", type=float, default=0.1, help="N0 = 2,000,000 x scale rows (default 0.1)")
-    parser.add_argument("--commits", type=int, default=30,
-                        help=f"number of commits C (default 30, at least {BACK}: the version {BACK} back then "
-                             "still has change data of its own)")
+    parser.add_argument(
+        "--commits",
+        type=int,
+        default=30,
+        help=f"number of commits C (default 30, at least {BACK}: the version {BACK} back then "
+        "still has change data of its own)",
+    )
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--work", default=os.path.join(RESULTS, "work"), help="data and table directory")
     parser.add_argument("--out", default=os.path.join(RESULTS, "history.json"))
@@ -66,7 +75,10 @@ def run_arctic(data: str, run_dir: str) -> dict:
     arctic_system.load(s, result, table, data)
     for index, path in enumerate(result.batches):
         result.doc["commit_s"].append(arctic_system.merge(s, table, path))
-        print(f"[arctic-sql] commit {index + 1}/{len(result.batches)}: {result.doc['commit_s'][-1]:.2f} s", flush=True)
+        print(
+            f"[arctic-sql] commit {index + 1}/{len(result.batches)}: {result.doc['commit_s'][-1]:.2f} s",
+            flush=True,
+        )
     latest = s.sql(f"SELECT get_latest_version('{table}')").collect()[0][0]
     back = s.sql(f"SELECT get_latest_version('{table}', {BACK + 1})").collect()[0][0]
     span_start = s.sql(f"SELECT get_latest_version('{table}', {SPAN + 1})").collect()[0][0]
@@ -84,7 +96,9 @@ def run_arctic(data: str, run_dir: str) -> dict:
 
 
 def _changes_aggregate(reader: pa.RecordBatchReader) -> list[tuple]:
-    changes = pa.table(reader.read_all())  # delta-rs hands out arro3 tables: convert through the Arrow C stream
+    changes = pa.table(
+        reader.read_all()
+    )  # delta-rs hands out arro3 tables: convert through the Arrow C stream
     grouped = changes.group_by("_change_type").aggregate([([], "count_all"), ("amount", "sum")])
     return sorted(tuple(row.values()) for row in grouped.to_pylist())
 
@@ -96,8 +110,12 @@ def run_delta(data: str, run_dir: str) -> dict:
     result = Result(os.path.join(run_dir, "delta.json"), "delta-rs", data)
     result["versions"] = {"deltalake": deltalake.__version__}
     path = os.path.join(run_dir, "orders")
-    write_deltalake(path, pq.read_table(datagen.load_path(data)), mode="overwrite",
-                    configuration={"delta.enableChangeDataFeed": "true"})
+    write_deltalake(
+        path,
+        pq.read_table(datagen.load_path(data)),
+        mode="overwrite",
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
     for batch_file in result.batches:
         batch = pq.read_table(batch_file)
         with stopwatch() as t:
@@ -108,24 +126,39 @@ def run_delta(data: str, run_dir: str) -> dict:
     result["versions_read"] = {"latest": latest, "time_travel": back, "incremental": [first, latest]}
     columns = ["status", "amount"]
     time_r1(result, lambda: arrow_r1(DeltaTable(path).to_pyarrow_table(columns=columns)), key="h0_s")
-    time_r1(result, lambda: arrow_r1(DeltaTable(path, version=back).to_pyarrow_table(columns=columns)), key="h1_s")
-    time_r1(result, lambda: _changes_aggregate(
-        DeltaTable(path).load_cdf(starting_version=first, ending_version=latest, columns=["amount", "_change_type"])),
-        key="h2_s")
+    time_r1(
+        result, lambda: arrow_r1(DeltaTable(path, version=back).to_pyarrow_table(columns=columns)), key="h1_s"
+    )
+    time_r1(
+        result,
+        lambda: _changes_aggregate(
+            DeltaTable(path).load_cdf(
+                starting_version=first, ending_version=latest, columns=["amount", "_change_type"]
+            )
+        ),
+        key="h2_s",
+    )
     result.finish()
     return result.doc
 
 
 def figures(doc: dict) -> dict:
-    med = {name: {k: statistics.median(r[k]) for k in ("h0_s", "h1_s", "h2_s") if r.get(k)}
-           for name, r in doc["systems"].items() if not r.get("errors")}
+    med = {
+        name: {k: statistics.median(r[k]) for k in ("h0_s", "h1_s", "h2_s") if r.get(k)}
+        for name, r in doc["systems"].items()
+        if not r.get("errors")
+    }
     out = {}
     for name, m in med.items():
-        out[name] = {**m, "h1_over_h0": ratio(m.get("h1_s"), m.get("h0_s")),
-                     "h2_over_h0": ratio(m.get("h2_s"), m.get("h0_s"))}
+        out[name] = {
+            **m,
+            "h1_over_h0": ratio(m.get("h1_s"), m.get("h0_s")),
+            "h2_over_h0": ratio(m.get("h2_s"), m.get("h0_s")),
+        }
     if "arctic-sql" in med and "delta-rs" in med:
-        out["arctic_over_delta"] = {k: ratio(med["arctic-sql"].get(k), med["delta-rs"].get(k))
-                                    for k in ("h0_s", "h1_s", "h2_s")}
+        out["arctic_over_delta"] = {
+            k: ratio(med["arctic-sql"].get(k), med["delta-rs"].get(k)) for k in ("h0_s", "h1_s", "h2_s")
+        }
     return out
 
 
@@ -133,11 +166,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     workload = datagen.Workload(args.scale, args.commits, args.seed)
     data = datagen.generate(workload, args.work)
-    doc = {"benchmark": "history", "machine": machine(), "versions": versions(), "source": source_tree(),
-           "parameters": {"scale": args.scale, "commits": args.commits, "seed": args.seed,
-                          "rows": workload.initial_rows, "batch_rows": workload.batch_rows,
-                          "back": BACK, "span": SPAN},
-           "loadavg_before": os.getloadavg(), "systems": {}}
+    doc = {
+        "benchmark": "history",
+        "machine": machine(),
+        "versions": versions(),
+        "source": source_tree(),
+        "parameters": {
+            "scale": args.scale,
+            "commits": args.commits,
+            "seed": args.seed,
+            "rows": workload.initial_rows,
+            "batch_rows": workload.batch_rows,
+            "back": BACK,
+            "span": SPAN,
+        },
+        "loadavg_before": os.getloadavg(),
+        "systems": {},
+    }
     for name, run in (("arctic-sql", run_arctic), ("delta-rs", run_delta)):
         run_dir = os.path.join(args.work, f"history-{name}")
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -47,13 +47,16 @@ from benchmarks.datagen import REGIONS, STATUSES
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 FIGURES = ("merge star", "merge listed", "merge partial", "update", "point", "in lookup", "parquet floor")
 COLUMNS = ("order_id", "customer_id", "status", "amount", "region", "updated_at")
-CDC = ("WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN {update} "
-       "WHEN NOT MATCHED AND s.op <> 'D' THEN {insert}")
+CDC = (
+    "WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN {update} "
+    "WHEN NOT MATCHED AND s.op <> 'D' THEN {insert}"
+)
 MERGES = {
     "merge star": CDC.format(update="UPDATE SET *", insert="INSERT *"),
     "merge listed": CDC.format(
         update="UPDATE SET " + ", ".join(f"t.{c} = s.{c}" for c in COLUMNS if c != "order_id"),
-        insert=f"INSERT ({', '.join(COLUMNS)}) VALUES ({', '.join('s.' + c for c in COLUMNS)})"),
+        insert=f"INSERT ({', '.join(COLUMNS)}) VALUES ({', '.join('s.' + c for c in COLUMNS)})",
+    ),
     "merge partial": CDC.format(update="UPDATE SET t.status = s.status", insert="INSERT *"),
 }
 TARGETS = {"listed/star": 1.1, "partial/star": 2.0, "largest/smallest": 1.3, "point/parquet": 2.0}
@@ -66,13 +69,18 @@ class Orders:
         self.session, self.rows, self.work, self.rng = session, rows, work, rng
         self.name = f"bench.orders_{rows}"
         self.next_key = rows
-        session.sql(f"CREATE TABLE {self.name} (order_id BIGINT, customer_id BIGINT, status STRING, amount DOUBLE, "
-                    "region STRING, updated_at TIMESTAMP, PRIMARY KEY (order_id))")
+        session.sql(
+            f"CREATE TABLE {self.name} (order_id BIGINT, customer_id BIGINT, status STRING, amount DOUBLE, "
+            "region STRING, updated_at TIMESTAMP, PRIMARY KEY (order_id))"
+        )
         statuses = ", ".join(f"'{s}'" for s in STATUSES)
         regions = ", ".join(f"'{r}'" for r in REGIONS)
         session.spark.range(rows).selectExpr(
-            "id AS order_id", "id % 100000 AS customer_id", f"element_at(array({statuses}), CAST(id % 5 + 1 AS INT)) AS status",
-            "CAST(id % 10000 AS DOUBLE) AS amount", f"element_at(array({regions}), CAST(id % 8 + 1 AS INT)) AS region",
+            "id AS order_id",
+            "id % 100000 AS customer_id",
+            f"element_at(array({statuses}), CAST(id % 5 + 1 AS INT)) AS status",
+            "CAST(id % 10000 AS DOUBLE) AS amount",
+            f"element_at(array({regions}), CAST(id % 8 + 1 AS INT)) AS region",
             "TIMESTAMP '2023-11-14 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id % 86400) AS updated_at",
         ).createOrReplaceTempView("load")
         session.sql(f"INSERT OVERWRITE {self.name} SELECT * FROM load")
@@ -85,14 +93,20 @@ class Orders:
         self.next_key += inserts
         ids = np.concatenate([old, new]).astype(np.int64)
         ops = ["U"] * updates + ["D"] * (size - inserts - updates) + ["U"] * inserts
-        table = pa.table({
-            "order_id": ids, "customer_id": self.rng.integers(1, 100_001, size),
-            "status": STATUSES[self.rng.integers(0, len(STATUSES), size)],
-            "amount": self.rng.integers(100, 10_000_000, size) / 100.0,
-            "region": REGIONS[self.rng.integers(0, len(REGIONS), size)],
-            "updated_at": pa.array(np.full(size, 1_700_000_000_000_000) + self.rng.integers(0, 3_600_000_000, size),
-                                   pa.timestamp("us", tz="UTC")),
-            "op": ops})
+        table = pa.table(
+            {
+                "order_id": ids,
+                "customer_id": self.rng.integers(1, 100_001, size),
+                "status": STATUSES[self.rng.integers(0, len(STATUSES), size)],
+                "amount": self.rng.integers(100, 10_000_000, size) / 100.0,
+                "region": REGIONS[self.rng.integers(0, len(REGIONS), size)],
+                "updated_at": pa.array(
+                    np.full(size, 1_700_000_000_000_000) + self.rng.integers(0, 3_600_000_000, size),
+                    pa.timestamp("us", tz="UTC"),
+                ),
+                "op": ops,
+            }
+        )
         path = os.path.join(self.work, f"batch-{self.rows}-{index}.parquet")
         pq.write_table(table, path)
         self.session.spark.read.parquet(path).createOrReplaceTempView("batch")
@@ -112,10 +126,15 @@ class Orders:
         from arctic_sql.table.format.tree import DataTreeNode
 
         key_hash = spark_xxhash64((key,), (LongType(),))
-        rows = self.session.sql(f"SELECT path, node, key_min, key_max FROM {self.name}.files "
-                                "WHERE store = 'base'").collect()
-        return next(r.path for r in rows if int(r.key_min) <= key <= int(r.key_max)
-                    and key_hash & DataTreeNode.of_id(r.node).mask == DataTreeNode.of_id(r.node).index)
+        rows = self.session.sql(
+            f"SELECT path, node, key_min, key_max FROM {self.name}.files WHERE store = 'base'"
+        ).collect()
+        return next(
+            r.path
+            for r in rows
+            if int(r.key_min) <= key <= int(r.key_max)
+            and key_hash & DataTreeNode.of_id(r.node).mask == DataTreeNode.of_id(r.node).index
+        )
 
 
 def files_opened(session, sql: str) -> int:  # noqa: ANN001
@@ -143,13 +162,17 @@ def run_round(spark, orders: Orders, batch: int, index: int, order: list[str]) -
             continue
         listed = ", ".join(map(str, orders.existing(batch)))
         if figure == "update":
-            times[figure] = _timed(lambda: session.sql(f"UPDATE {orders.name} SET status = 'paid' "
-                                                       f"WHERE order_id IN ({listed})"))
+            times[figure] = _timed(
+                lambda: session.sql(f"UPDATE {orders.name} SET status = 'paid' WHERE order_id IN ({listed})")
+            )
         elif figure == "point":
-            times[figure] = _timed(lambda: session.sql(f"SELECT * FROM {orders.name} WHERE order_id = {point}").collect())
+            times[figure] = _timed(
+                lambda: session.sql(f"SELECT * FROM {orders.name} WHERE order_id = {point}").collect()
+            )
         elif figure == "in lookup":
-            times[figure] = _timed(lambda: session.sql(f"SELECT * FROM {orders.name} WHERE order_id IN ({listed})"
-                                                       ).collect())
+            times[figure] = _timed(
+                lambda: session.sql(f"SELECT * FROM {orders.name} WHERE order_id IN ({listed})").collect()
+            )
         else:
             path = orders.floor_file(point)  # untimed: finding the file
             times[figure] = _timed(lambda: spark.read.parquet(path).where(f"order_id = {point}").collect())
@@ -178,35 +201,57 @@ def main() -> None:
         run_round(spark, tables[rows], 10, 99, list(FIGURES))
     times = {rows: {f: [] for f in FIGURES} for rows in sizes}
     for index in range(args.rounds):
-        order = list(FIGURES[index % len(FIGURES):] + FIGURES[:index % len(FIGURES)])
-        for rows in (sizes if index % 2 == 0 else sizes[::-1]):
+        order = list(FIGURES[index % len(FIGURES) :] + FIGURES[: index % len(FIGURES)])
+        for rows in sizes if index % 2 == 0 else sizes[::-1]:
             for figure, seconds in run_round(spark, tables[rows], args.batch, index, order).items():
                 times[rows][figure].append(seconds)
         print(f"round {index + 1}/{args.rounds} done; load {os.getloadavg()[0]:.1f}", flush=True)
     opened = {}
     for rows in sizes:
         name, keys = tables[rows].name, tables[rows].existing(args.batch)
-        opened[rows] = {"point": files_opened(session, f"SELECT * FROM {name} WHERE order_id = {keys[0]}"),
-                        "in lookup": files_opened(session, f"SELECT * FROM {name} WHERE order_id IN "
-                                                           f"({', '.join(map(str, keys))})"),
-                        "table": files_opened(session, f"SELECT * FROM {name} WHERE status <> ''")}
+        opened[rows] = {
+            "point": files_opened(session, f"SELECT * FROM {name} WHERE order_id = {keys[0]}"),
+            "in lookup": files_opened(
+                session, f"SELECT * FROM {name} WHERE order_id IN ({', '.join(map(str, keys))})"
+            ),
+            "table": files_opened(session, f"SELECT * FROM {name} WHERE status <> ''"),
+        }
     medians = {rows: {f: statistics.median(v) for f, v in times[rows].items()} for rows in sizes}
     ratios = {rows: _ratios(m) for rows, m in medians.items()}
     if len(sizes) > 1:
         for figure in FIGURES:
-            ratios.setdefault("largest/smallest", {})[figure] = medians[sizes[-1]][figure] / medians[sizes[0]][figure]
+            ratios.setdefault("largest/smallest", {})[figure] = (
+                medians[sizes[-1]][figure] / medians[sizes[0]][figure]
+            )
     _print(sizes, medians, ratios, opened, args.batch)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({"sizes": sizes, "batch": args.batch, "rounds": args.rounds, "times": times, "medians": medians,
-                   "ratios": ratios, "files_opened": opened, "targets": TARGETS}, f, indent=2, default=str)
+        json.dump(
+            {
+                "sizes": sizes,
+                "batch": args.batch,
+                "rounds": args.rounds,
+                "times": times,
+                "medians": medians,
+                "ratios": ratios,
+                "files_opened": opened,
+                "targets": TARGETS,
+            },
+            f,
+            indent=2,
+            default=str,
+        )
     spark.stop()
 
 
 def _ratios(m: dict[str, float]) -> dict[str, float]:
-    return {"listed/star": m["merge listed"] / m["merge star"], "partial/star": m["merge partial"] / m["merge star"],
-            "update/star": m["update"] / m["merge star"], "point/parquet": m["point"] / m["parquet floor"],
-            "in lookup/parquet": m["in lookup"] / m["parquet floor"]}
+    return {
+        "listed/star": m["merge listed"] / m["merge star"],
+        "partial/star": m["merge partial"] / m["merge star"],
+        "update/star": m["update"] / m["merge star"],
+        "point/parquet": m["point"] / m["parquet floor"],
+        "in lookup/parquet": m["in lookup"] / m["parquet floor"],
+    }
 
 
 def _print(sizes, medians, ratios, opened, batch: int) -> None:  # noqa: ANN001
@@ -219,7 +264,9 @@ def _print(sizes, medians, ratios, opened, batch: int) -> None:  # noqa: ANN001
             target = TARGETS.get(name)
             print(f"  {name:<18} {value:5.2f}x" + (f"  (target <= {target}x)" if target else ""))
         o = opened[rows]
-        print(f"  files opened: point {o['point']}, {batch}-key IN {o['in lookup']}, whole table {o['table']}")
+        print(
+            f"  files opened: point {o['point']}, {batch}-key IN {o['in lookup']}, whole table {o['table']}"
+        )
     if len(sizes) > 1:
         print(f"\n{sizes[-1]:,} / {sizes[0]:,} rows (target <= {TARGETS['largest/smallest']}x):")
         for figure, value in ratios["largest/smallest"].items():

@@ -59,8 +59,13 @@ def load(spark, session, rows: int) -> str:  # noqa: ANN001
     name = f"db.dim{rows}"
     session.sql(f"CREATE TABLE {name} (id BIGINT, name STRING, tier INT, PRIMARY KEY (id)) USING arctic")
     started = time.perf_counter()
-    (spark.range(rows).selectExpr("id", "concat('init_', id) AS name", "CAST(id % 5 AS INT) AS tier")
-     .write.format("arctic").mode("append").save(name))
+    (
+        spark.range(rows)
+        .selectExpr("id", "concat('init_', id) AS name", "CAST(id % 5 AS INT) AS tier")
+        .write.format("arctic")
+        .mode("append")
+        .save(name)
+    )
     print(f"  loaded {rows:,} rows in {time.perf_counter() - started:.1f} s", flush=True)
     return name
 
@@ -77,7 +82,12 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
 
     def stream(system: str):  # noqa: ANN202
         os.makedirs(folders[system])
-        return spark.readStream.schema("fid BIGINT, id BIGINT").option("maxFilesPerTrigger", 1).parquet(folders[system])
+        return (
+            spark.readStream.schema("fid BIGINT, id BIGINT")
+            .option("maxFilesPerTrigger", 1)
+            .parquet(folders[system])
+        )
+
     seen: dict[str, list] = {system: [] for system in systems}
 
     def fresh_share(df, step_marker: str) -> tuple[int, int]:  # noqa: ANN001
@@ -91,6 +101,7 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
     def collector(system: str):  # noqa: ANN202
         def sink(df, batch_id: int) -> None:  # noqa: ANN001
             seen[system].append(fresh_share(df, current["marker"]))
+
         return sink
 
     def reread(df, batch_id: int) -> None:  # noqa: ANN001
@@ -104,18 +115,24 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
     current = {"marker": "none"}
     static_dim = spark.read.format("arctic").load(name)
     queries = {
-        "lookup_join": lookup_join(stream("lookup_join"), name, on="id", how="left", options={"lookup.buckets": "8"})
-        .writeStream.foreachBatch(collector("lookup_join")),
+        "lookup_join": lookup_join(
+            stream("lookup_join"), name, on="id", how="left", options={"lookup.buckets": "8"}
+        ).writeStream.foreachBatch(collector("lookup_join")),
         "reread": stream("reread").writeStream.foreachBatch(reread),
-        "static": stream("static").join(F.broadcast(static_dim), "id", "left").writeStream.foreachBatch(collector("static")),
+        "static": stream("static")
+        .join(F.broadcast(static_dim), "id", "left")
+        .writeStream.foreachBatch(collector("static")),
         "no_join": stream("no_join").writeStream.foreachBatch(no_join),
-        "python_floor": stream("python_floor").mapInArrow(_as_they_are, "fid BIGINT, id BIGINT")
+        "python_floor": stream("python_floor")
+        .mapInArrow(_as_they_are, "fid BIGINT, id BIGINT")
         .writeStream.foreachBatch(no_join),
     }
     running = {}
     for system, writer in queries.items():
         started = time.perf_counter()
-        running[system] = writer.option("checkpointLocation", os.path.join(root, f"ck-{system}-{rows}")).start()
+        running[system] = writer.option(
+            "checkpointLocation", os.path.join(root, f"ck-{system}-{rows}")
+        ).start()
         running[system].processAllAvailable()
         print(f"  {system}: started in {time.perf_counter() - started:.1f} s", flush=True)
     rng = random.Random(rows)
@@ -124,14 +141,26 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
     for step in range(batches + 1):  # step 0 warms up: lookup_join's first batch loads its caches
         marker = _step_names(step)
         updated = rng.sample(range(rows), changed)
-        (spark.createDataFrame([(k, f"{marker}{k}", step) for k in updated], "id BIGINT, name STRING, tier INT")
-         .write.format("arctic").mode("append").save(name))
+        (
+            spark.createDataFrame(
+                [(k, f"{marker}{k}", step) for k in updated], "id BIGINT, name STRING, tier INT"
+            )
+            .write.format("arctic")
+            .mode("append")
+            .save(name)
+        )
         keys = [updated[i % len(updated)] if i % 10 == 0 else rng.randrange(rows) for i in range(facts)]
-        table = pa.table({"fid": pa.array(range(step * facts, (step + 1) * facts), pa.int64()),
-                          "id": pa.array(keys, pa.int64())})
+        table = pa.table(
+            {
+                "fid": pa.array(range(step * facts, (step + 1) * facts), pa.int64()),
+                "id": pa.array(keys, pa.int64()),
+            }
+        )
         current["marker"] = marker
         order = list(queries) if step % 2 == 0 else list(reversed(queries))  # who goes first alternates
-        for system in [s for s in order if s not in failed]:  # each query's facts land on its turn: each runs alone
+        for system in [
+            s for s in order if s not in failed
+        ]:  # each query's facts land on its turn: each runs alone
             path = os.path.join(folders[system], f"f{step:05d}.parquet")
             pq.write_table(table, path + ".tmp")
             started = time.perf_counter()
@@ -158,9 +187,12 @@ def run_size(spark, session, root: str, rows: int, batches: int, facts: int, cha
         total = sum(b for _, b in seen[system])
         first, steps = latency[system][0], latency[system][1:]
         result[system] = (statistics.median(steps), fresh / total if total else float("nan"), first)
-        print(f"  {system:12s} median {result[system][0]:.2f} s per step "
-              f"({', '.join(f'{x:.2f}' for x in steps)}); fresh {result[system][1]:.0%}; first step (warm-up) "
-              f"{first:.2f} s", flush=True)
+        print(
+            f"  {system:12s} median {result[system][0]:.2f} s per step "
+            f"({', '.join(f'{x:.2f}' for x in steps)}); fresh {result[system][1]:.0%}; first step (warm-up) "
+            f"{first:.2f} s",
+            flush=True,
+        )
     return result
 
 
@@ -179,7 +211,9 @@ def side_by_side(spark, root: str, sizes: list[int], batches: int, facts: int, c
         stream = spark.readStream.schema("fid BIGINT, id BIGINT").option("maxFilesPerTrigger", 1)
         stream = stream.parquet(folders[label])
         if label != "no_join":
-            stream = lookup_join(stream, f"db.dim{label}", on="id", how="left", options={"lookup.buckets": "8"})
+            stream = lookup_join(
+                stream, f"db.dim{label}", on="id", how="left", options={"lookup.buckets": "8"}
+            )
         writer = stream.writeStream.foreachBatch(lambda df, _: df.agg(F.count(F.lit(1))).first())
         running[label] = writer.option("checkpointLocation", os.path.join(root, f"side-ck-{label}")).start()
         running[label].processAllAvailable()
@@ -189,10 +223,20 @@ def side_by_side(spark, root: str, sizes: list[int], batches: int, facts: int, c
         tables = {}
         for rows in sizes:  # the same number of changes and facts at every size, keys from all its rows
             updated = rng.sample(range(rows), changed)
-            (spark.createDataFrame([(k, f"side{step}_{k}", step) for k in updated], "id BIGINT, name STRING, tier INT")
-             .write.format("arctic").mode("append").save(f"db.dim{rows}"))
-            tables[rows] = pa.table({"fid": pa.array(range(step * facts, (step + 1) * facts), pa.int64()),
-                                     "id": pa.array([rng.randrange(rows) for _ in range(facts)], pa.int64())})
+            (
+                spark.createDataFrame(
+                    [(k, f"side{step}_{k}", step) for k in updated], "id BIGINT, name STRING, tier INT"
+                )
+                .write.format("arctic")
+                .mode("append")
+                .save(f"db.dim{rows}")
+            )
+            tables[rows] = pa.table(
+                {
+                    "fid": pa.array(range(step * facts, (step + 1) * facts), pa.int64()),
+                    "id": pa.array([rng.randrange(rows) for _ in range(facts)], pa.int64()),
+                }
+            )
         tables["no_join"] = tables[sizes[0]]
         order = labels if step % 2 == 0 else list(reversed(labels))
         for label in order:
@@ -207,8 +251,11 @@ def side_by_side(spark, root: str, sizes: list[int], batches: int, facts: int, c
     result = {label: latency[label][1:] for label in labels}
     for label in labels:
         name = "no_join" if label == "no_join" else f"lookup_join at {label:,}"
-        print(f"  {name:26s} median {statistics.median(result[label]):.2f} s per step "
-              f"({', '.join(f'{x:.2f}' for x in result[label])}); warm-up {latency[label][0]:.2f} s", flush=True)
+        print(
+            f"  {name:26s} median {statistics.median(result[label]):.2f} s per step "
+            f"({', '.join(f'{x:.2f}' for x in result[label])}); warm-up {latency[label][0]:.2f} s",
+            flush=True,
+        )
     return result
 
 
@@ -218,8 +265,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--facts", type=int, default=10_000)
     parser.add_argument("--changes", type=float, default=0.01)
-    parser.add_argument("--side-by-side-only", action="store_true",
-                        help="only lookup_join at every size side by side (the flatness target), no peers")
+    parser.add_argument(
+        "--side-by-side-only",
+        action="store_true",
+        help="only lookup_join at every size side by side (the flatness target), no peers",
+    )
     args = parser.parse_args()
 
     import arctic_sql
@@ -227,8 +277,9 @@ def main() -> None:
 
     root = tempfile.mkdtemp(prefix="arctic-lookup-bench-")
     try:
-        spark = local_session(os.path.join(root, "warehouse"), {"spark.master": "local[2]",
-                                                                "spark.sql.shuffle.partitions": "4"})
+        spark = local_session(
+            os.path.join(root, "warehouse"), {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4"}
+        )
         session = arctic_sql.connect(warehouse=os.path.join(root, "warehouse"), spark=spark)
         session.sql("CREATE DATABASE db")
         results = {}
@@ -238,31 +289,42 @@ def main() -> None:
             if args.side_by_side_only:
                 load(spark, session, rows)
                 continue
-            print(f"dimension of {rows:,} rows, {changed:,} changed and {args.facts:,} facts per step:", flush=True)
+            print(
+                f"dimension of {rows:,} rows, {changed:,} changed and {args.facts:,} facts per step:",
+                flush=True,
+            )
             results[rows] = run_size(spark, session, root, rows, args.batches, args.facts, changed)
         for rows, result in results.items():
             ours, reread = result["lookup_join"][0], result["reread"][0]
             if reread != reread or ours != ours:  # nan: a query failed (said above)
-                print(f"{rows:>10,} rows: no ratio, a query failed (lookup_join {ours:.2f} s, reread {reread:.2f} s)")
+                print(
+                    f"{rows:>10,} rows: no ratio, a query failed (lookup_join {ours:.2f} s, reread {reread:.2f} s)"
+                )
                 continue
-            print(f"{rows:>10,} rows: reread / lookup_join = {reread / ours:.2f} ({reread:.2f} s vs {ours:.2f} s); "
-                  f"static join fresh {result['static'][1]:.0%} (stale), lookup_join fresh "
-                  f"{result['lookup_join'][1]:.0%}; the no-join floor {result['no_join'][0]:.2f} s, the "
-                  f"Python-task floor {result['python_floor'][0]:.2f} s")
+            print(
+                f"{rows:>10,} rows: reread / lookup_join = {reread / ours:.2f} ({reread:.2f} s vs {ours:.2f} s); "
+                f"static join fresh {result['static'][1]:.0%} (stale), lookup_join fresh "
+                f"{result['lookup_join'][1]:.0%}; the no-join floor {result['no_join'][0]:.2f} s, the "
+                f"Python-task floor {result['python_floor'][0]:.2f} s"
+            )
         if len(sizes) > 1:
             if results:
                 first, last = results[sizes[0]]["lookup_join"][0], results[sizes[-1]]["lookup_join"][0]
-                print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows = {last / first:.2f} "
-                      f"({last:.2f} s vs {first:.2f} s), each size in its own run above")
+                print(
+                    f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows = {last / first:.2f} "
+                    f"({last:.2f} s vs {first:.2f} s), each size in its own run above"
+                )
             print(f"side by side, {args.batches} steps, the sizes' turns interleaved:", flush=True)
             steps = side_by_side(spark, root, sizes, args.batches, args.facts, changed)
             first, last = steps[sizes[0]], steps[sizes[-1]]
             ratios = [b / a for a, b in zip(first, last, strict=True)]
-            print(f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows, side by side = "
-                  f"{statistics.median(last) / statistics.median(first):.2f} "
-                  f"({statistics.median(last):.2f} s vs {statistics.median(first):.2f} s; median of the "
-                  f"per-step ratios {statistics.median(ratios):.2f}); the no-join floor "
-                  f"{statistics.median(steps['no_join']):.2f} s")
+            print(
+                f"lookup_join latency at {sizes[-1]:,} / at {sizes[0]:,} rows, side by side = "
+                f"{statistics.median(last) / statistics.median(first):.2f} "
+                f"({statistics.median(last):.2f} s vs {statistics.median(first):.2f} s; median of the "
+                f"per-step ratios {statistics.median(ratios):.2f}); the no-join floor "
+                f"{statistics.median(steps['no_join']):.2f} s"
+            )
         spark.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)

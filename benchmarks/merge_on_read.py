@@ -46,8 +46,10 @@ def build_table(s, rows: int, commits: int, batch: int, seed: int = 7) -> None:
     s.sql("DROP TABLE IF EXISTS bench.mor PURGE")
     s.sql("CREATE TABLE bench.mor (id BIGINT, status STRING, amount DOUBLE, PRIMARY KEY (id))")
     spark.range(rows).selectExpr(
-        "id", "element_at(array('open','paid','shipped'), cast(id % 3 + 1 AS INT)) AS status",
-        "cast(id % 1000 AS DOUBLE) AS amount").createOrReplaceTempView("mor_load")
+        "id",
+        "element_at(array('open','paid','shipped'), cast(id % 3 + 1 AS INT)) AS status",
+        "cast(id % 1000 AS DOUBLE) AS amount",
+    ).createOrReplaceTempView("mor_load")
     s.sql("INSERT OVERWRITE bench.mor SELECT * FROM mor_load")
     next_id = rows
     for _ in range(commits):
@@ -55,11 +57,19 @@ def build_table(s, rows: int, commits: int, batch: int, seed: int = 7) -> None:
         ids = np.concatenate([updates, np.arange(next_id, next_id + int(batch * 0.2))])
         next_id += int(batch * 0.2)
         ops = np.where(np.arange(len(ids)) < int(batch * 0.1), "D", "U")
-        frame = pa.table({"id": ids.astype("int64"), "status": rng.choice(["open", "paid", "shipped"], len(ids)),
-                          "amount": rng.random(len(ids)) * 1000, "op": ops})
+        frame = pa.table(
+            {
+                "id": ids.astype("int64"),
+                "status": rng.choice(["open", "paid", "shipped"], len(ids)),
+                "amount": rng.random(len(ids)) * 1000,
+                "op": ops,
+            }
+        )
         spark.createDataFrame(frame.to_pandas()).createOrReplaceTempView("mor_batch")
-        s.sql("MERGE INTO bench.mor t USING mor_batch s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
-              "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *")
+        s.sql(
+            "MERGE INTO bench.mor t USING mor_batch s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *"
+        )
 
 
 def _aggregate_spark(df) -> list[tuple]:
@@ -92,24 +102,39 @@ def plans(s, table, plan):
         changed = F.broadcast(rows.select(*keys).distinct())
         tagged = _tagged(spark, plan, rows)
         values = [c for c in tagged.columns if c not in keys and c != TXN]
-        newest = tagged.groupBy(*keys).agg(F.max_by(F.struct(*values), F.col(TXN)).alias("n")).select(*keys, "n.*")
+        newest = (
+            tagged.groupBy(*keys).agg(F.max_by(F.struct(*values), F.col(TXN)).alias("n")).select(*keys, "n.*")
+        )
         return base.join(changed, on=keys, how="left_anti").unionByName(
-            newest.where(~F.col(IS_DELETE)).select(*base.columns))
+            newest.where(~F.col(IS_DELETE)).select(*base.columns)
+        )
 
     def window_all():
         base = read_files(spark, plan.schema, plan.base_files)
         rows = read_files(spark, plan.schema, plan.change_files, all_nullable=True)
-        everything = base.withColumn(TXN, F.lit(0).cast("long")).withColumn(IS_DELETE, F.lit(False)) \
+        everything = (
+            base.withColumn(TXN, F.lit(0).cast("long"))
+            .withColumn(IS_DELETE, F.lit(False))
             .unionByName(_tagged(spark, plan, rows))
+        )
         newest_first = Window.partitionBy(*keys).orderBy(F.col(TXN).desc())
-        return everything.withColumn("_r", F.row_number().over(newest_first)) \
-            .where(f"_r = 1 AND NOT {IS_DELETE}").select(*base.columns)
+        return (
+            everything.withColumn("_r", F.row_number().over(newest_first))
+            .where(f"_r = 1 AND NOT {IS_DELETE}")
+            .select(*base.columns)
+        )
 
     def floor():
         return read_files(spark, plan.schema, plan.base_files)
 
-    return {"floor (base only)": floor, "arctic by node": by_node, "arctic by node, all columns": by_node_all,
-            "arctic Spark plan": spark_plan, "max_by": max_by, "window-all": window_all}
+    return {
+        "floor (base only)": floor,
+        "arctic by node": by_node,
+        "arctic by node, all columns": by_node_all,
+        "arctic Spark plan": spark_plan,
+        "max_by": max_by,
+        "window-all": window_all,
+    }
 
 
 def _tagged(spark, plan, rows):
@@ -120,21 +145,27 @@ def _tagged(spark, plan, rows):
 
     files = spark.createDataFrame(
         [(storage.spark_path(f.path), f.sequence_number, f.is_delete) for f in plan.change_files],
-        f"{FILE} string, {TXN} long, {IS_DELETE} boolean")
+        f"{FILE} string, {TXN} long, {IS_DELETE} boolean",
+    )
     return rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(files), on=FILE).drop(FILE)
 
 
 def pyarrow_merge(plan) -> list[tuple]:
     """One process: read base and change files with pyarrow, keep the newest change per key."""
-    merged = arrow_merge.merge([f.path for f in plan.base_files],
-                               [(f.path, f.sequence_number, f.is_delete) for f in plan.change_files],
-                               "id", ["id", "status", "amount"])
+    merged = arrow_merge.merge(
+        [f.path for f in plan.base_files],
+        [(f.path, f.sequence_number, f.is_delete) for f in plan.change_files],
+        "id",
+        ["id", "status", "amount"],
+    )
     grouped = merged.group_by("status").aggregate([("id", "count"), ("amount", "sum")])
     return sorted((r["status"], r["id_count"], round(r["amount_sum"], 2)) for r in grouped.to_pylist())
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--commits", type=int, default=20)
     parser.add_argument("--batch", type=int, default=20_000)
@@ -150,11 +181,15 @@ def main() -> None:
     build_table(s, args.rows, args.commits, args.batch)
     table = s.table("bench.mor")
     plan = plan_read(table)
-    print(f"base files {len(plan.base_files)}, change files {len(plan.change_files)}, "
-          f"change rows {plan.change_rows}")
+    print(
+        f"base files {len(plan.base_files)}, change files {len(plan.change_files)}, "
+        f"change rows {plan.change_rows}"
+    )
     times: dict[str, float] = {}
     answers: dict[str, list[tuple]] = {}
-    candidates = {name: (lambda build=build: _aggregate_spark(build())) for name, build in plans(s, table, plan).items()}
+    candidates = {
+        name: (lambda build=build: _aggregate_spark(build())) for name, build in plans(s, table, plan).items()
+    }
     candidates["pyarrow (one process)"] = lambda: pyarrow_merge(plan)
     for name, run in candidates.items():
         samples = []
@@ -171,8 +206,18 @@ def main() -> None:
         print(f"{name:28} {seconds:9.2f} {seconds / floor:8.2f}  {same}")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "merge_on_read.json"), "w") as f:
-        json.dump({"rows": args.rows, "commits": args.commits, "batch": args.batch, "nproc": os.cpu_count(),
-                   "median_s": times, "agree": {k: answers[k] == reference for k in answers}}, f, indent=1)
+        json.dump(
+            {
+                "rows": args.rows,
+                "commits": args.commits,
+                "batch": args.batch,
+                "nproc": os.cpu_count(),
+                "median_s": times,
+                "agree": {k: answers[k] == reference for k in answers},
+            },
+            f,
+            indent=1,
+        )
     s.stop()
     if any(answers[k] != reference for k in answers if not k.startswith("floor")):
         raise SystemExit("plans disagree: a merge-on-read bug")

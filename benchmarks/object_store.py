@@ -43,8 +43,11 @@ def _load(session, rows: int) -> None:
     spark = session.spark
     session.sql("CREATE DATABASE bench")
     session.sql("CREATE TABLE bench.t (id BIGINT, status STRING, amount DOUBLE, PRIMARY KEY (id))")
-    spark.range(rows).selectExpr("id", "element_at(array('open','paid','shipped'), cast(id % 3 + 1 AS INT)) AS status",
-                                 "cast(id % 1000 AS DOUBLE) AS amount").createOrReplaceTempView("load")
+    spark.range(rows).selectExpr(
+        "id",
+        "element_at(array('open','paid','shipped'), cast(id % 3 + 1 AS INT)) AS status",
+        "cast(id % 1000 AS DOUBLE) AS amount",
+    ).createOrReplaceTempView("load")
     session.sql("INSERT OVERWRITE bench.t SELECT * FROM load")
 
 
@@ -52,9 +55,10 @@ def _batch_view(spark, rows: int, batch: int, commit: int) -> None:
     """``batch``: ``batch`` rows, 70% of them keys of the loaded table, the rest new keys."""
     old = int(batch * 0.7)
     start = (commit * 7919) % max(1, rows - old)
-    spark.sql(f"SELECT id, 'paid' AS status, cast({commit} AS DOUBLE) AS amount FROM range({start}, {start + old}) "
-              f"UNION ALL SELECT id, 'open', 1.0 FROM range({rows + commit * batch}, {rows + commit * batch + batch - old})"
-              ).createOrReplaceTempView("batch")
+    spark.sql(
+        f"SELECT id, 'paid' AS status, cast({commit} AS DOUBLE) AS amount FROM range({start}, {start + old}) "
+        f"UNION ALL SELECT id, 'open', 1.0 FROM range({rows + commit * batch}, {rows + commit * batch + batch - old})"
+    ).createOrReplaceTempView("batch")
 
 
 def _timed(server, store: str, action):  # noqa: ANN001
@@ -80,10 +84,16 @@ def main() -> None:
     with s3_server() as server:
         # Both catalogs carry the same storage properties: a process has one storage configuration.
         sessions = {
-            "s3": arctic_sql.connect(spark=spark, catalog_properties=catalog_properties(
-                f"{work}/s3.db", server.endpoint, "s3://lake/wh")),
-            "local": arctic_sql.connect(spark=spark, catalog_properties=catalog_properties(
-                f"{work}/local.db", server.endpoint, f"file://{work}/wh")),
+            "s3": arctic_sql.connect(
+                spark=spark,
+                catalog_properties=catalog_properties(f"{work}/s3.db", server.endpoint, "s3://lake/wh"),
+            ),
+            "local": arctic_sql.connect(
+                spark=spark,
+                catalog_properties=catalog_properties(
+                    f"{work}/local.db", server.endpoint, f"file://{work}/wh"
+                ),
+            ),
         }
         for session in sessions.values():
             _load(session, args.rows)
@@ -99,8 +109,9 @@ def main() -> None:
         for i in range(1, args.commits + 1):
             _batch_view(spark, args.rows, args.batch, i)
             for store in STORES if i % 2 else STORES[::-1]:
-                elapsed, requests, _ = _timed(server, store, lambda s=sessions[store]: s.sql(
-                    "INSERT INTO bench.t SELECT * FROM batch"))
+                elapsed, requests, _ = _timed(
+                    server, store, lambda s=sessions[store]: s.sql("INSERT INTO bench.t SELECT * FROM batch")
+                )
                 times[store]["W0"].append(elapsed)
                 if requests is not None:
                     counts["W0"].append(len(requests))
@@ -118,22 +129,37 @@ def main() -> None:
         print(f"MISMATCH: S3 {answers['s3']} != local {answers['local']}")
         sys.exit(1)
 
-    print(f"\n{args.batch}-row upsert commits (W0) and full-scan aggregate reads (R1), {args.rows} rows loaded; "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'figure':6s} {'S3 (moto)':>11s} {'local':>9s} {'S3/local':>9s} {'requests (median, min-max)':>28s}")
+    print(
+        f"\n{args.batch}-row upsert commits (W0) and full-scan aggregate reads (R1), {args.rows} rows loaded; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'figure':6s} {'S3 (moto)':>11s} {'local':>9s} {'S3/local':>9s} {'requests (median, min-max)':>28s}"
+    )
     for figure in ("W0", "R1"):
         s3, local = statistics.median(times["s3"][figure]), statistics.median(times["local"][figure])
         n = counts[figure]
-        print(f"{figure:6s} {s3 * 1000:9.0f}ms {local * 1000:7.0f}ms {s3 / local:8.2f}x "
-              f"{statistics.median(n):>14.0f} ({min(n)}-{max(n)})")
+        print(
+            f"{figure:6s} {s3 * 1000:9.0f}ms {local * 1000:7.0f}ms {s3 / local:8.2f}x "
+            f"{statistics.median(n):>14.0f} ({min(n)}-{max(n)})"
+        )
     for figure in ("W0", "R1"):
         print(f"\nrequests of the last {figure} on S3, by method and key pattern:")
         for (method, pattern), n in where[figure].items():
             print(f"{n:5d} {method:6s} {pattern}")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "object_store.json"), "w") as out:
-        json.dump({"parameters": vars(args), "load_average": os.getloadavg(), "seconds": times, "requests": counts,
-                   "where": {f: [[m, p, n] for (m, p), n in w.items()] for f, w in where.items()}}, out, indent=1)
+        json.dump(
+            {
+                "parameters": vars(args),
+                "load_average": os.getloadavg(),
+                "seconds": times,
+                "requests": counts,
+                "where": {f: [[m, p, n] for (m, p), n in w.items()] for f, w in where.items()},
+            },
+            out,
+            indent=1,
+        )
 
 
 if __name__ == "__main__":

@@ -40,14 +40,18 @@ RESULTS = os.path.join(os.path.dirname(__file__), "results")
 def make_tables(catalog: ArcticCatalog, count: int, with_data: int) -> float:
     started = time.perf_counter()
     catalog.create_database("bench", if_not_exists=True)
-    keyed = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
-                   identifier_field_ids=[1])
+    keyed = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "v", StringType()),
+        identifier_field_ids=[1],
+    )
     plain = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "v", StringType()))
     data = pa.table({"id": pa.array(range(100), pa.int64()), "v": [f"v{i}" for i in range(100)]})
     for i in range(count):
         is_keyed = i % 2 == 0
-        table = catalog.create_table(TableIdentifier("bench", f"t{i:04d}"), keyed if is_keyed else plain,
-                                     PartitionSpec(), {})
+        table = catalog.create_table(
+            TableIdentifier("bench", f"t{i:04d}"), keyed if is_keyed else plain, PartitionSpec(), {}
+        )
         if not is_keyed and i // 2 < with_data:
             table.base.append(data)
     return time.perf_counter() - started
@@ -57,8 +61,9 @@ def serve(catalog: ArcticCatalog) -> tuple[str, uvicorn.Server, threading.Thread
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(create_app(ServiceContext(catalog)), log_level="warning",
-                                           lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(ServiceContext(catalog)), log_level="warning", lifespan="off")
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:
@@ -92,26 +97,40 @@ def main() -> None:
     catalog = ArcticCatalog(load_catalog(os.path.join(work, "warehouse"), "arctic", None, None))
     existing = len(catalog.list_tables("bench")) if catalog.database_exists("bench") else 0
     setup_s = make_tables(catalog, args.tables, args.with_data) if existing == 0 else 0.0
-    url, server, thread = serve(ArcticCatalog(load_catalog(os.path.join(work, "warehouse"), "arctic", None, None)))
+    url, server, thread = serve(
+        ArcticCatalog(load_catalog(os.path.join(work, "warehouse"), "arctic", None, None))
+    )
     with httpx.Client(base_url=url, timeout=600) as client:
         cold = timed_list(client, args.tables)
         warm = [timed_list(client, args.tables) for _ in range(3)]
         size = [timed_data_size(client) for _ in range(3)]
         catalog.load_table(TableIdentifier("bench", "t0001")).base.append(
-            pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]}))
+            pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]})
+        )
         after_commit = timed_list(client, args.tables)
     server.should_exit = True
     thread.join(timeout=30)
-    figures = {"tables": args.tables, "tables_with_data": args.with_data, "setup_s": round(setup_s, 2),
-               "cold_list_s": round(cold, 3), "warm_list_s": round(min(warm), 3),
-               "list_after_one_commit_s": round(after_commit, 3), "data_size_warm_s": round(min(size), 3),
-               "data_size_over_warm_list": round(min(size) / min(warm), 2),
-               "cold_over_warm": round(cold / min(warm), 1), "machine": platform.machine(),
-               "cpus": os.cpu_count()}
+    figures = {
+        "tables": args.tables,
+        "tables_with_data": args.with_data,
+        "setup_s": round(setup_s, 2),
+        "cold_list_s": round(cold, 3),
+        "warm_list_s": round(min(warm), 3),
+        "list_after_one_commit_s": round(after_commit, 3),
+        "data_size_warm_s": round(min(size), 3),
+        "data_size_over_warm_list": round(min(size) / min(warm), 2),
+        "cold_over_warm": round(cold / min(warm), 1),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
     print(f"{args.tables} tables ({args.with_data} with data), created in {setup_s:.1f} s")
-    print(f"GET /api/v1/tables?page_size=1000: cold {cold:.3f} s, warm {min(warm):.3f} s "
-          f"({cold / min(warm):.0f}x), after one commit {after_commit:.3f} s")
-    print(f"GET /api/v1/overview/data-size: warm {min(size):.3f} s ({min(size) / min(warm):.2f}x the warm listing)")
+    print(
+        f"GET /api/v1/tables?page_size=1000: cold {cold:.3f} s, warm {min(warm):.3f} s "
+        f"({cold / min(warm):.0f}x), after one commit {after_commit:.3f} s"
+    )
+    print(
+        f"GET /api/v1/overview/data-size: warm {min(size):.3f} s ({min(size) / min(warm):.2f}x the warm listing)"
+    )
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "service_list.json"), "w") as f:
         json.dump(figures, f, indent=2)

@@ -42,12 +42,21 @@ FIGURES = ("B1", "W0", "R1", "O1", "R2")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.spark_peers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=200_000, help="rows loaded into every table (default 200,000)")
-    parser.add_argument("--batches", default="1000,10000", help="rows per commit, one table each (default 1000,10000)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.spark_peers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--rows", type=int, default=200_000, help="rows loaded into every table (default 200,000)"
+    )
+    parser.add_argument(
+        "--batches", default="1000,10000", help="rows per commit, one table each (default 1000,10000)"
+    )
     parser.add_argument("--commits", type=int, default=5, help="commits per batch size (default 5)")
-    parser.add_argument("--peers", default="delta,iceberg", help="comma-separated subset of " + ",".join(PEERS))
+    parser.add_argument(
+        "--peers", default="delta,iceberg", help="comma-separated subset of " + ",".join(PEERS)
+    )
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--step-timeout", type=float, default=900.0, help="seconds one peer step may take")
     parser.add_argument("--work", default=os.path.join(RESULTS, "work"), help="data and table directory")
@@ -96,9 +105,12 @@ def read_rounds(run: Run, figure: str, table: str) -> dict[str, list]:
         run.step(system, "warm-up", figure, lambda s=system: s.query(table, R1_SQL) and None)
     for round_ in range(R1_RUNS):
         for system in rotated(run.alive(), round_):
+
             def query(s: System = system) -> float:
                 result, seconds = s.query(table, R1_SQL)
-                rows[s.name] = sorted([str(v) for v in (r.values() if isinstance(r, dict) else r)] for r in result)
+                rows[s.name] = sorted(
+                    [str(v) for v in (r.values() if isinstance(r, dict) else r)] for r in result
+                )
                 return seconds
 
             run.step(system, figure, "", query)
@@ -142,16 +154,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.time()
     sizes = [int(s) for s in args.batches.split(",")]
-    datas = {size: datagen.generate(datagen.Workload(args.rows / datagen.ROWS_AT_SCALE_1, args.commits, args.seed,
-                                                     fixed_batch_rows=size), args.work) for size in sizes}
+    datas = {
+        size: datagen.generate(
+            datagen.Workload(
+                args.rows / datagen.ROWS_AT_SCALE_1, args.commits, args.seed, fixed_batch_rows=size
+            ),
+            args.work,
+        )
+        for size in sizes
+    }
     work = os.path.join(args.work, "spark-peers-run")
     shutil.rmtree(work, ignore_errors=True)
     loadavg = [os.getloadavg()]
     arctic = Arctic(os.path.join(work, "arctic"), datas[sizes[0]])
     spark = arctic.session.spark
     # The peers' Spark gets the settings of arctic-sql's that bear on speed.
-    conf = {key: spark.conf.get(key) for key in ("spark.master", "spark.sql.shuffle.partitions",
-                                                 "spark.sql.adaptive.enabled", "spark.driver.memory")}
+    conf = {
+        key: spark.conf.get(key)
+        for key in (
+            "spark.master",
+            "spark.sql.shuffle.partitions",
+            "spark.sql.adaptive.enabled",
+            "spark.driver.memory",
+        )
+    }
     peers, not_run = [], {}
     for name in args.peers.split(","):
         try:
@@ -177,9 +203,14 @@ def main(argv: list[str] | None = None) -> int:
             run.step(system, "B1", str(size), lambda s=system: s.load(table, data))
         for index in range(args.commits):
             for system in rotated(run.alive(), index):
-                seconds = run.step(system, "W0", str(size), lambda s=system: s.merge(table, datagen.batch_path(data, index)))
+                seconds = run.step(
+                    system, "W0", str(size), lambda s=system: s.merge(table, datagen.batch_path(data, index))
+                )
                 if seconds is not None:
-                    print(f"[{system.label}] {size:,} rows, commit {index + 1}/{args.commits}: {seconds:.3f} s", flush=True)
+                    print(
+                        f"[{system.label}] {size:,} rows, commit {index + 1}/{args.commits}: {seconds:.3f} s",
+                        flush=True,
+                    )
         loadavg.append(os.getloadavg())
         checks[f"W0 {size}"] = check(run, table, reference[args.commits], f"after W0 {size}")
     table, data = f"orders_{sizes[-1]}", datas[sizes[-1]]
@@ -202,14 +233,19 @@ def main(argv: list[str] | None = None) -> int:
         doc = report(args, run, checks, files, rows, not_run, conf, loadavg)
     except Exception:
         with open(args.out, "w", encoding="utf-8") as f:  # what was measured survives a broken report
-            json.dump({"times": run.times, "errors": run.errors, "checksums": checks}, f, indent=1, default=str)
+            json.dump(
+                {"times": run.times, "errors": run.errors, "checksums": checks}, f, indent=1, default=str
+            )
         raise
     doc["total_wall_s"] = time.time() - started
     plot(doc, os.path.splitext(args.out)[0] + ".png")
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, default=str)
-    print(f"results: {os.path.relpath(args.out)}" + (f", plot: {os.path.relpath(doc['plot'])}" if "plot" in doc else "")
-          + f"  ({doc['total_wall_s']:.0f} s)")
+    print(
+        f"results: {os.path.relpath(args.out)}"
+        + (f", plot: {os.path.relpath(doc['plot'])}" if "plot" in doc else "")
+        + f"  ({doc['total_wall_s']:.0f} s)"
+    )
     spark.stop()
     return 1 if any(c["agrees"] is False for by in checks.values() for c in by.values()) else 0
 
@@ -231,9 +267,11 @@ def report(args, run: Run, checks, files, rows, not_run, conf, loadavg) -> dict:
     arctic_name = systems[0].name
     width = 26
     print()
-    print(f"spark-peers: {args.rows:,} rows, {args.commits} commits per batch size, medians in seconds; "
-          f"(x) = arctic-sql / that system, below 1 arctic-sql is faster; load average {loadavg[0][0]:.1f} "
-          f"to {max(l[0] for l in loadavg):.1f} on {os.cpu_count()} cores")
+    print(
+        f"spark-peers: {args.rows:,} rows, {args.commits} commits per batch size, medians in seconds; "
+        f"(x) = arctic-sql / that system, below 1 arctic-sql is faster; load average {loadavg[0][0]:.1f} "
+        f"to {max(load[0] for load in loadavg):.1f} on {os.cpu_count()} cores"
+    )
     print(f"{'figure':<34}" + "".join(f"{s.label:>{width}}" for s in systems))
     table = []
     for figure, key, name in lines:
@@ -247,30 +285,61 @@ def report(args, run: Run, checks, files, rows, not_run, conf, loadavg) -> dict:
         table.append(row)
         print(f"{name:<34}" + "".join(f"{c:>{width}}" for c in cells))
     for when, by in checks.items():
-        print(f"{'checksum ' + when:<34}" + "".join(
-            f"{ {True: 'ok', False: 'MISMATCH', None: '-'}[by[s.name]['agrees']] if s.name in by else '':>{width}}"
-            for s in systems))
+        print(
+            f"{'checksum ' + when:<34}"
+            + "".join(
+                f"{ {True: 'ok', False: 'MISMATCH', None: '-'}[by[s.name]['agrees']] if s.name in by else '':>{width}}"
+                for s in systems
+            )
+        )
     for system in systems:
         if system.error:
             print(f"!! {system.label}: {system.error}")
     for name, why in not_run.items():
         print(f"!! {name} not run: {why}")
     for group, artifact in unserved_peers().items():
-        print(f"-- {group} not run: {artifact} is not served by the reachable Maven Central (scripts/jars.lock)")
+        print(
+            f"-- {group} not run: {artifact} is not served by the reachable Maven Central (scripts/jars.lock)"
+        )
     for system in systems:
         if isinstance(system, Peer):
             v = system.info.get("versions", {})
-            print(f"-- {system.label}: Spark {v.get('spark')}, {', '.join(v.get('jars', []))}; "
-                  f"{PEERS[system.name].settings}")
+            print(
+                f"-- {system.label}: Spark {v.get('spark')}, {', '.join(v.get('jars', []))}; "
+                f"{PEERS[system.name].settings}"
+            )
     print(f"-- files before and after O1: {json.dumps(files)}")
     return {
-        "benchmark": "spark-peers", "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(),
-        "versions": versions(), "source": source_tree(), "loadavg": loadavg, "spark_conf": conf,
-        "parameters": {"rows": args.rows, "batches": args.batches, "commits": args.commits, "seed": args.seed},
-        "systems": {s.name: {"label": s.label, "error": s.error, "info": s.info,
-                             "settings": PEERS[s.name].settings if s.name in PEERS else None} for s in systems},
-        "table": table, "times": run.times, "errors": run.errors, "checksums": checks, "files": files,
-        "r_rows": rows, "not_run": not_run, "unserved": unserved_peers(),
+        "benchmark": "spark-peers",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine(),
+        "versions": versions(),
+        "source": source_tree(),
+        "loadavg": loadavg,
+        "spark_conf": conf,
+        "parameters": {
+            "rows": args.rows,
+            "batches": args.batches,
+            "commits": args.commits,
+            "seed": args.seed,
+        },
+        "systems": {
+            s.name: {
+                "label": s.label,
+                "error": s.error,
+                "info": s.info,
+                "settings": PEERS[s.name].settings if s.name in PEERS else None,
+            }
+            for s in systems
+        },
+        "table": table,
+        "times": run.times,
+        "errors": run.errors,
+        "checksums": checks,
+        "files": files,
+        "r_rows": rows,
+        "not_run": not_run,
+        "unserved": unserved_peers(),
     }
 
 
@@ -284,19 +353,36 @@ def plot(doc: dict, path: str) -> None:
         return
     labels = {name: s["label"] for name, s in doc["systems"].items()}
     fig, (commits, medians) = plt.subplots(1, 2, figsize=(12, 4.5))
-    colors = {name: f"C{i}" for i, name in enumerate(labels)}  # one colour per system, one line style per size
+    colors = {
+        name: f"C{i}" for i, name in enumerate(labels)
+    }  # one colour per system, one line style per size
     for style, (size, by) in zip(("-", "--", ":", "-."), doc["times"].get("W0", {}).items()):
         for name, times in by.items():
-            commits.plot(range(1, len(times) + 1), times, style, marker="o", color=colors[name],
-                         label=f"{labels[name]}, {int(size):,} rows")
+            commits.plot(
+                range(1, len(times) + 1),
+                times,
+                style,
+                marker="o",
+                color=colors[name],
+                label=f"{labels[name]}, {int(size):,} rows",
+            )
     commits.set(xlabel="commit", ylabel="seconds", yscale="log", title="W0: MERGE of one CDC batch")
     rows = doc["table"]
     names = list(labels)
     step = 0.8 / len(names)
     for i, name in enumerate(names):
-        medians.bar([x + i * step for x in range(len(rows))], [r.get(name) or 0 for r in rows], step, label=labels[name])
-    medians.set_xticks([x + 0.4 - step / 2 for x in range(len(rows))],
-                       [r["name"].replace(" rows", "").replace("(table ", "(") for r in rows], rotation=30, ha="right")
+        medians.bar(
+            [x + i * step for x in range(len(rows))],
+            [r.get(name) or 0 for r in rows],
+            step,
+            label=labels[name],
+        )
+    medians.set_xticks(
+        [x + 0.4 - step / 2 for x in range(len(rows))],
+        [r["name"].replace(" rows", "").replace("(table ", "(") for r in rows],
+        rotation=30,
+        ha="right",
+    )
     medians.set(ylabel="median seconds", yscale="log", title=f"{doc['parameters']['rows']:,} rows: medians")
     for ax in (commits, medians):
         ax.grid(True, which="both", alpha=0.3)

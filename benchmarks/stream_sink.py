@@ -44,8 +44,10 @@ from arctic_sql.spark import local_session
 
 SYSTEMS = ("arctic df.write", "arctic MERGE", "arctic arrow", "delta-rs merge", "no-op sink")
 
-MERGE = ("MERGE INTO db.merged t USING batch s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
-         "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *")
+MERGE = (
+    "MERGE INTO db.merged t USING batch s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *"
+)
 
 
 def _batch(rng: np.random.Generator, next_key: int, existing: int, rows: int) -> tuple[pa.Table, int]:
@@ -54,30 +56,49 @@ def _batch(rng: np.random.Generator, next_key: int, existing: int, rows: int) ->
     old = rng.choice(existing, updates + deletes, replace=False)
     ids = np.concatenate([old, np.arange(next_key, next_key + inserts)])
     ops = ["U"] * updates + ["D"] * deletes + ["U"] * inserts
-    table = pa.table({"id": ids.astype(np.int64), "v": [f"v{i}" for i in ids],
-                      "amount": rng.integers(0, 10_000, len(ids)).astype(np.float64), "op": ops})
+    table = pa.table(
+        {
+            "id": ids.astype(np.int64),
+            "v": [f"v{i}" for i in ids],
+            "amount": rng.integers(0, 10_000, len(ids)).astype(np.float64),
+            "op": ops,
+        }
+    )
     return table, next_key + inserts
 
 
 def delta_merge(path: str, batch: pa.Table) -> None:
     from deltalake import DeltaTable
 
-    (DeltaTable(path).merge(source=batch, predicate="t.id = s.id", source_alias="s", target_alias="t")
-     .when_matched_delete(predicate="s.op = 'D'").when_matched_update_all(except_cols=["op"])
-     .when_not_matched_insert_all(predicate="s.op <> 'D'", except_cols=["op"]).execute())
+    (
+        DeltaTable(path)
+        .merge(source=batch, predicate="t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_delete(predicate="s.op = 'D'")
+        .when_matched_update_all(except_cols=["op"])
+        .when_not_matched_insert_all(predicate="s.op <> 'D'", except_cols=["op"])
+        .execute()
+    )
 
 
 def _arrow_commit(session, batch: pa.Table) -> None:
     """The sink's path without Spark: a task's write and the driver's commit, in this process."""
+    from arctic_sql.table.format.layout import table_root
     from arctic_sql.table.writing.arrow_commit import commit_write
     from arctic_sql.table.writing.arrow_files import WriteTarget
     from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan, write_task
-    from arctic_sql.table.format.layout import table_root
 
     table = session.table("db.arrow")
     target = WriteTarget.of(table, "change")
-    plan = WritePlan("db.arrow", table_root(table.base.location()), target, target.new_location(), CHANGES, None,
-                     "write", "in one write")
+    plan = WritePlan(
+        "db.arrow",
+        table_root(table.base.location()),
+        target,
+        target.new_location(),
+        CHANGES,
+        None,
+        "write",
+        "in one write",
+    )
     files = write_task(plan, _with_change_type(batch).to_batches(), 0)
     commit_write(table, plan, files, fresh=True)  # as the sink: the table was loaded just now
 
@@ -126,7 +147,9 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=5)
     parser.add_argument("--long", type=int, default=0, help="commits of the long run (0: none)")
     parser.add_argument("--long-rows", type=int, default=1000)
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stream_sink.json"))
+    parser.add_argument(
+        "--out", default=os.path.join(os.path.dirname(__file__), "results", "stream_sink.json")
+    )
     args = parser.parse_args()
     from deltalake import write_deltalake
 
@@ -136,8 +159,13 @@ def main() -> None:
     session.sql("CREATE DATABASE db")
     register_noop_sink(spark)
     rng = np.random.default_rng(42)
-    load = pa.table({"id": np.arange(args.rows, dtype=np.int64), "v": [f"v{i}" for i in range(args.rows)],
-                     "amount": np.zeros(args.rows)})
+    load = pa.table(
+        {
+            "id": np.arange(args.rows, dtype=np.int64),
+            "v": [f"v{i}" for i in range(args.rows)],
+            "amount": np.zeros(args.rows),
+        }
+    )
     for name in ("sink", "arrow", "merged"):
         session.sql(f"CREATE TABLE db.{name} (id BIGINT, v STRING, amount DOUBLE, PRIMARY KEY (id))")
         spark.createDataFrame(load).write.format("arctic").mode("overwrite").save(f"db.{name}")
@@ -158,7 +186,9 @@ def main() -> None:
     long_run = _long_run(spark, session, delta, rng, next_key, args) if args.long else None
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({"rows": args.rows, "commits": args.commits, "results": results, "long": long_run}, f, indent=2)
+        json.dump(
+            {"rows": args.rows, "commits": args.commits, "results": results, "long": long_run}, f, indent=2
+        )
     spark.stop()
 
 
@@ -168,11 +198,13 @@ def _run_one(spark, session, delta: str, batch: pa.Table) -> dict[str, float]:  
     source = spark.createDataFrame(batch.to_pandas()).cache()
     source.count()
     source.createOrReplaceTempView("batch")
-    out = {"arctic df.write": _timed(lambda: frame.write.format("arctic").mode("append").save("db.sink")),
-           "arctic MERGE": _timed(lambda: session.sql(MERGE)),
-           "arctic arrow": _timed(lambda: _arrow_commit(session, batch)),
-           "delta-rs merge": _timed(lambda: delta_merge(delta, batch)),
-           "no-op sink": _timed(lambda: frame.write.format("noop_arrow").mode("append").save("x"))}
+    out = {
+        "arctic df.write": _timed(lambda: frame.write.format("arctic").mode("append").save("db.sink")),
+        "arctic MERGE": _timed(lambda: session.sql(MERGE)),
+        "arctic arrow": _timed(lambda: _arrow_commit(session, batch)),
+        "delta-rs merge": _timed(lambda: delta_merge(delta, batch)),
+        "no-op sink": _timed(lambda: frame.write.format("noop_arrow").mode("append").save("x")),
+    }
     frame.unpersist()
     source.unpersist()
     return out
@@ -185,24 +217,40 @@ def _long_run(spark, session, delta: str, rng: np.random.Generator, next_key: in
         batch, next_key = _batch(rng, next_key, args.rows, args.long_rows)
         frame = spark.createDataFrame(_with_change_type(batch).to_pandas()).cache()
         frame.count()
-        times["arctic df.write"].append(_timed(lambda: frame.write.format("arctic").mode("append").save("db.sink")))
+        times["arctic df.write"].append(
+            _timed(lambda: frame.write.format("arctic").mode("append").save("db.sink"))
+        )
         times["delta-rs merge"].append(_timed(lambda: delta_merge(delta, batch)))
         frame.unpersist()
         if n % 100 == 0 or n == args.long:
-            arctic, deltars = (statistics.median(times[k][-100:]) for k in ("arctic df.write", "delta-rs merge"))
+            arctic, deltars = (
+                statistics.median(times[k][-100:]) for k in ("arctic df.write", "delta-rs merge")
+            )
             versions = len(session.table("db.sink").change.snapshots())
-            windows.append({"commits": n, "arctic": arctic, "delta": deltars, "arctic_snapshots": versions,
-                            "load": os.getloadavg()[0]})
-            print(f"commits {n - 99:>4}-{n:<4} ({versions} snapshots kept): arctic df.write {arctic * 1000:.0f} ms, "
-                  f"delta-rs merge {deltars * 1000:.0f} ms ({arctic / deltars:.2f}x); load {os.getloadavg()[0]:.1f}",
-                  flush=True)
+            windows.append(
+                {
+                    "commits": n,
+                    "arctic": arctic,
+                    "delta": deltars,
+                    "arctic_snapshots": versions,
+                    "load": os.getloadavg()[0],
+                }
+            )
+            print(
+                f"commits {n - 99:>4}-{n:<4} ({versions} snapshots kept): arctic df.write {arctic * 1000:.0f} ms, "
+                f"delta-rs merge {deltars * 1000:.0f} ms ({arctic / deltars:.2f}x); load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
     return windows
 
 
 def _print(size: int, medians: dict) -> None:
     delta = medians["delta-rs merge"]
-    parts = [f"{name} {medians[name] * 1000:.0f} ms ({medians[name] / delta:.2f}x)"
-             for name in SYSTEMS if name != "delta-rs merge"]
+    parts = [
+        f"{name} {medians[name] * 1000:.0f} ms ({medians[name] / delta:.2f}x)"
+        for name in SYSTEMS
+        if name != "delta-rs merge"
+    ]
     print(f"{size:>7} rows/commit: delta-rs merge {delta * 1000:.0f} ms | " + " | ".join(parts), flush=True)
 
 

@@ -41,28 +41,51 @@ COMMIT_BUDGET = 0.8
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.upsert_stream", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.upsert_stream",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="N0 = 2,000,000 x scale rows (default 1)")
     parser.add_argument("--commits", type=int, default=20, help="number of commits C (default 20)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--work", default=os.path.join(RESULTS, "work"), help="data and table directory")
-    parser.add_argument("--out", default=None, help="result JSON (default benchmarks/results/upsert_stream.json)")
-    parser.add_argument("--peer-timeout", type=float, default=900.0,
-                        help="seconds one system's whole run may take before it is killed (default 900)")
-    parser.add_argument("--systems", default="arctic,delta,iceberg",
-                        help="comma-separated subset of arctic,delta,iceberg")
-    parser.add_argument("--w1-mode", choices=("interleaved", "separate"), default="interleaved",
-                        help="W1/R1: all systems in one process, commit by commit (interleaved, default), or one "
-                             "process per system, one after the other (separate)")
-    parser.add_argument("--w2", action="store_true",
-                        help="W2 mode: run arctic-sql only, at --scale and at 10 x --scale")
-    parser.add_argument("--w2-batch", choices=("fixed", "proportional"), default="fixed",
-                        help="W2: the large scale keeps the small scale's batch size (fixed, default) or "
-                             "uses 1%% of its own table (proportional)")
-    parser.add_argument("--w2-mode", choices=("interleaved", "separate"), default="interleaved",
-                        help="W2: both tables in one arctic-sql process, each commit on both back to back "
-                             "(interleaved, default), or one process per scale, one after the other (separate)")
+    parser.add_argument(
+        "--out", default=None, help="result JSON (default benchmarks/results/upsert_stream.json)"
+    )
+    parser.add_argument(
+        "--peer-timeout",
+        type=float,
+        default=900.0,
+        help="seconds one system's whole run may take before it is killed (default 900)",
+    )
+    parser.add_argument(
+        "--systems", default="arctic,delta,iceberg", help="comma-separated subset of arctic,delta,iceberg"
+    )
+    parser.add_argument(
+        "--w1-mode",
+        choices=("interleaved", "separate"),
+        default="interleaved",
+        help="W1/R1: all systems in one process, commit by commit (interleaved, default), or one "
+        "process per system, one after the other (separate)",
+    )
+    parser.add_argument(
+        "--w2", action="store_true", help="W2 mode: run arctic-sql only, at --scale and at 10 x --scale"
+    )
+    parser.add_argument(
+        "--w2-batch",
+        choices=("fixed", "proportional"),
+        default="fixed",
+        help="W2: the large scale keeps the small scale's batch size (fixed, default) or "
+        "uses 1%% of its own table (proportional)",
+    )
+    parser.add_argument(
+        "--w2-mode",
+        choices=("interleaved", "separate"),
+        default="interleaved",
+        help="W2: both tables in one arctic-sql process, each commit on both back to back "
+        "(interleaved, default), or one process per scale, one after the other (separate)",
+    )
     parser.add_argument("--keep-tables", action="store_true", help="keep the systems' tables after the run")
     args = parser.parse_args(argv)
     unknown = set(args.systems.split(",")) - set(SYSTEMS)
@@ -81,16 +104,32 @@ def run_system(name: str, data: str, run_dir: str, timeout: float, extra: list[s
     out = os.path.join(run_dir, "result.json")
     log_path = os.path.join(run_dir, "output.log")
     start = time.time()
-    command = [sys.executable, "-m", f"benchmarks.systems.{name}", "--data", data, "--work", run_dir,
-               "--out", out, "--deadline", str(start + COMMIT_BUDGET * timeout), *(extra or [])]
+    command = [
+        sys.executable,
+        "-m",
+        f"benchmarks.systems.{name}",
+        "--data",
+        data,
+        "--work",
+        run_dir,
+        "--out",
+        out,
+        "--deadline",
+        str(start + COMMIT_BUDGET * timeout),
+        *(extra or []),
+    ]
     load_before = os.getloadavg()
-    print(f"--- {SYSTEMS.get(name, name)} (timeout {timeout:.0f} s, log {os.path.relpath(log_path)})", flush=True)
+    print(
+        f"--- {SYSTEMS.get(name, name)} (timeout {timeout:.0f} s, log {os.path.relpath(log_path)})",
+        flush=True,
+    )
     repo = os.path.dirname(HERE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)}
     with open(log_path, "w", encoding="utf-8") as log:
         # Own session: a timeout kills the system's whole process group (its JVM included), nothing else.
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=repo, env=env,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=repo, env=env, start_new_session=True
+        )
         echo = threading.Thread(target=_echo, args=(process.stdout, log), daemon=True)
         echo.start()
         timed_out = False
@@ -106,7 +145,9 @@ def run_system(name: str, data: str, run_dir: str, timeout: float, extra: list[s
             result = json.load(f)
     if timed_out:
         result["status"] = "timed out"
-        result["errors"].append({"step": "orchestrator", "error": f"killed after --peer-timeout {timeout:.0f} s"})
+        result["errors"].append(
+            {"step": "orchestrator", "error": f"killed after --peer-timeout {timeout:.0f} s"}
+        )
     elif result.get("status") == "running":
         result["status"] = "crashed"
     result["exit_code"] = process.returncode
@@ -209,7 +250,9 @@ def source_tree() -> dict:
 
     def git(*args: str) -> str | None:
         try:
-            return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=repo, capture_output=True, text=True, check=True
+            ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             return None
 
@@ -218,8 +261,12 @@ def source_tree() -> dict:
 
 
 def machine() -> dict:
-    return {"nproc": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
+    return {
+        "nproc": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+    }
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -236,8 +283,10 @@ def run_w1_r1(args: argparse.Namespace) -> tuple[dict, bool]:
     if args.w1_mode == "interleaved":
         results = run_interleaved(names, data, os.path.join(data, "runs", "interleaved"), args.peer_timeout)
     else:
-        results = {name: run_system(name, data, os.path.join(data, "runs", name), args.peer_timeout)
-                   for name in names}
+        results = {
+            name: run_system(name, data, os.path.join(data, "runs", name), args.peer_timeout)
+            for name in names
+        }
 
     arctic = results.get("arctic", {})
     w1 = {n: median(r.get("commit_s")) for n, r in results.items()}
@@ -271,9 +320,16 @@ def run_w1_r1(args: argparse.Namespace) -> tuple[dict, bool]:
         "machine": machine(),
         "versions": versions(),
         "source": source_tree(),
-        "parameters": {"scale": args.scale, "commits": args.commits, "seed": args.seed, "w1_mode": args.w1_mode,
-                       "initial_rows": manifest["initial_rows"], "batch_rows": manifest["batch_rows"],
-                       "batch_mix": manifest["batch_mix"], "peer_timeout_s": args.peer_timeout},
+        "parameters": {
+            "scale": args.scale,
+            "commits": args.commits,
+            "seed": args.seed,
+            "w1_mode": args.w1_mode,
+            "initial_rows": manifest["initial_rows"],
+            "batch_rows": manifest["batch_rows"],
+            "batch_mix": manifest["batch_mix"],
+            "peer_timeout_s": args.peer_timeout,
+        },
         "figures": figures,
         "checksums": checks,
         "plain_pyarrow_r1_s": plain_arrow_runs,
@@ -290,18 +346,31 @@ def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
     scales = [args.scale, round(args.scale * 10, 6)]
     keys = [f"{scale:g}" for scale in scales]
     small = datagen.Workload(args.scale, args.commits, args.seed)
-    large = datagen.Workload(scales[1], args.commits, args.seed,
-                             fixed_batch_rows=small.batch_rows if args.w2_batch == "fixed" else None)
-    data = {key: datagen.generate(workload, args.work) for key, workload in zip(keys, (small, large), strict=True)}
+    large = datagen.Workload(
+        scales[1],
+        args.commits,
+        args.seed,
+        fixed_batch_rows=small.batch_rows if args.w2_batch == "fixed" else None,
+    )
+    data = {
+        key: datagen.generate(workload, args.work) for key, workload in zip(keys, (small, large), strict=True)
+    }
     references = {key: datagen.read_manifest(d)["reference_checksums"] for key, d in data.items()}
-    rows = {key: {"initial_rows": w.initial_rows, "batch_rows": w.batch_rows}
-            for key, w in zip(keys, (small, large), strict=True)}
+    rows = {
+        key: {"initial_rows": w.initial_rows, "batch_rows": w.batch_rows}
+        for key, w in zip(keys, (small, large), strict=True)
+    }
     commit_times, checks, runs = {}, {}, {}
     if args.w2_mode == "interleaved":
         # One arctic-sql process, both tables, each commit on both back to back: one JVM, one machine load.
         run_dir = os.path.join(data[keys[0]], "runs", "arctic-w2")
-        result = run_system("arctic", data[keys[0]], run_dir, args.peer_timeout,
-                            extra=["--commits-only", "--data2", data[keys[1]]])
+        result = run_system(
+            "arctic",
+            data[keys[0]],
+            run_dir,
+            args.peer_timeout,
+            extra=["--commits-only", "--data2", data[keys[1]]],
+        )
         runs["interleaved"] = result
         commit_times = {keys[0]: result.get("commit_s", []), keys[1]: result.get("commit_s_large", [])}
         checks[keys[0]] = check(result, references[keys[0]])
@@ -329,22 +398,40 @@ def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
         "machine": machine(),
         "versions": versions(),
         "source": source_tree(),
-        "parameters": {"scales": scales, "commits": args.commits, "seed": args.seed, "w2_batch": args.w2_batch,
-                       "w2_mode": args.w2_mode, "rows": rows, "peer_timeout_s": args.peer_timeout},
-        "figures": {"W1_median_commit_s": w1, "W2": ratio(w1[keys[1]], w1[keys[0]]), "load_s": loads,
-                    "checksums_agree": not mismatch and all(c["agrees"] for c in checks.values())},
+        "parameters": {
+            "scales": scales,
+            "commits": args.commits,
+            "seed": args.seed,
+            "w2_batch": args.w2_batch,
+            "w2_mode": args.w2_mode,
+            "rows": rows,
+            "peer_timeout_s": args.peer_timeout,
+        },
+        "figures": {
+            "W1_median_commit_s": w1,
+            "W2": ratio(w1[keys[1]], w1[keys[0]]),
+            "load_s": loads,
+            "checksums_agree": not mismatch and all(c["agrees"] for c in checks.values()),
+        },
         "commit_s": commit_times,
         "checksums": checks,
         "systems": runs,
     }
     print()
-    print(f"W2 (arctic-sql): W1 at scale {keys[1]} / W1 at scale {keys[0]}, {args.w2_batch} batch size, "
-          f"{args.w2_mode} runs")
+    print(
+        f"W2 (arctic-sql): W1 at scale {keys[1]} / W1 at scale {keys[0]}, {args.w2_batch} batch size, "
+        f"{args.w2_mode} runs"
+    )
     for key in keys:
-        print(f"  scale {key:>6} ({rows[key]['initial_rows']:,} rows, batches of {rows[key]['batch_rows']:,}): "
-              f"W1 {fmt(w1[key])} s over {len(commit_times[key])} commits, load {fmt(loads[key], 1)} s")
-    meaning = ("1.0: commit cost follows the batch, not the table" if args.w2_batch == "fixed" else
-               "batches grow 10x too: 10 means cost proportional to the batch")
+        print(
+            f"  scale {key:>6} ({rows[key]['initial_rows']:,} rows, batches of {rows[key]['batch_rows']:,}): "
+            f"W1 {fmt(w1[key])} s over {len(commit_times[key])} commits, load {fmt(loads[key], 1)} s"
+        )
+    meaning = (
+        "1.0: commit cost follows the batch, not the table"
+        if args.w2_batch == "fixed"
+        else "batches grow 10x too: 10 means cost proportional to the batch"
+    )
     print(f"  W2 = {fmt(doc['figures']['W2'], 2)}   ({meaning})")
     for key, result in runs.items():
         for error in result.get("errors", []):
@@ -357,26 +444,38 @@ def run_w2(args: argparse.Namespace) -> tuple[dict, bool]:
 def _print_w1_r1(doc: dict) -> None:
     p, f, systems = doc["parameters"], doc["figures"], doc["systems"]
     print()
-    print(f"upsert-stream: scale {p['scale']:g} ({p['initial_rows']:,} rows), {p['commits']} commits of "
-          f"{p['batch_rows']:,} rows ({p['batch_mix']}), nproc {doc['machine']['nproc']}, "
-          f"{p.get('w1_mode', 'separate')} runs")
-    print(f"{'system':<12} {'status':<10} {'load s':>8} {'W1 s':>8} {'commits':>8} {'R1 s':>8} "
-          f"{'R1/spark':>9} {'R1/arrow':>9} {'checksum':>9}")
+    print(
+        f"upsert-stream: scale {p['scale']:g} ({p['initial_rows']:,} rows), {p['commits']} commits of "
+        f"{p['batch_rows']:,} rows ({p['batch_mix']}), nproc {doc['machine']['nproc']}, "
+        f"{p.get('w1_mode', 'separate')} runs"
+    )
+    print(
+        f"{'system':<12} {'status':<10} {'load s':>8} {'W1 s':>8} {'commits':>8} {'R1 s':>8} "
+        f"{'R1/spark':>9} {'R1/arrow':>9} {'checksum':>9}"
+    )
     for name, result in systems.items():
         agrees = doc["checksums"][name]["agrees"]
-        print(f"{result.get('system', name):<12} {result.get('status', '?'):<10} {fmt(result.get('load_s'), 2):>8} "
-              f"{fmt(f['W1_median_commit_s'][name]):>8} {f['W1_commits_done'][name]:>3}/{p['commits']:<4} "
-              f"{fmt(f['R1_median_s'][name]):>8} {fmt(f['R1_ratio_over_plain_spark'][name], 2):>9} "
-              f"{fmt(f['R1_ratio_over_plain_pyarrow'][name], 2):>9} "
-              f"{ {True: 'ok', False: 'MISMATCH', None: '-'}[agrees]:>9}")
-    print(f"{'plain parquet':<12} {'(Spark)':<10} {'':>8} {'':>8} {'':>8} "
-          f"{fmt(f['R1_baseline_plain_parquet_spark_s']):>8} {'1.00':>9}")
-    print(f"{'plain parquet':<12} {'(pyarrow)':<10} {'':>8} {'':>8} {'':>8} "
-          f"{fmt(f['R1_baseline_plain_parquet_pyarrow_s']):>8} {'':>9} {'1.00':>9}")
+        print(
+            f"{result.get('system', name):<12} {result.get('status', '?'):<10} {fmt(result.get('load_s'), 2):>8} "
+            f"{fmt(f['W1_median_commit_s'][name]):>8} {f['W1_commits_done'][name]:>3}/{p['commits']:<4} "
+            f"{fmt(f['R1_median_s'][name]):>8} {fmt(f['R1_ratio_over_plain_spark'][name], 2):>9} "
+            f"{fmt(f['R1_ratio_over_plain_pyarrow'][name], 2):>9} "
+            f"{ {True: 'ok', False: 'MISMATCH', None: '-'}[agrees]:>9}"
+        )
+    print(
+        f"{'plain parquet':<12} {'(Spark)':<10} {'':>8} {'':>8} {'':>8} "
+        f"{fmt(f['R1_baseline_plain_parquet_spark_s']):>8} {'1.00':>9}"
+    )
+    print(
+        f"{'plain parquet':<12} {'(pyarrow)':<10} {'':>8} {'':>8} {'':>8} "
+        f"{fmt(f['R1_baseline_plain_parquet_pyarrow_s']):>8} {'':>9} {'1.00':>9}"
+    )
     print()
     print(f"W1 arctic/delta-rs  = {fmt(f['W1_ratio_arctic_over_delta'], 2)}")
-    print(f"W1 arctic/pyiceberg = {fmt(f['W1_ratio_arctic_over_pyiceberg'], 2)}"
-          "   (pyiceberg: upsert + delete = two Iceberg commits, timed together as one)")
+    print(
+        f"W1 arctic/pyiceberg = {fmt(f['W1_ratio_arctic_over_pyiceberg'], 2)}"
+        "   (pyiceberg: upsert + delete = two Iceberg commits, timed together as one)"
+    )
     for name, result in systems.items():
         for error in result.get("errors", []):
             last = error["error"].strip().splitlines()[-1]
@@ -390,9 +489,14 @@ def _print_checks(checks: dict) -> None:
     bad = {n: c for n, c in checks.items() if c["agrees"] is False}
     if not bad:
         agreed = [n for n, c in checks.items() if c["agrees"]]
-        print(f"checksums agree with the reference model: {', '.join(agreed) or 'none'}"
-              + ("" if len(agreed) == len(checks) else
-                 f"; no checksum from {', '.join(n for n in checks if n not in agreed)}"))
+        print(
+            f"checksums agree with the reference model: {', '.join(agreed) or 'none'}"
+            + (
+                ""
+                if len(agreed) == len(checks)
+                else f"; no checksum from {', '.join(n for n in checks if n not in agreed)}"
+            )
+        )
         return
     print("!" * 78)
     for name, c in bad.items():
@@ -416,8 +520,12 @@ def _plot(doc: dict, path: str) -> None:
         if times:
             ax.plot(range(1, len(times) + 1), times, marker="o", label=result.get("system"))
     p = doc["parameters"]
-    ax.set(xlabel="commit", ylabel="seconds", yscale="log",
-           title=f"upsert-stream commit latency, scale {p['scale']:g} ({p['initial_rows']:,} rows)")
+    ax.set(
+        xlabel="commit",
+        ylabel="seconds",
+        yscale="log",
+        title=f"upsert-stream commit latency, scale {p['scale']:g} ({p['initial_rows']:,} rows)",
+    )
     ax.grid(True, which="both", alpha=0.3)
     save_figure(fig, doc, path)
 
@@ -442,8 +550,11 @@ def main(argv: list[str] | None = None) -> int:
     doc["total_wall_s"] = time.time() - started
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, default=str)
-    print(f"results: {os.path.relpath(args.out)}" + (f", plot: {os.path.relpath(doc['plot'])}" if "plot" in doc else "")
-          + f"  ({doc['total_wall_s']:.0f} s)")
+    print(
+        f"results: {os.path.relpath(args.out)}"
+        + (f", plot: {os.path.relpath(doc['plot'])}" if "plot" in doc else "")
+        + f"  ({doc['total_wall_s']:.0f} s)"
+    )
     return 1 if mismatch else 0
 
 

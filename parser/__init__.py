@@ -100,7 +100,9 @@ def parse(text: str, *, keep_unparsed: bool = False) -> list[ParsedStatement]:
             if not keep_unparsed:
                 raise
             command = exp.Command(this=chunk[0].text.upper(), expression=exp.Literal.string(sql))
-            statements.append(ParsedStatement(sql=sql, expression=command, error=e, table_names=_table_names(chunk)))
+            statements.append(
+                ParsedStatement(sql=sql, expression=command, error=e, table_names=_table_names(chunk))
+            )
             continue
         statements.append(ParsedStatement(sql=sql, expression=expression))
     return statements
@@ -121,8 +123,10 @@ def _table_names(chunk: list[Token]) -> tuple[str, ...]:
             continue
         parts = [token.text]
         end = index + 1
-        while end + 1 < len(chunk) and chunk[end].token_type == TokenType.DOT and (
-            chunk[end + 1].token_type in _NAME_TOKENS or chunk[end + 1].text.isidentifier()
+        while (
+            end + 1 < len(chunk)
+            and chunk[end].token_type == TokenType.DOT
+            and (chunk[end + 1].token_type in _NAME_TOKENS or chunk[end + 1].text.isidentifier())
         ):
             parts.append(chunk[end + 1].text)
             end += 2
@@ -182,10 +186,16 @@ def _parse_chunk(text: str, chunk: list[Token], tokens: list[Token]) -> exp.Expr
         expressions = _DIALECT.parser().parse(chunk, text)
     except ParseError as e:
         raise parse_error_to_arctic(e, text, tokens) from e
-    except (AttributeError, IndexError, TypeError, ValueError) as e:  # sqlglot failing on a form it half knows
+    except (
+        AttributeError,
+        IndexError,
+        TypeError,
+        ValueError,
+    ) as e:  # sqlglot failing on a form it half knows
         line, column = line_and_column(text, chunk[0].start)
-        raise SqlParseError(f"Invalid SQL: this statement's form is not supported here ({type(e).__name__})",
-                            line, column) from e
+        raise SqlParseError(
+            f"Invalid SQL: this statement's form is not supported here ({type(e).__name__})", line, column
+        ) from e
     (expression,) = expressions
     assert isinstance(expression, exp.Expression), expression
     return expression

@@ -16,10 +16,10 @@ from .statements import (
     Call,
     CloneTable,
     CompactTable,
-    SchemaEvolvingInsert,
-    SchemaEvolvingMerge,
     DescribeHistory,
     Explain,
+    SchemaEvolvingInsert,
+    SchemaEvolvingMerge,
     ShowColumns,
     ShowCreateTable,
     ShowDatabases,
@@ -78,8 +78,12 @@ def _compact_table_sql(self: ArcticGenerator, expression: CompactTable) -> str:
 
 def _tag_statement_sql(self: ArcticGenerator, expression: TagStatement) -> str:
     action = expression.text("action")
-    words = {"create": "CREATE TAG", "replace": "REPLACE TAG", "create_or_replace": "CREATE OR REPLACE TAG",
-             "drop": "DROP TAG"}[action]
+    words = {
+        "create": "CREATE TAG",
+        "replace": "REPLACE TAG",
+        "create_or_replace": "CREATE OR REPLACE TAG",
+        "drop": "DROP TAG",
+    }[action]
     if expression.args.get("exists"):
         words += " IF EXISTS" if action == "drop" else " IF NOT EXISTS"
     text = f"ALTER TABLE {self.sql(expression, 'this')} {words} {self.sql(expression, 'name')}"
@@ -111,7 +115,12 @@ def _schema_evolving_merge_sql(self: ArcticGenerator, expression: SchemaEvolving
 
 
 def _schema_evolving_insert_sql(self: ArcticGenerator, expression: SchemaEvolvingInsert) -> str:
-    return re.sub(r"\bINSERT (INTO|OVERWRITE)\b", r"INSERT WITH SCHEMA EVOLUTION \1", self.insert_sql(expression), count=1)
+    return re.sub(
+        r"\bINSERT (INTO|OVERWRITE)\b",
+        r"INSERT WITH SCHEMA EVOLUTION \1",
+        self.insert_sql(expression),
+        count=1,
+    )
 
 
 def _call_sql(self: ArcticGenerator, expression: Call) -> str:

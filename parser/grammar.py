@@ -19,10 +19,10 @@ from .statements import (
     Call,
     CloneTable,
     CompactTable,
-    SchemaEvolvingInsert,
-    SchemaEvolvingMerge,
     DescribeHistory,
     Explain,
+    SchemaEvolvingInsert,
+    SchemaEvolvingMerge,
     ShowColumns,
     ShowCreateTable,
     ShowDatabases,
@@ -155,7 +155,9 @@ class ArcticParser(SparkParser):
             return self._parse_as_command(start)
         database = parts[-1] if parts else None
         catalog = parts[0] if len(parts) == 2 else None
-        return self.expression(ShowTables(this=database, catalog=catalog, like=like, extended=extended or None))
+        return self.expression(
+            ShowTables(this=database, catalog=catalog, like=like, extended=extended or None)
+        )
 
     def _parse_show_databases(self) -> ShowDatabases | exp.Command:
         start = self._tokens[self._index - 2]
@@ -255,8 +257,11 @@ class ArcticParser(SparkParser):
             action = "create_or_replace"
         elif not self._match_text_seq("TAG"):
             return None
-        exists = self._match_text_seq("IF", "NOT", "EXISTS") if action == "create" else (
-            self._match_text_seq("IF", "EXISTS") if action == "drop" else False)
+        exists = (
+            self._match_text_seq("IF", "NOT", "EXISTS")
+            if action == "create"
+            else (self._match_text_seq("IF", "EXISTS") if action == "drop" else False)
+        )
         name = self._parse_id_var(any_token=False)
         if name is None:
             self.raise_error("Expecting a tag name")
@@ -291,8 +296,9 @@ class ArcticParser(SparkParser):
         version = self._parse_version()
         if version is not None and version.text("kind") != "AS OF":
             self.raise_error("Expecting VERSION AS OF or TIMESTAMP AS OF after the clone's source")
-        return self.expression(CloneTable(this=target, source=source, shallow=bool(shallow), exists=exists,
-                                          version=version))
+        return self.expression(
+            CloneTable(this=target, source=source, shallow=bool(shallow), exists=exists, version=version)
+        )
 
     # DESCRIBE HISTORY --------------------------------------------------------------------------
 

@@ -22,7 +22,12 @@ class ShowTables(exp.Expression):
     ``extended``: True for ``SHOW TABLE EXTENDED`` (one more column, ``information``).
     """
 
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": False, "catalog": False, "like": False, "extended": False}
+    arg_types: t.ClassVar[dict[str, bool]] = {
+        "this": False,
+        "catalog": False,
+        "like": False,
+        "extended": False,
+    }
 
 
 class ShowDatabases(exp.Expression):
@@ -131,8 +136,15 @@ class TagStatement(exp.Expression):
     ``unit``: ``'days'``, ``'hours'`` or ``'minutes'``.
     """
 
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "action": True, "name": True, "exists": False,
-                                              "version": False, "retain": False, "unit": False}
+    arg_types: t.ClassVar[dict[str, bool]] = {
+        "this": True,
+        "action": True,
+        "name": True,
+        "exists": False,
+        "version": False,
+        "retain": False,
+        "unit": False,
+    }
 
 
 class CloneTable(exp.Expression):
@@ -144,8 +156,13 @@ class CloneTable(exp.Expression):
     ``exp.Version`` (``AS OF``), or None for the source's newest version.
     """
 
-    arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "source": True, "shallow": False, "exists": False,
-                                              "version": False}
+    arg_types: t.ClassVar[dict[str, bool]] = {
+        "this": True,
+        "source": True,
+        "shallow": False,
+        "exists": False,
+        "version": False,
+    }
 
 
 class SchemaEvolvingMerge(exp.Merge):

@@ -23,9 +23,9 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.model.results import output_row, output_schema
 
 if TYPE_CHECKING:
-    from arctic_sql.parser.statements import Call
     from pyspark.sql import DataFrame
 
+    from arctic_sql.parser.statements import Call
     from arctic_sql.statements.context import StatementContext
 
 _MODULES: tuple[str, ...] = ("optimize", "maintenance")
@@ -122,7 +122,9 @@ def bind(ctx: StatementContext, proc: Procedure, expressions: list[exp.Expressio
             value = argument.expression
         else:
             if named:
-                raise InvalidArgumentError(f"system.{proc.name}: positional arguments must come before named ones")
+                raise InvalidArgumentError(
+                    f"system.{proc.name}: positional arguments must come before named ones"
+                )
             if position >= len(proc.parameters):
                 raise InvalidArgumentError(
                     f"system.{proc.name} takes at most {len(proc.parameters)} arguments, got {len(expressions)}"
@@ -144,7 +146,7 @@ def _convert(ctx: StatementContext, proc: Procedure, parameter: Parameter, value
     - INTERVAL 1 DAY``, ``get_latest_version('db.t')``) is evaluated by one SELECT (``StatementContext.constant``)."""
     raw = _literal(value)
     if raw is _REQUIRED:
-        raw = ctx.constant(value.sql(dialect='spark'))
+        raw = ctx.constant(value.sql(dialect="spark"))
     if raw is None:
         return None
     where = f"system.{proc.name}: parameter '{parameter.name}'"
@@ -164,7 +166,9 @@ def _convert(ctx: StatementContext, proc: Procedure, parameter: Parameter, value
         try:
             return int(raw)
         except ValueError:
-            raise InvalidArgumentError(f"{where} must be a whole number, got {value.sql(dialect='spark')}") from None
+            raise InvalidArgumentError(
+                f"{where} must be a whole number, got {value.sql(dialect='spark')}"
+            ) from None
     if parameter.type == "timestamp":
         return _timestamp(ctx, raw, where, value)
     return raw
@@ -204,7 +208,9 @@ def _timestamp(ctx: StatementContext, raw: Any, where: str, value: exp.Expressio
     if isinstance(raw, int):
         return datetime.datetime.fromtimestamp(raw / 1000, tz=datetime.UTC)
     if isinstance(raw, str):
-        parsed = ctx.spark.sql(f"SELECT try_cast({exp.Literal.string(raw).sql(dialect='spark')} AS TIMESTAMP)")
+        parsed = ctx.spark.sql(
+            f"SELECT try_cast({exp.Literal.string(raw).sql(dialect='spark')} AS TIMESTAMP)"
+        )
         ts = parsed.collect()[0][0]
         if ts is not None:
             return ts if ts.tzinfo else ts.astimezone()

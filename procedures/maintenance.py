@@ -14,9 +14,8 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING
 
-from arctic_sql.procedures import Parameter, procedure
-
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.procedures import Parameter, procedure
 from arctic_sql.table.maintenance import actions
 from arctic_sql.table.maintenance.actions import ExpireChangeDataResult, ExpireSnapshotsResult, OrphanFile
 from arctic_sql.table.maintenance.rollback import RollbackResult
@@ -31,8 +30,9 @@ if TYPE_CHECKING:
     (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("retain_last", "long", None)),
     ExpireSnapshotsResult,
 )
-def expire_snapshots(ctx: StatementContext, table: str, older_than: datetime.datetime | None,
-                     retain_last: int | None) -> list[ExpireSnapshotsResult]:
+def expire_snapshots(
+    ctx: StatementContext, table: str, older_than: datetime.datetime | None, retain_last: int | None
+) -> list[ExpireSnapshotsResult]:
     """Expire versions older than ``older_than`` (default: now - ``snapshot.keep.duration``) beyond the
     newest ``retain_last`` (default: ``snapshot.keep.min-count``); delete files no kept version needs."""
     return [actions.expire_snapshots(ctx.table(table), older_than=older_than, retain_last=retain_last)]
@@ -49,25 +49,32 @@ def purge(ctx: StatementContext, table: str) -> list[ExpireSnapshotsResult]:
     (Parameter("table"), Parameter("older_than", "timestamp", None)),
     ExpireChangeDataResult,
 )
-def expire_change_data(ctx: StatementContext, table: str,
-                       older_than: datetime.datetime | None) -> list[ExpireChangeDataResult]:
+def expire_change_data(
+    ctx: StatementContext, table: str, older_than: datetime.datetime | None
+) -> list[ExpireChangeDataResult]:
     """Drop merged change files older than ``older_than`` (default: now - ``change.data.ttl.minutes``)."""
     return [actions.expire_change_data(ctx.table(table), older_than=older_than)]
 
 
 @procedure(
     "remove_orphan_files",
-    (Parameter("table"), Parameter("older_than", "timestamp", None), Parameter("dry_run", "boolean", False),
-     Parameter("force", "boolean", False)),
+    (
+        Parameter("table"),
+        Parameter("older_than", "timestamp", None),
+        Parameter("dry_run", "boolean", False),
+        Parameter("force", "boolean", False),
+    ),
     OrphanFile,
 )
-def remove_orphan_files(ctx: StatementContext, table: str, older_than: datetime.datetime | None,
-                        dry_run: bool, force: bool) -> list[OrphanFile]:
+def remove_orphan_files(
+    ctx: StatementContext, table: str, older_than: datetime.datetime | None, dry_run: bool, force: bool
+) -> list[OrphanFile]:
     """Delete files no retained snapshot references, older than ``older_than`` (default: now -
     ``clean-orphan-file.min-existing-time-minutes``, at least an hour); ``dry_run`` only lists them.
     A more recent ``older_than`` needs ``force => true``; files of writes in progress are never removed."""
-    return actions.remove_orphan_files(ctx.table(table), older_than=older_than, dry_run=bool(dry_run),
-                                       force=bool(force))
+    return actions.remove_orphan_files(
+        ctx.table(table), older_than=older_than, dry_run=bool(dry_run), force=bool(force)
+    )
 
 
 @procedure("rollback_to_version", (Parameter("table"), Parameter("version", "any")), RollbackResult)
@@ -82,12 +89,16 @@ def rollback_to_version(ctx: StatementContext, table: str, version: object) -> l
         except ValueError:
             target = None
     if target is None:
-        raise InvalidArgumentError(f"system.rollback_to_version: parameter 'version' must be a version number or "
-                                   f"a tag's name, got {version!r}")
+        raise InvalidArgumentError(
+            f"system.rollback_to_version: parameter 'version' must be a version number or "
+            f"a tag's name, got {version!r}"
+        )
     return [actions.rollback(ctx.spark, ctx.table(table), to_version=target)]
 
 
 @procedure("rollback_to_timestamp", (Parameter("table"), Parameter("timestamp", "timestamp")), RollbackResult)
-def rollback_to_timestamp(ctx: StatementContext, table: str, timestamp: datetime.datetime) -> list[RollbackResult]:
+def rollback_to_timestamp(
+    ctx: StatementContext, table: str, timestamp: datetime.datetime
+) -> list[RollbackResult]:
     """Make the rows of the newest version committed at or before ``timestamp`` current again."""
     return [actions.rollback(ctx.spark, ctx.table(table), to_timestamp=timestamp)]

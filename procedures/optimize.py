@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from arctic_sql.parser import parse_one
-from arctic_sql.procedures import Parameter, procedure
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.optimizer.process import PartitionResult
 from arctic_sql.optimizer.process import optimize as run_optimize
+from arctic_sql.parser import parse_one
+from arctic_sql.procedures import Parameter, procedure
 from arctic_sql.statements.pruning import row_filter
 
 if TYPE_CHECKING:
@@ -27,11 +27,17 @@ if TYPE_CHECKING:
 
 @procedure(
     "optimize",
-    (Parameter("table"), Parameter("mode", "string", "auto"), Parameter("where", "string", None),
-     Parameter("dry_run", "boolean", False)),
+    (
+        Parameter("table"),
+        Parameter("mode", "string", "auto"),
+        Parameter("where", "string", None),
+        Parameter("dry_run", "boolean", False),
+    ),
     PartitionResult,
 )
-def optimize(ctx: StatementContext, table: str, mode: str, where: str | None, dry_run: bool) -> list[PartitionResult]:
+def optimize(
+    ctx: StatementContext, table: str, mode: str, where: str | None, dry_run: bool
+) -> list[PartitionResult]:
     """Merge change data and small files of ``table`` into target-size base files."""
     arctic_table = ctx.table(table)
     partitions = partition_filter(arctic_table, where)
@@ -44,7 +50,9 @@ def partition_filter(table: ArcticTable, where: str | None) -> BooleanExpression
         return None
     spec, schema = table.spec, table.schema
     if not spec.fields:
-        raise InvalidArgumentError(f"Table {table.identifier} is not partitioned; optimize it without 'where'")
+        raise InvalidArgumentError(
+            f"Table {table.identifier} is not partitioned; optimize it without 'where'"
+        )
     predicate = parse_one(f"SELECT 1 WHERE {where}").args["where"].this
     allowed = {schema.find_column_name(f.source_id).lower() for f in spec.fields}  # type: ignore[union-attr]
     named = {c.name.lower() for c in predicate.find_all(exp.Column)}

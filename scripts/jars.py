@@ -33,10 +33,17 @@ class Pin:
 
     def dependency_xml(self) -> str:
         group_id, artifact_id, version = self.coordinate.split(":")
-        exclusions = "" if self.with_deps else (
-            "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>")
-        return (f"<dependency><groupId>{escape(group_id)}</groupId><artifactId>{escape(artifact_id)}"
-                f"</artifactId><version>{escape(version)}</version>{exclusions}</dependency>")
+        exclusions = (
+            ""
+            if self.with_deps
+            else (
+                "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>"
+            )
+        )
+        return (
+            f"<dependency><groupId>{escape(group_id)}</groupId><artifactId>{escape(artifact_id)}"
+            f"</artifactId><version>{escape(version)}</version>{exclusions}</dependency>"
+        )
 
 
 def read_lock(path: Path = LOCK) -> list[Pin]:
@@ -47,7 +54,11 @@ def read_lock(path: Path = LOCK) -> list[Pin]:
             continue
         fields = line.split()
         is_pyspark = fields[1].startswith("pyspark==") if len(fields) > 1 else False
-        if len(fields) not in (4, 5) or (fields[1].count(":") != 2 and not is_pyspark) or fields[2] not in ("-", "runtime"):
+        if (
+            len(fields) not in (4, 5)
+            or (fields[1].count(":") != 2 and not is_pyspark)
+            or fields[2] not in ("-", "runtime")
+        ):
             raise SystemExit(f"{path}: malformed line: {raw!r}")
         note = fields[4] if len(fields) == 5 else ""
         pins.append(Pin(fields[0], fields[1], fields[2] == "runtime", fields[3], note, line))
@@ -56,10 +67,12 @@ def read_lock(path: Path = LOCK) -> list[Pin]:
 
 def _pom(pins: list[Pin]) -> str:
     deps = "".join(pin.dependency_xml() for pin in pins)
-    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
-            "<groupId>arctic-sql</groupId><artifactId>jars</artifactId><version>0</version>"
-            "<packaging>pom</packaging>"
-            f"<dependencies>{deps}</dependencies></project>")
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>arctic-sql</groupId><artifactId>jars</artifactId><version>0</version>"
+        "<packaging>pom</packaging>"
+        f"<dependencies>{deps}</dependencies></project>"
+    )
 
 
 def make_venv(pin: Pin, dest: Path) -> str:
@@ -89,15 +102,25 @@ def fetch_group(group: str, pins: list[Pin], jars_root: Path) -> str:
         staging = Path(tmp) / group
         pom = Path(tmp) / "pom.xml"
         pom.write_text(_pom(pins))
-        cmd = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-               f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
+        cmd = [
+            "mvn",
+            "-q",
+            "-B",
+            "-f",
+            str(pom),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+            "-DincludeScope=runtime",
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             unserved = [pin.coordinate for pin in pins if pin.note == "unserved"]
-            why = (f" ({', '.join(unserved)} was not served by Maven Central when pinned)" if unserved else "")
+            why = f" ({', '.join(unserved)} was not served by Maven Central when pinned)" if unserved else ""
             errors = [ln for ln in done.stdout.splitlines() if ln.startswith("[ERROR]")][:1]
-            raise SystemExit(f"jars.sh: could not fetch group {group!r}{why}: "
-                             f"{errors[0] if errors else done.stderr.strip()[-300:]}")
+            raise SystemExit(
+                f"jars.sh: could not fetch group {group!r}{why}: "
+                f"{errors[0] if errors else done.stderr.strip()[-300:]}"
+            )
         (staging / MARKER).write_text(lines)
         if dest.exists():
             shutil.rmtree(dest)
@@ -113,7 +136,10 @@ def main(argv: list[str]) -> int:
         print("usage: bash scripts/jars.sh GROUP... | all")
         for group in groups:
             members = [pin for pin in pins if pin.group == group]
-            print(f"  {group:8} " + ", ".join(f"{p.coordinate}{' (unserved)' if p.note else ''}" for p in members))
+            print(
+                f"  {group:8} "
+                + ", ".join(f"{p.coordinate}{' (unserved)' if p.note else ''}" for p in members)
+            )
         return 0
     if argv == ["all"]:
         argv = [g for g in groups if not any(p.note == "unserved" for p in pins if p.group == g)]

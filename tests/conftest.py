@@ -52,8 +52,10 @@ def spark_jobs(spark):
         finally:
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         tracker = spark.sparkContext.statusTracker()
-        return [tracker.getStageInfo(max(tracker.getJobInfo(j).stageIds)).name.split(" at ")[0]
-                for j in tracker.getJobIdsForGroup(group)]
+        return [
+            tracker.getStageInfo(max(tracker.getJobInfo(j).stageIds)).name.split(" at ")[0]
+            for j in tracker.getJobIdsForGroup(group)
+        ]
 
     return jobs
 

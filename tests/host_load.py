@@ -31,8 +31,10 @@ def scaled(seconds: float) -> float:
 def busy_host(per_core: int) -> Iterator[list[subprocess.Popen]]:
     """``per_core`` processes per core that spin until the block ends, each in a session of its own
     (Linux's autogroup scheduler then shares the CPU among them as among separate services)."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-                for _ in range(per_core * (os.cpu_count() or 1))]
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(per_core * (os.cpu_count() or 1))
+    ]
     try:
         yield spinners
     finally:

@@ -95,8 +95,9 @@ class _Counting:
         self.app, self.log = app, log
 
     def __call__(self, environ, start_response):  # noqa: ANN001, ANN204
-        self.log.record(Request(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""),
-                                environ.get("QUERY_STRING", "")))
+        self.log.record(
+            Request(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+        )
         return self.app(environ, start_response)
 
 
@@ -119,7 +120,11 @@ class CountingS3Server:
     def start(self) -> CountingS3Server:
         # What moto's ThreadedMotoServer does, with the app wrapped; the server is made here (an
         # error raises) and only its loop runs in the thread.
-        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
         from werkzeug.serving import make_server
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per request
@@ -136,7 +141,9 @@ class CountingS3Server:
             # with this one's objects in it.
             import urllib.request
 
-            urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")).close()
+            urllib.request.urlopen(
+                urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
+            ).close()
             self._server.shutdown()
         if self._thread is not None:
             self._thread.join()
@@ -145,19 +152,34 @@ class CountingS3Server:
         """A boto3 S3 client of the server (to create buckets and list what the tests wrote)."""
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                            aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET)
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=KEY_ID,
+            aws_secret_access_key=SECRET,
+        )
 
 
 def storage_properties(endpoint: str) -> dict[str, str]:
     """The catalog properties of the server's store, in pyiceberg's names."""
-    return {"s3.endpoint": endpoint, "s3.access-key-id": KEY_ID, "s3.secret-access-key": SECRET,
-            "s3.region": "us-east-1", "s3.path-style-access": "true"}
+    return {
+        "s3.endpoint": endpoint,
+        "s3.access-key-id": KEY_ID,
+        "s3.secret-access-key": SECRET,
+        "s3.region": "us-east-1",
+        "s3.path-style-access": "true",
+    }
 
 
 def catalog_properties(catalog_db: str, endpoint: str, warehouse: str) -> dict[str, str]:
     """A SQL catalog on SQLite at ``catalog_db`` whose warehouse and files are on the S3 server at ``endpoint``."""
-    return {"type": "sql", "uri": f"sqlite:///{catalog_db}", "warehouse": warehouse, **storage_properties(endpoint)}
+    return {
+        "type": "sql",
+        "uri": f"sqlite:///{catalog_db}",
+        "warehouse": warehouse,
+        **storage_properties(endpoint),
+    }
 
 
 def objects(client, prefix: str, bucket: str = BUCKET) -> list[str]:  # noqa: ANN001

@@ -26,10 +26,10 @@ from arctic_sql.datasource import filters as pushed
 from arctic_sql.datasource import partitions
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.files import storage
+from arctic_sql.table.format import versions
 from arctic_sql.table.reading import tags
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import Range, change_files, version_at
-from arctic_sql.table.format import versions
 from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from arctic_sql.datasource.read_options import ReadOptions
     from arctic_sql.datasource.source import CatalogSpec
     from arctic_sql.table.model.table import ArcticTable
+
 
 class ArcticBatchReader(DataSourceReader):
     """Plans in ``partitions()`` (on the driver, in a Python worker); ``read()`` runs in the tasks."""
@@ -65,10 +66,13 @@ class ArcticBatchReader(DataSourceReader):
         version = version_as_of(table, history, self.options)
         schema = table.schema
         base_filter = pushed.row_filter(self.pushed, schema)
-        change_filter = pushed.row_filter(self.pushed, schema, set(table.primary_key)) if table.is_keyed \
-            else AlwaysTrue()
+        change_filter = (
+            pushed.row_filter(self.pushed, schema, set(table.primary_key)) if table.is_keyed else AlwaysTrue()
+        )
         plan = plan_read(table, version, base_filter, change_filter, pushed.key_hashes(self.pushed, table))
-        return partitions.merge_partitions(table, plan.base_files, plan.change_files, base_filter, change_filter)
+        return partitions.merge_partitions(
+            table, plan.base_files, plan.change_files, base_filter, change_filter
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         storage.configure(self.spec.storage())  # a task: this process may never have opened the catalog
@@ -126,20 +130,30 @@ def change_feed_range(table: ArcticTable, history: versions.History, options: Re
         end = options.ending_version
     elif options.ending_timestamp is not None:
         end = version_at(history, options.ending_timestamp) or 0
-    if options.starting_version is not None and options.starting_version > end:  # Delta's check, in the user's words
+    if (
+        options.starting_version is not None and options.starting_version > end
+    ):  # Delta's check, in the user's words
         if options.ending_version is not None:
-            raise InvalidArgumentError(f"{where}: startingVersion {options.starting_version} is after endingVersion "
-                                       f"{options.ending_version}")
+            raise InvalidArgumentError(
+                f"{where}: startingVersion {options.starting_version} is after endingVersion "
+                f"{options.ending_version}"
+            )
         if options.ending_timestamp is not None:
-            raise InvalidArgumentError(f"{where}: startingVersion {options.starting_version} is after endingTimestamp "
-                                       f"{tt.utc(options.ending_timestamp)}, which is at version {end} "
-                                       f"(available: {history.describe()})")
-        raise VersionNotFoundError(f"{where}: startingVersion {options.starting_version} is after the newest "
-                                   f"version, {history.latest} (available: {history.describe()})")
+            raise InvalidArgumentError(
+                f"{where}: startingVersion {options.starting_version} is after endingTimestamp "
+                f"{tt.utc(options.ending_timestamp)}, which is at version {end} "
+                f"(available: {history.describe()})"
+            )
+        raise VersionNotFoundError(
+            f"{where}: startingVersion {options.starting_version} is after the newest "
+            f"version, {history.latest} (available: {history.describe()})"
+        )
     if start > end:
         kind = VersionNotFoundError if start > history.latest else InvalidArgumentError
-        raise kind(f"{where}: it starts after version {start}, which is after its end, version {end} "
-                   f"(available: {history.describe()})")
+        raise kind(
+            f"{where}: it starts after version {start}, which is after its end, version {end} "
+            f"(available: {history.describe()})"
+        )
     return tt.range_of_versions(table, history, start, end, where)
 
 
@@ -155,9 +169,9 @@ def start_after(table: ArcticTable, history: versions.History, micros: int) -> i
     return before or 0
 
 
-def change_partitions(table: ArcticTable, history: versions.History, span: Range, *,
-                      skip_overwrites: bool = False) -> list[InputPartition]:
+def change_partitions(
+    table: ArcticTable, history: versions.History, span: Range, *, skip_overwrites: bool = False
+) -> list[InputPartition]:
     committed = {c.version: c.committed_at_ms for c in history.commits if span.start < c.version <= span.end}
     files = change_files(table, span, skip_overwrites=skip_overwrites, history=history)
     return partitions.change_partitions(table, files, committed)
-

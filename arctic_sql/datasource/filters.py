@@ -71,8 +71,9 @@ def convert(f: ds.Filter, names: set[str]) -> ie.BooleanExpression | None:
     return None
 
 
-def row_filter(filters: Iterable[ds.Filter], schema: Schema, allowed: set[str] | None = None
-               ) -> ie.BooleanExpression:
+def row_filter(
+    filters: Iterable[ds.Filter], schema: Schema, allowed: set[str] | None = None
+) -> ie.BooleanExpression:
     """The AND of the filters pyiceberg can prune by (on ``allowed`` columns only, when given)."""
     names = set(prunable_columns(schema)) if allowed is None else set(allowed) & set(prunable_columns(schema))
     result: ie.BooleanExpression = ie.AlwaysTrue()

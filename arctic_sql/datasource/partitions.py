@@ -29,6 +29,7 @@ from pyspark.sql.datasource import InputPartition
 
 from arctic_sql.errors import UnsupportedOperationError
 from arctic_sql.table.reading import node_merge
+
 # The change types, also for stream_read and lookup_task, which read them here.
 from arctic_sql.table.reading.changes import DELETE, INSERT, UPSERT, conformed, net_changes  # noqa: F401
 from arctic_sql.table.reading.merge_on_read import balance, node_groups
@@ -74,8 +75,14 @@ class ChangeColumns:
 class MergePartition(InputPartition):
     """Node groups of one version, each merged in memory."""
 
-    def __init__(self, stores: Stores, groups: list[node_merge.NodeTask], base_filter: BooleanExpression,
-                 change_filter: BooleanExpression, tagged: ChangeColumns | None = None) -> None:
+    def __init__(
+        self,
+        stores: Stores,
+        groups: list[node_merge.NodeTask],
+        base_filter: BooleanExpression,
+        change_filter: BooleanExpression,
+        tagged: ChangeColumns | None = None,
+    ) -> None:
         super().__init__(len(groups))
         self.stores, self.groups, self.tagged = stores, groups, tagged
         self.base_filter, self.change_filter = base_filter, change_filter
@@ -113,11 +120,13 @@ def _check_size(table: ArcticTable, sizes: list[int]) -> None:
         )
 
 
-def _grouped(table: ArcticTable, files: Sequence[FileEntry], *, all_changes: bool = False
-             ) -> tuple[list[list[FileEntry]], list[list[int]]]:
+def _grouped(
+    table: ArcticTable, files: Sequence[FileEntry], *, all_changes: bool = False
+) -> tuple[list[list[FileEntry]], list[list[int]]]:
     """Node groups and their balanced slots. Only a group with change data is merged in memory
     (``all_changes``: every file is one); any other group is read file by file, so its size does
     not matter: a table without a key, or the nodes of a keyed table that optimizing left clean."""
+
     def needs_merge(group: list[FileEntry]) -> bool:
         return table.is_keyed and (all_changes or any(f.store == "change" for f in group))
 
@@ -128,21 +137,32 @@ def _grouped(table: ArcticTable, files: Sequence[FileEntry], *, all_changes: boo
     return groups, balance([sum(f.file_size for f in g) for g in groups], slots()) if groups else []
 
 
-def merge_partitions(table: ArcticTable, base_files: Sequence[FileEntry], change_files: Sequence[FileEntry],
-                     base_filter: BooleanExpression = ALWAYS_TRUE, change_filter: BooleanExpression = ALWAYS_TRUE,
-                     tagged: ChangeColumns | None = None) -> list[InputPartition]:
+def merge_partitions(
+    table: ArcticTable,
+    base_files: Sequence[FileEntry],
+    change_files: Sequence[FileEntry],
+    base_filter: BooleanExpression = ALWAYS_TRUE,
+    change_filter: BooleanExpression = ALWAYS_TRUE,
+    tagged: ChangeColumns | None = None,
+) -> list[InputPartition]:
     groups, shares = _grouped(table, [*base_files, *change_files])
     stores = Stores.of(table)
     tasks = [node_merge.NodeTask.of(g) for g in groups]
-    return [MergePartition(stores, [tasks[i] for i in share], base_filter, change_filter, tagged) for share in shares]
+    return [
+        MergePartition(stores, [tasks[i] for i in share], base_filter, change_filter, tagged)
+        for share in shares
+    ]
 
 
-def change_partitions(table: ArcticTable, files: Sequence[FileEntry], committed_at_ms: dict[int, int]
-                      ) -> list[InputPartition]:
+def change_partitions(
+    table: ArcticTable, files: Sequence[FileEntry], committed_at_ms: dict[int, int]
+) -> list[InputPartition]:
     groups, shares = _grouped(table, files, all_changes=True)
     stores = Stores.of(table)
-    tagged = [ChangeGroup(tuple((f.store, f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g))
-              for g in groups]
+    tagged = [
+        ChangeGroup(tuple((f.store, f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g))
+        for g in groups
+    ]
     return [ChangePartition(stores, [tagged[i] for i in share], committed_at_ms) for share in shares]
 
 
@@ -174,19 +194,31 @@ def read(partition: InputPartition, output: StructType) -> Iterator[pa.RecordBat
 def _merged(partition: MergePartition, task: node_merge.NodeTask) -> pa.Table:
     stores = partition.stores
     if stores.change is None:
-        rows = stores.base.read(task.base_files, stores.schema, partition.base_filter, deletes=task.delete_map) \
-            if task.base_files \
+        rows = (
+            stores.base.read(task.base_files, stores.schema, partition.base_filter, deletes=task.delete_map)
+            if task.base_files
             else schema_to_pyarrow(stores.schema, include_field_ids=False).empty_table()
+        )
     else:
-        rows = node_merge.read_node(task, stores.schema, stores.keys, stores.base, stores.change, sort=False,
-                                    base_filter=partition.base_filter, change_filter=partition.change_filter)
+        rows = node_merge.read_node(
+            task,
+            stores.schema,
+            stores.keys,
+            stores.base,
+            stores.change,
+            sort=False,
+            base_filter=partition.base_filter,
+            change_filter=partition.change_filter,
+        )
     tagged = partition.tagged
     if tagged is None:
         return rows
     n = rows.num_rows
-    return (rows.append_column("_change_type", pa.array([tagged.change_type] * n, pa.string()))
-            .append_column("_change_version", pa.array(np.full(n, tagged.version, np.int64)))
-            .append_column("_commit_timestamp", _timestamps(np.full(n, tagged.committed_at_ms, np.int64))))
+    return (
+        rows.append_column("_change_type", pa.array([tagged.change_type] * n, pa.string()))
+        .append_column("_change_version", pa.array(np.full(n, tagged.version, np.int64)))
+        .append_column("_commit_timestamp", _timestamps(np.full(n, tagged.committed_at_ms, np.int64)))
+    )
 
 
 def _timestamps(ms: np.ndarray) -> pa.Array:
@@ -198,8 +230,13 @@ def _changes(partition: ChangePartition, group: ChangeGroup) -> pa.Table:
     stores = partition.stores
     rows, kinds, versions = net_changes(stores.store, group.files, stores.schema, stores.keys)
     lookup = partition.committed_at_ms
-    committed = np.array([lookup.get(int(v), 0) for v in versions], np.int64) if len(versions) else np.zeros(0, np.int64)
-    return (rows.append_column("_change_type", pa.array(kinds, pa.string()))
-            .append_column("_change_version", pa.array(versions, pa.int64()))
-            .append_column("_commit_timestamp", _timestamps(committed)))
-
+    committed = (
+        np.array([lookup.get(int(v), 0) for v in versions], np.int64)
+        if len(versions)
+        else np.zeros(0, np.int64)
+    )
+    return (
+        rows.append_column("_change_type", pa.array(kinds, pa.string()))
+        .append_column("_change_version", pa.array(versions, pa.int64()))
+        .append_column("_commit_timestamp", _timestamps(committed))
+    )

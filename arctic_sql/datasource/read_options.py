@@ -29,8 +29,14 @@ COMMIT_TIMESTAMP = "_commit_timestamp"
 LATEST = "latest"
 
 _BATCH_ONLY = ("versionAsOf", "timestampAsOf", "endingVersion", "endingTimestamp")
-_STREAM_ONLY = ("maxVersionsPerTrigger", "maxFilesPerTrigger", "maxRowsPerTrigger", "maxBytesPerTrigger",
-                "skipOverwrites", "consumerId")
+_STREAM_ONLY = (
+    "maxVersionsPerTrigger",
+    "maxFilesPerTrigger",
+    "maxRowsPerTrigger",
+    "maxBytesPerTrigger",
+    "skipOverwrites",
+    "consumerId",
+)
 _SHARED = ("path", "table", "readChangeFeed", "startingVersion", "startingTimestamp")
 KNOWN = {name.lower(): name for name in (*_SHARED, *_BATCH_ONLY, *_STREAM_ONLY)}
 
@@ -58,7 +64,9 @@ class ReadOptions:
 
     @property
     def has_start(self) -> bool:
-        return self.starting_version is not None or self.starting_latest or self.starting_timestamp is not None
+        return (
+            self.starting_version is not None or self.starting_latest or self.starting_timestamp is not None
+        )
 
     @property
     def has_rate_limit(self) -> bool:
@@ -71,10 +79,12 @@ class ReadOptions:
             raise InvalidArgumentError('startingVersion "latest" is only for streams; give a version number')
         if self.read_change_feed and not self.has_start:
             raise InvalidArgumentError("readChangeFeed needs startingVersion or startingTimestamp")
-        if not self.read_change_feed and (self.has_start or self.ending_version is not None
-                                          or self.ending_timestamp is not None):
-            raise InvalidArgumentError("startingVersion/startingTimestamp/endingVersion/endingTimestamp "
-                                       "need readChangeFeed=true")
+        if not self.read_change_feed and (
+            self.has_start or self.ending_version is not None or self.ending_timestamp is not None
+        ):
+            raise InvalidArgumentError(
+                "startingVersion/startingTimestamp/endingVersion/endingTimestamp need readChangeFeed=true"
+            )
 
     def check_stream(self, table: str) -> None:
         """A stream: no batch-only option, and the change columns in its schema."""
@@ -93,11 +103,18 @@ def _refuse(options: ReadOptions, names: tuple[str, ...], what: str) -> None:
 
 
 _FIELDS = {
-    "versionasof": "version_as_of", "timestampasof": "timestamp_as_of", "endingversion": "ending_version",
-    "endingtimestamp": "ending_timestamp", "maxversionspertrigger": "max_versions",
-    "maxfilespertrigger": "max_files", "maxrowspertrigger": "max_rows", "maxbytespertrigger": "max_bytes",
+    "versionasof": "version_as_of",
+    "timestampasof": "timestamp_as_of",
+    "endingversion": "ending_version",
+    "endingtimestamp": "ending_timestamp",
+    "maxversionspertrigger": "max_versions",
+    "maxfilespertrigger": "max_files",
+    "maxrowspertrigger": "max_rows",
+    "maxbytespertrigger": "max_bytes",
     "skipoverwrites": "skip_overwrites",
-    "consumerid": "consumer_id", "lookupbuckets": "lookup_buckets", "refreshintervalms": "refresh_interval_ms",
+    "consumerid": "consumer_id",
+    "lookupbuckets": "lookup_buckets",
+    "refreshintervalms": "refresh_interval_ms",
 }
 
 
@@ -117,7 +134,8 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
         tag=given["versionasof"].strip() if _is_tag(given.get("versionasof")) else None,
         timestamp_as_of=_instant(given, "timestampasof"),
         read_change_feed=_flag(given, "readchangefeed"),
-        starting_version=None if start is None or start.strip().lower() == LATEST
+        starting_version=None
+        if start is None or start.strip().lower() == LATEST
         else _version(given, "startingversion"),
         starting_latest=start is not None and start.strip().lower() == LATEST,
         starting_timestamp=_instant(given, "startingtimestamp"),
@@ -133,10 +151,13 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
     _exclusive(given, "versionasof", "timestampasof")
     _exclusive(given, "startingversion", "startingtimestamp")
     _exclusive(given, "endingversion", "endingtimestamp")
-    if parsed.read_change_feed and (parsed.version_as_of is not None or parsed.tag is not None
-                                    or parsed.timestamp_as_of is not None):
-        raise InvalidArgumentError("readChangeFeed reads a range of versions: use startingVersion/endingVersion, "
-                                   "not versionAsOf/timestampAsOf")
+    if parsed.read_change_feed and (
+        parsed.version_as_of is not None or parsed.tag is not None or parsed.timestamp_as_of is not None
+    ):
+        raise InvalidArgumentError(
+            "readChangeFeed reads a range of versions: use startingVersion/endingVersion, "
+            "not versionAsOf/timestampAsOf"
+        )
     return parsed
 
 
@@ -165,12 +186,24 @@ def _whole(given: Mapping[str, str], name: str, minimum: int) -> int | None:
     except ValueError:
         value = None
     if value is None or value < minimum:
-        raise InvalidArgumentError(f"Option {KNOWN[name]} must be a whole number of at least {minimum}, got {raw!r}")
+        raise InvalidArgumentError(
+            f"Option {KNOWN[name]} must be a whole number of at least {minimum}, got {raw!r}"
+        )
     return value
 
 
-_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30,
-               "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+_BYTE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+}
 
 
 def byte_size(text: str) -> int | None:
@@ -188,8 +221,10 @@ def _size(given: Mapping[str, str], name: str) -> int | None:
         return None
     size = byte_size(raw)
     if size is None:
-        raise InvalidArgumentError(f"Option {KNOWN[name]} must be a size of at least 1 byte such as 1048576, "
-                                   f"512k, 64m or 1g, got {raw!r}")
+        raise InvalidArgumentError(
+            f"Option {KNOWN[name]} must be a size of at least 1 byte such as 1048576, "
+            f"512k, 64m or 1g, got {raw!r}"
+        )
     return size
 
 
@@ -233,8 +268,13 @@ def _consumer(raw: str | None) -> str | None:
 def change_columns() -> StructType:
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-    return StructType([StructField(CHANGE_TYPE, StringType(), False), StructField(CHANGE_VERSION, LongType(), False),
-                       StructField(COMMIT_TIMESTAMP, TimestampType(), False)])
+    return StructType(
+        [
+            StructField(CHANGE_TYPE, StringType(), False),
+            StructField(CHANGE_VERSION, LongType(), False),
+            StructField(COMMIT_TIMESTAMP, TimestampType(), False),
+        ]
+    )
 
 
 def output_schema(table: ArcticTable, options: ReadOptions) -> StructType:

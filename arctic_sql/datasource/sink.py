@@ -142,8 +142,13 @@ class ArcticStreamWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("arctic").option("checkpointLocation", c).start("db.t")``: each micro-batch
     is one version, committed once (see table/writing/arrow_commit.py)."""
 
-    def __init__(self, plan: WritePlan, load_table, files: storage.StorageConfig,  # noqa: ANN001
-                 checkpoint: str | None) -> None:
+    def __init__(
+        self,
+        plan: WritePlan,
+        load_table,
+        files: storage.StorageConfig,  # noqa: ANN001
+        checkpoint: str | None,
+    ) -> None:
         self.plan = plan
         self.load_table = load_table
         self.files = files

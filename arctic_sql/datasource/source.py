@@ -29,15 +29,21 @@ if TYPE_CHECKING:
 
     from arctic_sql.datasource.read_options import ReadOptions
     from arctic_sql.table.catalog import ArcticCatalog
-    from arctic_sql.table.model.table import ArcticTable
     from arctic_sql.table.files.storage import StorageConfig
+    from arctic_sql.table.model.table import ArcticTable
 
 FORMAT = "arctic"
 
 # pyiceberg's catalog classes and the `type` load_catalog knows each by, for a catalog object the
 # user built directly (its properties then lack `type`).
-_CATALOG_TYPES = {"SqlCatalog": "sql", "RestCatalog": "rest", "HiveCatalog": "hive", "GlueCatalog": "glue",
-                  "DynamoDbCatalog": "dynamodb", "InMemoryCatalog": "in-memory"}
+_CATALOG_TYPES = {
+    "SqlCatalog": "sql",
+    "RestCatalog": "rest",
+    "HiveCatalog": "hive",
+    "GlueCatalog": "glue",
+    "DynamoDbCatalog": "dynamodb",
+    "InMemoryCatalog": "in-memory",
+}
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ class CatalogSpec:
         from arctic_sql.table.model.identifiers import TableIdentifier
 
         if not name:
-            raise InvalidArgumentError("The arctic format needs a table: load(\"db.t\") or save(\"db.t\")")
+            raise InvalidArgumentError('The arctic format needs a table: load("db.t") or save("db.t")')
         return self.catalog().load_table(TableIdentifier.parse(name, "default"))
 
     def __hash__(self) -> int:
@@ -153,7 +159,9 @@ class ArcticDataSource(DataSource):
 
         name = self.table_name()
         table = self.spec.load_table(name)
-        if evolve_for(table, schema, self.options, overwrite=overwrite, streaming=streaming):  # mergeSchema: new columns, wider types, before any task
+        if evolve_for(
+            table, schema, self.options, overwrite=overwrite, streaming=streaming
+        ):  # mergeSchema: new columns, wider types, before any task
             table = self.spec.load_table(name)
         plan = plan_write(table, schema, self.options, overwrite=overwrite, streaming=streaming)
         return plan, partial(self.spec.load_table, name)
@@ -179,8 +187,10 @@ def installed_spec(spark: SparkSession) -> CatalogSpec:
     """The catalog ``format("arctic")`` reads on ``spark`` (the newest :func:`install`)."""
     spec = _installed.get(spark)
     if spec is None:
-        raise InvalidArgumentError('format("arctic") is not registered on this SparkSession: connect first, '
-                                   "arctic_sql.connect(spark=spark, ...)")
+        raise InvalidArgumentError(
+            'format("arctic") is not registered on this SparkSession: connect first, '
+            "arctic_sql.connect(spark=spark, ...)"
+        )
     return spec
 
 

@@ -41,10 +41,10 @@ from arctic_sql.datasource import partitions
 from arctic_sql.datasource.batch_read import change_partitions, first_change, resolve_tags, start_after
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.files import storage
-from arctic_sql.table.records import consumers
-from arctic_sql.table.reading.changes import Range, carries_changes, commit_files
 from arctic_sql.table.format import versions
+from arctic_sql.table.reading.changes import Range, carries_changes, commit_files
 from arctic_sql.table.reading.scan import plan_read
+from arctic_sql.table.records import consumers
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -106,7 +106,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if start > history.latest:
                 raise VersionNotFoundError(
                     f"startingVersion {options.starting_version} of {table.identifier} does not exist yet "
-                    f"(newest version {history.latest}); use startingVersion \"latest\" to wait for new versions"
+                    f'(newest version {history.latest}); use startingVersion "latest" to wait for new versions'
                 )
             return _offset(table, start)
         if options.starting_timestamp is not None:
@@ -152,7 +152,11 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         now = consumers.now_ms()
         refresh_ms = table.settings.consumer_expiration_time * 60_000 // 4
-        if self._recorded is not None and self._recorded[0] == version and now - self._recorded[1] < refresh_ms:
+        if (
+            self._recorded is not None
+            and self._recorded[0] == version
+            and now - self._recorded[1] < refresh_ms
+        ):
             return
         consumers.record(table, self.options.consumer_id, version)
         self._recorded = (version, now)
@@ -169,21 +173,27 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise InvalidArgumentError(
                 f"The checkpoint of this stream read another table named {table.identifier} (id {checkpointed}; "
                 f"now {_table_id(table)}): the table was dropped and created again; start the query from a "
-                "new checkpoint")
+                "new checkpoint"
+            )
         now = read_options.output_schema(table, self.options)
         if _columns(now) != _columns(self.schema):
             raise InvalidArgumentError(
                 f"The columns of {table.identifier} changed while the stream ran ({_shown(self.schema)} -> "
-                f"{_shown(now)}); restart the query to read on in the new columns")
+                f"{_shown(now)}); restart the query to read on in the new columns"
+            )
 
-    def _admit(self, table: ArcticTable, pending: list[versions.Commit], limit: ReadLimit) -> list[versions.Commit]:
+    def _admit(
+        self, table: ArcticTable, pending: list[versions.Commit], limit: ReadLimit
+    ) -> list[versions.Commit]:
         """The versions of the next micro-batch: whole versions, at least one, within the rate
         limits; never past a version that replaced rows (its own batch fails, or skips it)."""
         options = self.options
         admitted: list[versions.Commit] = []
         files = rows = size = 0
         limited = not isinstance(limit, ReadAllAvailable)
-        counted = options.max_files is not None or options.max_rows is not None or options.max_bytes is not None
+        counted = (
+            options.max_files is not None or options.max_rows is not None or options.max_bytes is not None
+        )
         for commit in pending:
             if not carries_changes(table, commit):
                 if not options.skip_overwrites:
@@ -201,7 +211,8 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 (options.max_versions is not None and len(admitted) + 1 > options.max_versions)
                 or (options.max_files is not None and files > options.max_files)
                 or (options.max_rows is not None and rows > options.max_rows)
-                or (options.max_bytes is not None and size > options.max_bytes))
+                or (options.max_bytes is not None and size > options.max_bytes)
+            )
             if over and admitted:
                 break
             admitted.append(commit)
@@ -221,7 +232,9 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return []
             return snapshot_partitions(table, history, finish)
         _check_retained(table, history, begin)
-        return change_partitions(table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites)
+        return change_partitions(
+            table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         storage.configure(self.spec.storage())  # a task: this process may never have opened the catalog
@@ -245,7 +258,9 @@ def _columns(schema: StructType) -> list[tuple[str, str]]:
 
 
 def _shown(schema: StructType) -> str:
-    return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields if not f.name.startswith("_"))
+    return ", ".join(
+        f"{f.name} {f.dataType.simpleString()}" for f in schema.fields if not f.name.startswith("_")
+    )
 
 
 def snapshot_partitions(table: ArcticTable, history: versions.History, version: int) -> list[InputPartition]:
@@ -253,8 +268,9 @@ def snapshot_partitions(table: ArcticTable, history: versions.History, version: 
     plan = plan_read(table, version)
     committed = _committed_at(history, version)
     kind = partitions.UPSERT if table.is_keyed else partitions.INSERT
-    return partitions.merge_partitions(table, plan.base_files, plan.change_files,
-                                       tagged=partitions.ChangeColumns(kind, version, committed))
+    return partitions.merge_partitions(
+        table, plan.base_files, plan.change_files, tagged=partitions.ChangeColumns(kind, version, committed)
+    )
 
 
 def _committed_at(history: versions.History, version: int) -> int:

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table.writing.arrow_files import WriteTarget
-from arctic_sql.table.writing.arrow_tasks import APPEND, CHANGES, OVERWRITE, WritePlan
-from arctic_sql.table.writing.change_kinds import CHANGE_TYPE, FEED_COLUMNS, find_column
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model.schemas import spark_schema, store_assignable
+from arctic_sql.table.writing.arrow_files import WriteTarget
+from arctic_sql.table.writing.arrow_tasks import APPEND, CHANGES, OVERWRITE, WritePlan
+from arctic_sql.table.writing.change_kinds import CHANGE_TYPE, FEED_COLUMNS, find_column
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -53,8 +53,9 @@ def merge_schema(table: ArcticTable, options: Mapping[str, str]) -> bool:
     return table.settings.write_schema_auto_merge
 
 
-def evolve_for(table: ArcticTable, schema: StructType, options: Mapping[str, str], *, overwrite: bool,
-               streaming: bool) -> bool:
+def evolve_for(
+    table: ArcticTable, schema: StructType, options: Mapping[str, str], *, overwrite: bool, streaming: bool
+) -> bool:
     """With :func:`merge_schema`, make ``table`` take the incoming columns: add the new ones (nullable,
     at the end) and widen those the rows carry wider, before any task writes; the write is checked
     first, so a refused one changes nothing. Whether the table changed."""
@@ -69,8 +70,12 @@ def evolve_for(table: ArcticTable, schema: StructType, options: Mapping[str, str
     extra = {CHANGE_TYPE.lower(), *FEED_COLUMNS} | ({sequence.lower()} if sequence else set())
     added, widened = schema_evolution.incoming(table, schema, extra)
     new = {a[0].lower() for a in added}
-    check_columns(table, Struct([f for f in schema.fields if f.name.lower() not in new]), overwrite=overwrite,
-                  sequence=sequence)
+    check_columns(
+        table,
+        Struct([f for f in schema.fields if f.name.lower() not in new]),
+        overwrite=overwrite,
+        sequence=sequence,
+    )
     schema_evolution.add_and_widen(table, added, widened)
     return bool(added or widened)
 
@@ -87,8 +92,10 @@ def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, se
     for field in schema.fields:
         name = field.name
         if name.lower() in seen:
-            raise InvalidArgumentError(f"Column '{name}' appears twice in the rows written to {table.identifier} "
-                                       "(column names are case-insensitive)")
+            raise InvalidArgumentError(
+                f"Column '{name}' appears twice in the rows written to {table.identifier} "
+                "(column names are case-insensitive)"
+            )
         seen.add(name.lower())
         column = table_types.get(name.lower())
         if column is None:
@@ -97,16 +104,19 @@ def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, se
         elif not store_assignable(field.dataType, column.dataType):
             raise InvalidArgumentError(
                 f"Column '{name}' is {field.dataType.simpleString()}, which cannot be written into "
-                f"{table.identifier}'s {column.dataType.simpleString()} column '{column.name}': cast it first")
+                f"{table.identifier}'s {column.dataType.simpleString()} column '{column.name}': cast it first"
+            )
     for key in table.primary_key:
         if find_column(incoming, key) is None:
-            raise InvalidArgumentError(f"The rows written to {table.identifier} lack its primary key column '{key}'")
+            raise InvalidArgumentError(
+                f"The rows written to {table.identifier} lack its primary key column '{key}'"
+            )
     if sequence is not None and find_column(incoming, sequence) is None:
         raise InvalidArgumentError(f"The sequence column '{sequence}' is not among the rows written")
     has_changes = find_column(incoming, CHANGE_TYPE) is not None
     if overwrite and (has_changes or sequence):
         what = CHANGE_TYPE if has_changes else SEQUENCE_COLUMN
-        raise InvalidArgumentError(f"mode(\"overwrite\") replaces rows: {what} is for appends")
+        raise InvalidArgumentError(f'mode("overwrite") replaces rows: {what} is for appends')
     if sequence is not None and not table.is_keyed:
         raise InvalidArgumentError(f"{table.identifier} has no primary key: {SEQUENCE_COLUMN} needs one")
     # Rows that may be deletes need only the key; the writer refuses an upsert's NULL in a NOT NULL column.
@@ -115,8 +125,9 @@ def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, se
             raise InvalidArgumentError(f"Column '{field.name}' of {table.identifier} is NOT NULL and missing")
 
 
-def plan_write(table: ArcticTable, schema: StructType, options: Mapping[str, str], *, overwrite: bool,
-               streaming: bool) -> WritePlan:
+def plan_write(
+    table: ArcticTable, schema: StructType, options: Mapping[str, str], *, overwrite: bool, streaming: bool
+) -> WritePlan:
     """Check a write against ``table`` and plan it (nothing is written here)."""
     check_options(options, STREAM_OPTIONS if streaming else BATCH_OPTIONS)
     sequence = sequence_column(options)
@@ -129,5 +140,13 @@ def plan_write(table: ArcticTable, schema: StructType, options: Mapping[str, str
         mode, store, operation = APPEND, Store.BASE, Operation.STREAM if streaming else Operation.APPEND
     target = WriteTarget.of(table, store)
     scope = "in one micro-batch" if streaming else "in one write"
-    return WritePlan(str(table.identifier), layout.table_root(table.base.location()), target,
-                     target.new_location(), mode, sequence, operation, scope)
+    return WritePlan(
+        str(table.identifier),
+        layout.table_root(table.base.location()),
+        target,
+        target.new_location(),
+        mode,
+        sequence,
+        operation,
+        scope,
+    )

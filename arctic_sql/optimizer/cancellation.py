@@ -94,8 +94,9 @@ def request(process_id: str) -> str:
         first = not token.cancelled.is_set()
         token.cancelled.set()
     if first and token.spark is not None:
-        threading.Thread(target=_keep_cancelling, args=(token,), name=f"arctic-cancel-{process_id}",
-                         daemon=True).start()
+        threading.Thread(
+            target=_keep_cancelling, args=(token,), name=f"arctic-cancel-{process_id}", daemon=True
+        ).start()
     log.info("optimizing process %s: cancel requested", process_id)
     return CANCELLING
 

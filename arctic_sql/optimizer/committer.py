@@ -20,11 +20,11 @@ from pyiceberg.table import Table
 from arctic_sql.errors import CommitConflictError
 from arctic_sql.optimizer.planner import PartitionPlan
 from arctic_sql.table.files import position_deletes, storage
-from arctic_sql.table.writing import commit
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.scan import live_files
+from arctic_sql.table.writing import commit
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,13 @@ class _NothingLeft(CommitConflictError):
     """Every partition of the plan was dropped: there is nothing to commit."""
 
 
-def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: dict[str, list[DataFile]],
-                process_id: str, mode: str) -> CommitOutcome:
+def commit_plan(
+    table: ArcticTable,
+    partitions: list[PartitionPlan],
+    outputs: dict[str, list[DataFile]],
+    process_id: str,
+    mode: str,
+) -> CommitOutcome:
     """Commit the partitions whose inputs are unchanged; ``outputs`` maps partition -> new files."""
     outcome = CommitOutcome()
 
@@ -63,11 +68,15 @@ def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: di
         for p in partitions:
             why = None
             if marks.get(p.partition, 0) != p.from_watermark:
-                why = (f"watermark moved from {p.from_watermark} to {marks.get(p.partition, 0)} "
-                       "(an overwrite or another optimize committed first)")
+                why = (
+                    f"watermark moved from {p.from_watermark} to {marks.get(p.partition, 0)} "
+                    "(an overwrite or another optimize committed first)"
+                )
             elif any(f.path not in live for f in [*p.rewritten_base, *p.kept_base]):
                 why = "base files it rewrote were replaced by another commit"
-            elif any(_paths(live[f.path].deletes) != _paths(f.deletes) for f in [*p.rewritten_base, *p.kept_base]):
+            elif any(
+                _paths(live[f.path].deletes) != _paths(f.deletes) for f in [*p.rewritten_base, *p.kept_base]
+            ):
                 why = "position deletes of its base files changed since planning"
             if why is not None:
                 outcome.dropped[p.partition] = why
@@ -75,8 +84,11 @@ def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: di
             outcome.committed.append(p.partition)
             new_files = outputs.get(p.partition, [])
             # A kept file's new delete file holds its old positions too: the old one goes.
-            superseded = {position_deletes.referenced_path(f) for f in new_files
-                          if position_deletes.is_position_deletes(f)}
+            superseded = {
+                position_deletes.referenced_path(f)
+                for f in new_files
+                if position_deletes.is_position_deletes(f)
+            }
             for f in p.rewritten_base:
                 delete.append(f.data_file)  # type: ignore[arg-type]
                 delete.extend(live[f.path].deletes)
@@ -91,8 +103,9 @@ def commit_plan(table: ArcticTable, partitions: list[PartitionPlan], outputs: di
         summary = {
             versions.OPERATION: versions.OPTIMIZE,
             MODE: mode,
-            PARTITIONS: json.dumps({p.partition: p.mode for p in partitions if p.partition in outcome.committed},
-                                   sort_keys=True),
+            PARTITIONS: json.dumps(
+                {p.partition: p.mode for p in partitions if p.partition in outcome.committed}, sort_keys=True
+            ),
             PROCESS: process_id,
         }
         return commit.BaseChange(delete=delete, add=add, watermarks=marks, summary=summary)

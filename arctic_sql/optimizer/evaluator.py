@@ -95,7 +95,9 @@ def classify(f: PlanFile, settings: Settings) -> str:
     return "segment"
 
 
-def measure(partition: str, base: Iterable[PlanFile], change: Iterable[PlanFile], settings: Settings) -> PartitionMetrics:
+def measure(
+    partition: str, base: Iterable[PlanFile], change: Iterable[PlanFile], settings: Settings
+) -> PartitionMetrics:
     """Classify a partition's live base files and its change files above the watermark."""
     base, change = list(base), list(change)
     m = PartitionMetrics(partition)
@@ -185,38 +187,70 @@ def evaluate(m: PartitionMetrics, settings: Settings, history: History, now_ms: 
     minor_marks = (history.last_minor_ms, *major_marks)
     since_minor = _since(now_ms, *minor_marks, *_unless(_latest(*minor_marks), start))
 
-    full_due = settings.full_interval_ms >= 0 and since_full is not None and since_full >= settings.full_interval_ms
+    full_due = (
+        settings.full_interval_ms >= 0 and since_full is not None and since_full >= settings.full_interval_ms
+    )
     if full_due and (has_change or m.fragments > b or m.mergeable_undersized):
-        return Decision(m.partition, FULL, f"full interval passed ({since_full} ms >= {settings.full_interval_ms})")
+        return Decision(
+            m.partition, FULL, f"full interval passed ({since_full} ms >= {settings.full_interval_ms})"
+        )
 
     if m.rewrite_segments:
-        return Decision(m.partition, MAJOR, f"{m.rewrite_segments} segment(s) with duplicate ratio > "
-                                            f"{settings.major_duplicate_ratio}")
+        return Decision(
+            m.partition,
+            MAJOR,
+            f"{m.rewrite_segments} segment(s) with duplicate ratio > {settings.major_duplicate_ratio}",
+        )
     for sizes in m.undersized_groups:
         small_undersized = sorted(sizes)
-        if sum(small_undersized) >= settings.target_size and len(small_undersized) >= 2 and \
-                small_undersized[0] + small_undersized[1] <= settings.target_size:
-            return Decision(m.partition, MAJOR, f"{len(sizes)} undersized segments of one node fill a target-size file")
+        if (
+            sum(small_undersized) >= settings.target_size
+            and len(small_undersized) >= 2
+            and small_undersized[0] + small_undersized[1] <= settings.target_size
+        ):
+            return Decision(
+                m.partition, MAJOR, f"{len(sizes)} undersized segments of one node fill a target-size file"
+            )
     if m.deleted_rows >= settings.major_delete_rows:
-        return Decision(m.partition, MAJOR, f"{m.deleted_rows} unmerged deleted rows >= {settings.major_delete_rows}")
+        return Decision(
+            m.partition, MAJOR, f"{m.deleted_rows} unmerged deleted rows >= {settings.major_delete_rows}"
+        )
     volume = m.base_rows + m.upserted_rows
     if volume >= settings.major_min_rows and m.deleted_rows >= settings.major_delete_ratio * volume:
-        return Decision(m.partition, MAJOR, f"delete ratio {m.deleted_rows / volume:.2f} >= "
-                                            f"{settings.major_delete_ratio}")
+        return Decision(
+            m.partition, MAJOR, f"delete ratio {m.deleted_rows / volume:.2f} >= {settings.major_delete_ratio}"
+        )
     if m.small_files >= settings.major_small_file_count * m.nodes:
-        return Decision(m.partition, MAJOR, f"{m.small_files} small files >= "
-                                            f"{settings.major_small_file_count} per node x {m.nodes}")
-    if settings.major_interval_ms >= 0 and since_major is not None and since_major >= settings.major_interval_ms \
-            and (has_change or m.fragments > 1 or m.mergeable_undersized):
+        return Decision(
+            m.partition,
+            MAJOR,
+            f"{m.small_files} small files >= {settings.major_small_file_count} per node x {m.nodes}",
+        )
+    if (
+        settings.major_interval_ms >= 0
+        and since_major is not None
+        and since_major >= settings.major_interval_ms
+        and (has_change or m.fragments > 1 or m.mergeable_undersized)
+    ):
         return Decision(m.partition, MAJOR, f"major interval passed ({since_major} ms)")
 
-    threshold = max(b + 1, settings.minor_file_count * m.nodes) if settings.keyed else settings.minor_file_count
+    threshold = (
+        max(b + 1, settings.minor_file_count * m.nodes) if settings.keyed else settings.minor_file_count
+    )
     if m.small_files >= threshold:
-        return Decision(m.partition, MINOR, f"{m.small_files} small files >= {threshold} "
-                                            f"({settings.minor_file_count} per node x {m.nodes})")
+        return Decision(
+            m.partition,
+            MINOR,
+            f"{m.small_files} small files >= {threshold} ({settings.minor_file_count} per node x {m.nodes})",
+        )
     enough = (m.small_files > b or has_change) if settings.keyed else m.small_files > 1
     if enough and since_minor is not None and since_minor >= settings.minor_interval_ms >= 0:
-        return Decision(m.partition, MINOR, f"minor interval passed ({since_minor} ms >= "
-                                            f"{settings.minor_interval_ms})")
-    return Decision(m.partition, None, f"nothing due: {m.small_files} small files, "
-                                       f"{m.change_files} change files, {len(m.undersized)} undersized segments")
+        return Decision(
+            m.partition, MINOR, f"minor interval passed ({since_minor} ms >= {settings.minor_interval_ms})"
+        )
+    return Decision(
+        m.partition,
+        None,
+        f"nothing due: {m.small_files} small files, "
+        f"{m.change_files} change files, {len(m.undersized)} undersized segments",
+    )

@@ -32,12 +32,12 @@ from arctic_sql.faults import fault_point
 from arctic_sql.optimizer.cancellation import OptimizingCancelledError
 from arctic_sql.optimizer.planner import Task, unique_inputs
 from arctic_sql.table.files import position_deletes, storage
-from arctic_sql.table.reading import node_merge
-from arctic_sql.table.writing import bulk_base_files, spark_files
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
+from arctic_sql.table.reading import node_merge
 from arctic_sql.table.reading.merge_on_read import TAG, balance, read_files
+from arctic_sql.table.writing import bulk_base_files, spark_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,10 +60,18 @@ def in_memory(table: ArcticTable, task: Task) -> bool:
     if not table.is_keyed:
         # Nothing to merge: the Spark query only cuts the rows into target-size files. On an object
         # store, where Spark's own reader would need a JVM connector, pyarrow does it in the tasks.
-        return (storage.is_remote(table.base.location()) and task.input_bytes <= limit
-                and all(f.data_file is not None for f in task.input_files))
-    return (table.is_keyed and task.target_node is not None and not task.has_upper_files
-            and task.input_bytes <= limit and all(f.data_file is not None for f in task.input_files))
+        return (
+            storage.is_remote(table.base.location())
+            and task.input_bytes <= limit
+            and all(f.data_file is not None for f in task.input_files)
+        )
+    return (
+        table.is_keyed
+        and task.target_node is not None
+        and not task.has_upper_files
+        and task.input_bytes <= limit
+        and all(f.data_file is not None for f in task.input_files)
+    )
 
 
 def node_task(task: Task, location: str) -> node_merge.NodeTask:
@@ -86,25 +94,33 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     base, change = node_merge.Store.both(table) if table.is_keyed else (node_merge.Store.of(table.base), None)
     rows_per_file, target_size = spark_files.max_rows_per_file(table), table.settings.target_size
     jobs = [node_task(t, location) for t in tasks]
-    shares = [[jobs[i] for i in share]
-              for share in balance([t.input_bytes for t in tasks], spark.sparkContext.defaultParallelism)]
+    shares = [
+        [jobs[i] for i in share]
+        for share in balance([t.input_bytes for t in tasks], spark.sparkContext.defaultParallelism)
+    ]
 
     def run(share: list[node_merge.NodeTask]) -> list[str]:
         written = []
         for job in share:
             if job.kept_files:
                 rows, gone = node_merge.minor_node(job, schema, keys, base, change)
-                written += [position_deletes.write(job.directory, path, positions) for path, positions in gone.items()]
+                written += [
+                    position_deletes.write(job.directory, path, positions) for path, positions in gone.items()
+                ]
             elif change is None:  # no key: the rows as they are, without those deleted
                 rows = base.read(job.base_files, schema, deletes=job.delete_map)
             else:
                 rows = node_merge.read_node(job, schema, keys, base, change)
             per_file = _rows_per_file(job, target_size, rows_per_file)
             written += node_merge.write_node(rows, job.directory, schema, per_file)
-            fault_point("optimize-task-wrote")  # a task slow after its first file: the cancel test stalls here
+            fault_point(
+                "optimize-task-wrote"
+            )  # a task slow after its first file: the cancel test stalls here
         return written
 
-    return spark.sparkContext.parallelize(shares, len(shares)).flatMap(storage.shipped(run)).collect()  # only file names come back
+    return (
+        spark.sparkContext.parallelize(shares, len(shares)).flatMap(storage.shipped(run)).collect()
+    )  # only file names come back
 
 
 def _rows_per_file(job: node_merge.NodeTask, target_size: int, fallback: int) -> int:
@@ -131,26 +147,31 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-
     base = tuple(unique_inputs(tasks, "base_files"))
     change = tuple(unique_inputs(tasks, "change_files"))
     if not table.is_keyed:  # no key, no merge: cut the rows into target-size files
         target = table.settings.target_size
         rows = read_files(spark, table, table.schema, base)
-        return spark_files.laid_out(rows.coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target))), table,
-                               Store.BASE)
+        return spark_files.laid_out(
+            rows.coalesce(max(1, math.ceil(sum(f.file_size for f in base) / target))), table, Store.BASE
+        )
     columns = [F.col(f"`{c}`") for c in (f.name for f in table.schema.fields)]
-    rows = read_files(spark, table, table.schema, base, all_nullable=True).select(*columns, F.lit(0).cast("long").alias(_TAG))
+    rows = read_files(spark, table, table.schema, base, all_nullable=True).select(
+        *columns, F.lit(0).cast("long").alias(_TAG)
+    )
     if change:
         changed = read_files(spark, table, table.schema, change, all_nullable=True, tagged=True)
         rows = rows.unionByName(changed.select(*columns, F.col(_TAG)))
     out, directories = spark_files.laid_out(rows, table, Store.BASE)
-    newest_first = Window.partitionBy(*[F.col(d) for d in directories], *[F.col(f"`{k}`") for k in table.primary_key]
-                                      ).orderBy(F.col(_TAG).desc())
-    out = (out.repartition(*[F.col(d) for d in directories])
-           .withColumn(_RANK, F.row_number().over(newest_first))
-           .where((F.col(_RANK) == 1) & (F.col(_TAG) % 2 == 0))  # the newest change is not a delete
-           .drop(_RANK, _TAG))
+    newest_first = Window.partitionBy(
+        *[F.col(d) for d in directories], *[F.col(f"`{k}`") for k in table.primary_key]
+    ).orderBy(F.col(_TAG).desc())
+    out = (
+        out.repartition(*[F.col(d) for d in directories])
+        .withColumn(_RANK, F.row_number().over(newest_first))
+        .where((F.col(_RANK) == 1) & (F.col(_TAG) % 2 == 0))  # the newest change is not a delete
+        .drop(_RANK, _TAG)
+    )
     return out, directories
 
 
@@ -163,8 +184,14 @@ def job_group(location: str) -> str:
     return location.rstrip("/").rsplit("/", 1)[-1]
 
 
-def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], location: str, retries: int,
-              cancelled: Callable[[], bool] = lambda: False) -> Execution:
+def run_tasks(
+    spark: SparkSession,
+    table: ArcticTable,
+    tasks: list[Task],
+    location: str,
+    retries: int,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> Execution:
     """Run the tasks of one plan, writing under ``location``; retry a failed attempt from scratch
     unless ``cancelled()`` says the process was cancelled (then raise OptimizingCancelledError)."""
     started = time.monotonic()
@@ -174,20 +201,27 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
     in_spark: list[Task] = []
     for task in tasks:
         (in_arrow if in_memory(table, task) else in_spark).append(task)
-    if any(task.kept_files for task in in_spark):  # the Spark query rewrites whole files: it would keep both rows
-        raise ExecutionError(f"Optimizing {table.identifier}: a task that keeps base files is too large to merge "
-                             "in memory (planner and executor disagree on execute.in-memory-max-bytes)")
+    if any(
+        task.kept_files for task in in_spark
+    ):  # the Spark query rewrites whole files: it would keep both rows
+        raise ExecutionError(
+            f"Optimizing {table.identifier}: a task that keeps base files is too large to merge "
+            "in memory (planner and executor disagree on execute.in-memory-max-bytes)"
+        )
     for attempt in range(retries + 1):
         if cancelled():
             raise OptimizingCancelledError(f"Optimizing {table.identifier} was cancelled")
         try:
-            sc.setJobGroup(group, f"optimize {table.identifier}: {len(tasks)} task(s)", interruptOnCancel=True)
+            sc.setJobGroup(
+                group, f"optimize {table.identifier}: {len(tasks)} task(s)", interruptOnCancel=True
+            )
             # The files to commit are those the write reports, never a listing of the folder.
             paths: list[str] = []
             if in_spark:  # first: Spark's writer wants a location that does not exist yet
                 rows, directories = merged_rows(spark, table, in_spark)
-                paths += bulk_base_files.write_laid_out_files(rows, table, directories, location,
-                                                             clustered=table.is_keyed)
+                paths += bulk_base_files.write_laid_out_files(
+                    rows, table, directories, location, clustered=table.is_keyed
+                )
             if in_arrow:
                 paths += run_in_memory(spark, table, in_arrow, location)
             return Execution(sorted(paths), int((time.monotonic() - started) * 1000), attempt + 1)
@@ -197,10 +231,16 @@ def run_tasks(spark: SparkSession, table: ArcticTable, tasks: list[Task], locati
                 raise OptimizingCancelledError(f"Optimizing {table.identifier} was cancelled") from e
             message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             if attempt == retries:
-                raise ExecutionError(f"Optimizing {table.identifier} failed after {attempt + 1} attempt(s): "
-                                     f"{message}") from e
-            log.warning("optimizing %s failed (attempt %d of %d), retrying: %s", table.identifier, attempt + 1,
-                        retries + 1, message)
+                raise ExecutionError(
+                    f"Optimizing {table.identifier} failed after {attempt + 1} attempt(s): {message}"
+                ) from e
+            log.warning(
+                "optimizing %s failed (attempt %d of %d), retrying: %s",
+                table.identifier,
+                attempt + 1,
+                retries + 1,
+                message,
+            )
         finally:
             sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     raise AssertionError("unreachable")

@@ -79,8 +79,21 @@ def plan_files(table: ArcticTable, entries: list[FileEntry]) -> list[PlanFile]:
                     (from_bytes(f.field_type, lower[f.field_id]), from_bytes(f.field_type, upper[f.field_id]))
                     for f in key_fields
                 )
-        result.append(PlanFile(e.path, e.store, e.node_id, e.partition, e.record_count, e.file_size,
-                               e.sequence_number, e.is_delete, bounds, e.data_file, e.deletes))
+        result.append(
+            PlanFile(
+                e.path,
+                e.store,
+                e.node_id,
+                e.partition,
+                e.record_count,
+                e.file_size,
+                e.sequence_number,
+                e.is_delete,
+                bounds,
+                e.data_file,
+                e.deletes,
+            )
+        )
     return result
 
 

@@ -159,8 +159,9 @@ def _groups(files: list[PlanFile]) -> list[list[PlanFile]]:
 _SMALL = {MINOR: ("fragment",), MAJOR: ("fragment", "undersized")}
 
 
-def _chosen_groups(groups: list[list[PlanFile]], upper: set[str], mode: str, settings: Settings
-                   ) -> list[list[PlanFile]]:
+def _chosen_groups(
+    groups: list[list[PlanFile]], upper: set[str], mode: str, settings: Settings
+) -> list[list[PlanFile]]:
     """The key-range groups of one target node that ``mode`` rewrites.
 
     A group with change data or an upper file must be rewritten (the new watermark hides its change
@@ -170,20 +171,30 @@ def _chosen_groups(groups: list[list[PlanFile]], upper: set[str], mode: str, set
     """
     must = [g for g in groups if any(f.is_change or f.path in upper for f in g)]
     if mode == FULL:
-        return [g for g in groups
-                if g in must or len(g) >= 2 or classify(g[0], settings) != "segment" or g[0].deletes]
+        return [
+            g
+            for g in groups
+            if g in must or len(g) >= 2 or classify(g[0], settings) != "segment" or g[0].deletes
+        ]
     if mode == MAJOR:  # segments whose position deletes passed the duplicate ratio
-        must += [g for g in groups if g not in must
-                 and any(f.deleted_rows > settings.major_duplicate_ratio * max(1, f.record_count) for f in g)]
+        must += [
+            g
+            for g in groups
+            if g not in must
+            and any(f.deleted_rows > settings.major_duplicate_ratio * max(1, f.record_count) for f in g)
+        ]
     small = [g for g in groups if any(classify(f, settings) in _SMALL[mode] for f in g if not f.is_change)]
-    small_files = sum(1 for g in small for f in g if not f.is_change and classify(f, settings) in _SMALL[mode])
+    small_files = sum(
+        1 for g in small for f in g if not f.is_change and classify(f, settings) in _SMALL[mode]
+    )
     if small_files < 2:
         return must
     return [g for g in groups if g in must or g in small]
 
 
-def plan_partition(partition: str, base: list[PlanFile], change: list[PlanFile], mode: str,
-                   settings: Settings) -> list[Task]:
+def plan_partition(
+    partition: str, base: list[PlanFile], change: list[PlanFile], mode: str, settings: Settings
+) -> list[Task]:
     """The tasks that optimize one partition in ``mode``; ``change`` are the change files to merge."""
     if mode not in (MINOR, MAJOR, FULL):
         raise ValueError(f"unknown optimizing mode {mode}")
@@ -221,19 +232,22 @@ def plan_partition(partition: str, base: list[PlanFile], change: list[PlanFile],
         elif sum(f.file_size for f in chosen) > settings.in_memory_max_bytes:
             kept = []  # a task merged by a Spark query rewrites its files whole
         base_files = [f for f in base_files if f not in kept]
-        tasks.append(Task(
-            partition=partition,
-            target_node=target.id,
-            base_files=tuple(base_files),
-            change_files=tuple(change_files),
-            has_upper_files=has_upper,
-            kept_files=tuple(kept),
-        ))
+        tasks.append(
+            Task(
+                partition=partition,
+                target_node=target.id,
+                base_files=tuple(base_files),
+                change_files=tuple(change_files),
+                has_upper_files=has_upper,
+                kept_files=tuple(kept),
+            )
+        )
     return tasks
 
 
-def _kept(chosen: list[PlanFile], base: list[PlanFile], change: list[PlanFile], mode: str, settings: Settings
-          ) -> list[PlanFile]:
+def _kept(
+    chosen: list[PlanFile], base: list[PlanFile], change: list[PlanFile], mode: str, settings: Settings
+) -> list[PlanFile]:
     """The chosen base files that minor or major leaves in place with position deletes for the rows
     the changes supersede, as Amoro does: write cost follows the changes, not the files they touch.
     Minor keeps every file past fragment size; major only segments whose garbage (deleted and
@@ -245,7 +259,11 @@ def _kept(chosen: list[PlanFile], base: list[PlanFile], change: list[PlanFile], 
         kind = classify(f, settings)
         if mode == MINOR and kind != "fragment":
             kept.append(f)
-        elif mode == MAJOR and kind == "segment" and duplicate_ratio(f, base, change) <= settings.major_duplicate_ratio:
+        elif (
+            mode == MAJOR
+            and kind == "segment"
+            and duplicate_ratio(f, base, change) <= settings.major_duplicate_ratio
+        ):
             kept.append(f)
     return kept
 
@@ -253,7 +271,11 @@ def _kept(chosen: list[PlanFile], base: list[PlanFile], change: list[PlanFile], 
 def _plan_unkeyed(partition: str, base: list[PlanFile], mode: str, settings: Settings) -> list[Task]:
     """A table without a key has no tree and no change data: bin-pack the files the mode takes."""
     kinds = {f.path: classify(f, settings) for f in base}
-    taken = {MINOR: ("fragment",), MAJOR: ("fragment", "undersized"), FULL: ("fragment", "undersized", "segment")}
+    taken = {
+        MINOR: ("fragment",),
+        MAJOR: ("fragment", "undersized"),
+        FULL: ("fragment", "undersized", "segment"),
+    }
     chosen = sorted((f for f in base if kinds[f.path] in taken[mode]), key=lambda f: f.path)
     if len(chosen) < 2:
         return []

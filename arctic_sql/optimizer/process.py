@@ -20,13 +20,13 @@ from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary
 from arctic_sql.optimizer import cancellation, committer, evaluator, executor, planner
 from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
 from arctic_sql.table.files import storage
-from arctic_sql.table.writing import commit
-from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.model.results import output_schema
 from arctic_sql.table.reading.scan import live_files
+from arctic_sql.table.records import optimizing_processes as state
+from arctic_sql.table.writing import commit
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,14 +83,18 @@ def gather(table: ArcticTable, partitions: BooleanExpression | None = None) -> S
     marks = versions.watermarks_of(base_snap)
     base_entries = live_files(table.base, base_snap, Store.BASE)
     change_entries = [
-        f for f in (live_files(table.change, change_snap, Store.CHANGE) if table.change is not None else [])
+        f
+        for f in (live_files(table.change, change_snap, Store.CHANGE) if table.change is not None else [])
         if f.sequence_number > marks.get(f.partition, 0)
     ]
     selected = None
     if partitions is not None:
-        selected = {task.file.file_path for store, snap in ((table.base, base_snap), (table.change, change_snap))
-                    if store is not None and snap is not None
-                    for task in store.scan(row_filter=partitions, snapshot_id=snap.snapshot_id).plan_files()}
+        selected = {
+            task.file.file_path
+            for store, snap in ((table.base, base_snap), (table.change, change_snap))
+            if store is not None and snap is not None
+            for task in store.scan(row_filter=partitions, snapshot_id=snap.snapshot_id).plan_files()
+        }
         selected = {f.partition for f in [*base_entries, *change_entries] if f.path in selected}
     base: dict[str, list[PlanFile]] = defaultdict(list)
     change: dict[str, list[PlanFile]] = defaultdict(list)
@@ -103,7 +107,10 @@ def gather(table: ArcticTable, partitions: BooleanExpression | None = None) -> S
     return Snapshot(
         base_snap.snapshot_id if base_snap else None,
         change_snap.snapshot_id if change_snap else None,
-        dict(base), dict(change), marks, _histories(table, change),
+        dict(base),
+        dict(change),
+        marks,
+        _histories(table, change),
     )
 
 
@@ -122,16 +129,24 @@ def _histories(table: ArcticTable, change: dict[str, list[PlanFile]]) -> dict[st
     created = base_snaps[0].timestamp_ms if base_snaps else None
     histories = {}
     for partition in set(last) | set(change):
-        oldest = min((committed_at.get(f.sequence_number) for f in change.get(partition, [])
-                      if committed_at.get(f.sequence_number) is not None), default=None)
+        oldest = min(
+            (
+                committed_at.get(f.sequence_number)
+                for f in change.get(partition, [])
+                if committed_at.get(f.sequence_number) is not None
+            ),
+            default=None,
+        )
         marks = last.get(partition, {})
-        histories[partition] = evaluator.History(marks.get(evaluator.MINOR), marks.get(evaluator.MAJOR),
-                                                 marks.get(evaluator.FULL), oldest, created)
+        histories[partition] = evaluator.History(
+            marks.get(evaluator.MINOR), marks.get(evaluator.MAJOR), marks.get(evaluator.FULL), oldest, created
+        )
     return histories
 
 
-def decide(table: ArcticTable, snap: Snapshot, mode: str, settings: Settings,
-           now_ms: int | None = None) -> list[planner.PartitionInput]:
+def decide(
+    table: ArcticTable, snap: Snapshot, mode: str, settings: Settings, now_ms: int | None = None
+) -> list[planner.PartitionInput]:
     """Each partition's mode: the requested one, or for ``auto`` what the triggers say."""
     now_ms = now_ms if now_ms is not None else state.now_ms()
     inputs = []
@@ -141,22 +156,34 @@ def decide(table: ArcticTable, snap: Snapshot, mode: str, settings: Settings,
             metrics = evaluator.measure(partition, base, change, settings)
             history = snap.histories.get(partition, evaluator.History(created_ms=None))
             decision = evaluator.evaluate(metrics, settings, history, now_ms)
-            log.info("evaluate %s partition %s: %s (%s)", table.identifier, partition or "(table)",
-                     decision.mode or "no optimizing", decision.reason)
+            log.info(
+                "evaluate %s partition %s: %s (%s)",
+                table.identifier,
+                partition or "(table)",
+                decision.mode or "no optimizing",
+                decision.reason,
+            )
             if decision.mode is None:
                 continue
             chosen, reason = decision.mode, decision.reason
         else:
             chosen, reason = mode, "requested"
-        inputs.append(planner.PartitionInput(partition, chosen, reason, base, change,
-                                             snap.watermarks.get(partition, 0)))
+        inputs.append(
+            planner.PartitionInput(partition, chosen, reason, base, change, snap.watermarks.get(partition, 0))
+        )
     return inputs
 
 
-def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO,
-             partitions: BooleanExpression | None = None,
-             dry_run: bool = False, trigger: str = "manual", budget_bytes: int | None = None,
-             now_ms: int | None = None) -> list[PartitionResult]:
+def optimize(
+    spark: SparkSession,
+    table: ArcticTable,
+    mode: str = AUTO,
+    partitions: BooleanExpression | None = None,
+    dry_run: bool = False,
+    trigger: str = "manual",
+    budget_bytes: int | None = None,
+    now_ms: int | None = None,
+) -> list[PartitionResult]:
     """Optimize ``table`` once; return one result per partition planned (``budget_bytes``: input cap)."""
     mode = (mode or AUTO).lower()
     if mode not in MODES:
@@ -165,11 +192,16 @@ def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO,
     snap = gather(table, partitions)
     plan = planner.plan(decide(table, snap, mode, settings, now_ms), settings, budget_bytes)
     for skipped in plan.skipped:
-        log.info("optimize %s: partition %s left for the next run (input budget spent)", table.identifier,
-                 skipped or "(table)")
+        log.info(
+            "optimize %s: partition %s left for the next run (input budget spent)",
+            table.identifier,
+            skipped or "(table)",
+        )
     if dry_run or not plan.partitions:
-        return [PartitionResult(p.partition, p.mode, p.input_files_count, p.input_bytes,
-                                None, None, 0, False) for p in plan.partitions]
+        return [
+            PartitionResult(p.partition, p.mode, p.input_files_count, p.input_bytes, None, None, 0, False)
+            for p in plan.partitions
+        ]
     process_mode = max((p.mode for p in plan.partitions), key=lambda m: evaluator.RANK[m])
     record = state.new_record(table, process_mode, trigger, snap.base_snapshot_id, snap.change_snapshot_id)
     record.partitions = [p.partition for p in plan.partitions]
@@ -183,8 +215,13 @@ def optimize(spark: SparkSession, table: ArcticTable, mode: str = AUTO,
         cancellation.unregister(token)
 
 
-def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: state.ProcessRecord,
-         token: cancellation.Token) -> list[PartitionResult]:
+def _run(
+    spark: SparkSession,
+    table: ArcticTable,
+    plan: planner.Plan,
+    record: state.ProcessRecord,
+    token: cancellation.Token,
+) -> list[PartitionResult]:
     started = time.monotonic()
     beat = _Heartbeat(table, record)
     tasks = [t for p in plan.partitions for t in p.tasks]
@@ -193,7 +230,9 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
         token.check()
         state.transition(table, record, state.EXECUTING)
         beat.start()
-        execution = executor.run_tasks(spark, table, tasks, record.output_prefix, retries, token.cancelled.is_set)
+        execution = executor.run_tasks(
+            spark, table, tasks, record.output_prefix, retries, token.cancelled.is_set
+        )
         # Task time, as quota scheduling counts it: the run's time on the cores its tasks could use.
         record.task_time_ms = execution.duration_ms * min(len(tasks), spark.sparkContext.defaultParallelism)
         record.retries = execution.attempts - 1
@@ -214,7 +253,9 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
             storage.delete_tree(record.output_prefix)
         if token.cancelled.is_set() and record.status in (state.PLANNED, state.EXECUTING):
             state.transition(table, record, state.CANCELLED, failure="cancelled on request before committing")
-            log.warning("optimize %s: process %s cancelled; nothing committed", table.identifier, record.process_id)
+            log.warning(
+                "optimize %s: process %s cancelled; nothing committed", table.identifier, record.process_id
+            )
             raise cancellation.OptimizingCancelledError(
                 f"Optimizing {table.identifier} (process {record.process_id}) was cancelled; nothing was committed"
             ) from e
@@ -233,13 +274,28 @@ def _run(spark: SparkSession, table: ArcticTable, plan: planner.Plan, record: st
     reasons = "; ".join(f"{p or '(table)'}: {why}" for p, why in outcome.dropped.items())
     state.transition(table, record, final, failure=reasons or None)
     duration = int((time.monotonic() - started) * 1000)
-    log.info("optimize %s: %s %s, %d partition(s) committed, %d dropped, %d -> %d files in %d ms",
-             table.identifier, record.mode, final, len(committed), len(outcome.dropped), record.input_files,
-             record.output_files, duration)
+    log.info(
+        "optimize %s: %s %s, %d partition(s) committed, %d dropped, %d -> %d files in %d ms",
+        table.identifier,
+        record.mode,
+        final,
+        len(committed),
+        len(outcome.dropped),
+        record.input_files,
+        record.output_files,
+        duration,
+    )
     return [
-        PartitionResult(p.partition, p.mode, p.input_files_count, p.input_bytes,
-                        len(outputs[p.partition]), sum(f.file_size_in_bytes for f in outputs[p.partition]),
-                        duration, p.partition in committed)
+        PartitionResult(
+            p.partition,
+            p.mode,
+            p.input_files_count,
+            p.input_bytes,
+            len(outputs[p.partition]),
+            sum(f.file_size_in_bytes for f in outputs[p.partition]),
+            duration,
+            p.partition in committed,
+        )
         for p in plan.partitions
     ]
 

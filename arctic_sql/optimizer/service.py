@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
 from arctic_sql.table.maintenance import actions
-from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.records import optimizing_processes as state
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,8 +80,15 @@ def last_optimized_ms(records: list[state.ProcessRecord]) -> int:
 
 
 class Service:
-    def __init__(self, spark: SparkSession, catalog: ArcticCatalog, group: str = "default", policy: str = "quota",
-                 cores: int | None = None, maintenance_intervals_ms: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        catalog: ArcticCatalog,
+        group: str = "default",
+        policy: str = "quota",
+        cores: int | None = None,
+        maintenance_intervals_ms: dict[str, int] | None = None,
+    ) -> None:
         self.spark, self.catalog = spark, catalog
         # How often expiration and orphan cleaning run per table (a benchmark at compressed time scales them).
         self.maintenance_intervals_ms = {**MAINTENANCE_INTERVALS_MS, **(maintenance_intervals_ms or {})}
@@ -132,23 +139,35 @@ class Service:
         """Whether any partition of ``table`` has optimizing due; cheap when nothing moved."""
         key = str(table.identifier)
         remembered = self.tables.setdefault(key, TableState())
-        snapshots = (_snapshot_id(table.base), _snapshot_id(table.change) if table.change is not None else None)
+        snapshots = (
+            _snapshot_id(table.base),
+            _snapshot_id(table.change) if table.change is not None else None,
+        )
         now = state.now_ms()
-        if remembered.idle and snapshots == remembered.snapshots and now - remembered.evaluated_ms < REFRESH_MS:
+        if (
+            remembered.idle
+            and snapshots == remembered.snapshots
+            and now - remembered.evaluated_ms < REFRESH_MS
+        ):
             return False  # nothing committed since we found it idle
         snap = process.gather(table)
         inputs = process.decide(table, snap, process.AUTO, Settings.of(table), now)
         remembered.snapshots, remembered.evaluated_ms, remembered.idle = snapshots, now, not inputs
         for p in inputs:
-            log.info("%s: partition %s needs %s optimizing: %s", key, p.partition or "(table)", p.mode, p.reason)
+            log.info(
+                "%s: partition %s needs %s optimizing: %s", key, p.partition or "(table)", p.mode, p.reason
+            )
         return bool(inputs)
 
     def _schedule(self, tables: list[ArcticTable]) -> list[ArcticTable]:
         now = state.now_ms()
         records = {str(t.identifier): state.processes(t, strict=False) for t in tables}  # an order only
         if self.policy == "balanced":
-            order = sorted(tables, key=lambda t: (last_optimized_ms(records[str(t.identifier)]), str(t.identifier)))
+            order = sorted(
+                tables, key=lambda t: (last_optimized_ms(records[str(t.identifier)]), str(t.identifier))
+            )
         else:
+
             def occupied(t: ArcticTable) -> float:
                 threads = quota_threads(t.settings.quota, self.cores)
                 return occupation(records[str(t.identifier)], threads, now)
@@ -161,17 +180,26 @@ class Service:
     def _optimize(self, table: ArcticTable) -> int:
         budget = table.settings.max_input_bytes * self.cores
         try:
-            results = process.optimize(self.spark, table, process.AUTO, trigger="service",
-                                       budget_bytes=budget)
+            results = process.optimize(
+                self.spark, table, process.AUTO, trigger="service", budget_bytes=budget
+            )
         except Exception as e:  # noqa: BLE001 - recorded in db.t.optimizing; retried next round
             log.error("%s: optimizing failed: %s", table.identifier, _one_line(e))
             return 0
         finally:
             self.tables.pop(str(table.identifier), None)  # re-evaluate next round
         for r in results:
-            log.info("%s: partition %s %s: %d files (%d bytes) -> %s files, %s in %d ms", table.identifier,
-                     r.partition or "(table)", r.mode, r.input_files_count, r.input_bytes, r.output_files_count,
-                     "committed" if r.committed else "dropped", r.duration_ms)
+            log.info(
+                "%s: partition %s %s: %d files (%d bytes) -> %s files, %s in %d ms",
+                table.identifier,
+                r.partition or "(table)",
+                r.mode,
+                r.input_files_count,
+                r.input_bytes,
+                r.output_files_count,
+                "committed" if r.committed else "dropped",
+                r.duration_ms,
+            )
         return int(any(r.committed for r in results))
 
     def _maintain(self, table: ArcticTable) -> None:
@@ -179,8 +207,10 @@ class Service:
 
         now = state.now_ms()
         settings = table.settings
-        jobs = (("expire", settings.table_expire_enabled, actions.expire_snapshots),
-                ("orphans", settings.clean_orphan_file_enabled, actions.remove_orphan_files))
+        jobs = (
+            ("expire", settings.table_expire_enabled, actions.expire_snapshots),
+            ("orphans", settings.clean_orphan_file_enabled, actions.remove_orphan_files),
+        )
         for name, enabled, job in jobs:
             key = (str(table.identifier), name)
             if not enabled or now - self.maintained_ms.get(key, 0) < self.maintenance_intervals_ms[name]:
@@ -195,8 +225,13 @@ class Service:
 
     # the loop ------------------------------------------------------------------------------------
     def run(self, interval_s: float) -> None:
-        log.info("optimizer for group '%s' started: policy %s, %d cores, every %.1f s", self.group, self.policy,
-                 self.cores, interval_s)
+        log.info(
+            "optimizer for group '%s' started: policy %s, %d cores, every %.1f s",
+            self.group,
+            self.policy,
+            self.cores,
+            interval_s,
+        )
         while not self.stopping.is_set():
             try:
                 self.run_once()

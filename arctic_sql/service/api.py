@@ -89,8 +89,15 @@ class HttpError(Exception):
         self.status, self.headers = status, headers
 
 
-_STATUS = ((NoSuchTableError, 404), (NoSuchDatabaseError, 404), (LookupError, 404), (VersionNotFoundError, 404),
-           (InvalidArgumentError, 400), (ConflictError, 409), (CommitConflictError, 409))
+_STATUS = (
+    (NoSuchTableError, 404),
+    (NoSuchDatabaseError, 404),
+    (LookupError, 404),
+    (VersionNotFoundError, 404),
+    (InvalidArgumentError, 400),
+    (ConflictError, 409),
+    (CommitConflictError, 409),
+)
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -110,8 +117,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def bad_request(request: Request, e: RequestValidationError) -> JSONResponse:
         first = e.errors()[0] if e.errors() else {}
         # loc is like ("body", "older_than_ms"); a body that is not JSON at all is ("body", 0)
-        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path")
-                         and not isinstance(p, int))
+        where = ".".join(
+            str(p)
+            for p in first.get("loc", ())
+            if p not in ("query", "body", "path") and not isinstance(p, int)
+        )
         if first.get("type") == "json_invalid":
             where = "request body (not JSON)"
         return _error(400, f"Invalid {where or 'request'}: {first.get('msg', 'bad value')}")
@@ -145,8 +155,9 @@ def _check(ctx: ServiceContext, request: Request, *, cookie_ok: bool) -> None:
         raise HttpError(403, "This service was started without --token-file: changes are disabled")
     presented = _presented(request, cookie_ok)
     if presented is None:
-        raise HttpError(401, "A bearer token is required (Authorization: Bearer <token>)",
-                        {"WWW-Authenticate": "Bearer"})
+        raise HttpError(
+            401, "A bearer token is required (Authorization: Bearer <token>)", {"WWW-Authenticate": "Bearer"}
+        )
     if not hmac.compare_digest(presented.encode(), ctx.token.encode()):
         raise HttpError(401, "Invalid token", {"WWW-Authenticate": "Bearer"})
 
@@ -172,10 +183,14 @@ def create_app(ctx: ServiceContext) -> FastAPI:
     from arctic_sql import __version__
     from arctic_sql.service import dashboard, metrics
 
-    app = FastAPI(title="arctic-sql management service", version=__version__,
-                  description="Tables, health, optimizing and maintenance of an arctic-sql warehouse. "
-                              "POST endpoints need `Authorization: Bearer <token>`.",
-                  docs_url="/docs", redoc_url=None)
+    app = FastAPI(
+        title="arctic-sql management service",
+        version=__version__,
+        description="Tables, health, optimizing and maintenance of an arctic-sql warehouse. "
+        "POST endpoints need `Authorization: Bearer <token>`.",
+        docs_url="/docs",
+        redoc_url=None,
+    )
     _install_error_handlers(app)
     reads, writes = Depends(read_guard(ctx)), Depends(write_guard(ctx))
     _add_table_routes(app, ctx, reads, writes)
@@ -194,17 +209,30 @@ def _add_table_routes(app: FastAPI, ctx: ServiceContext, reads: Any, writes: Any
     size_q = Query(50, ge=1, le=views.MAX_PAGE_SIZE, description="items per page")
 
     @app.get(f"{API}/tables", dependencies=[reads], tags=["tables"])
-    def list_tables(q: str | None = Query(None, description="part of the name (db.table)"),
-                    database: str | None = None,
-                    kind: str | None = Query(None, pattern="^(primary-key|append-only)$"),
-                    status: str | None = Query(None, description=f"optimizing status: {', '.join(STATUSES)}"),
-                    max_health: int | None = Query(None, ge=0, le=100, description="health score at most"),
-                    sort: str = Query("name", description=f"one of {', '.join(views.SORT_KEYS)}"),
-                    order: str = Query("asc", pattern="^(asc|desc)$"),
-                    page: int = page_q, page_size: int = size_q) -> dict[str, Any]:
+    def list_tables(
+        q: str | None = Query(None, description="part of the name (db.table)"),
+        database: str | None = None,
+        kind: str | None = Query(None, pattern="^(primary-key|append-only)$"),
+        status: str | None = Query(None, description=f"optimizing status: {', '.join(STATUSES)}"),
+        max_health: int | None = Query(None, ge=0, le=100, description="health score at most"),
+        sort: str = Query("name", description=f"one of {', '.join(views.SORT_KEYS)}"),
+        order: str = Query("asc", pattern="^(asc|desc)$"),
+        page: int = page_q,
+        page_size: int = size_q,
+    ) -> dict[str, Any]:
         """Every arctic table with its size, files, health and optimizing status; filtered and paged."""
-        return views.list_tables(ctx.cache, q=q, database=database, kind=kind, status=status,
-                                 max_health=max_health, sort=sort, order=order, page=page, page_size=page_size)
+        return views.list_tables(
+            ctx.cache,
+            q=q,
+            database=database,
+            kind=kind,
+            status=status,
+            max_health=max_health,
+            sort=sort,
+            order=order,
+            page=page,
+            page_size=page_size,
+        )
 
     @app.get(f"{API}/tables/{{db}}/{{table}}", dependencies=[reads], tags=["tables"])
     def table_details(db: str, table: str) -> dict[str, Any]:
@@ -215,21 +243,29 @@ def _add_table_routes(app: FastAPI, ctx: ServiceContext, reads: Any, writes: Any
     for name in views.COLLECTIONS:
         _add_collection(app, ctx, reads, name, page_q, size_q)
 
-    @app.post(f"{API}/tables/{{db}}/{{table}}/optimize", dependencies=[writes], tags=["actions"], status_code=202)
+    @app.post(
+        f"{API}/tables/{{db}}/{{table}}/optimize", dependencies=[writes], tags=["actions"], status_code=202
+    )
     def optimize(db: str, table: str, body: OptimizeRequest | None = None) -> dict[str, Any]:
         """Start optimizing (mode auto, minor, major or full); it shows in the table's optimizing list."""
         t, _ = _table(ctx, db, table)
         job = ctx.jobs.optimize(t, (body or OptimizeRequest()).mode)
         return {"job_id": job.job_id, "table": job.table, "mode": job.mode, "accepted": True}
 
-    @app.get(f"{API}/tables/{{db}}/{{table}}/optimizing/{{process_id}}", dependencies=[reads], tags=["tables"])
+    @app.get(
+        f"{API}/tables/{{db}}/{{table}}/optimizing/{{process_id}}", dependencies=[reads], tags=["tables"]
+    )
     def optimizing_process(db: str, table: str, process_id: str) -> dict[str, Any]:
         """One optimizing process: what the list shows, plus the full message of its failure."""
         t, _ = _table(ctx, db, table)
         return views.process_detail(t, process_id)
 
-    @app.post(f"{API}/tables/{{db}}/{{table}}/optimizing/{{process_id}}/cancel", dependencies=[writes],
-              tags=["actions"], status_code=202)
+    @app.post(
+        f"{API}/tables/{{db}}/{{table}}/optimizing/{{process_id}}/cancel",
+        dependencies=[writes],
+        tags=["actions"],
+        status_code=202,
+    )
     def cancel(db: str, table: str, process_id: str) -> dict[str, Any]:
         """Cancel a running optimizing process of this service (API or ``--optimizer``): its Spark jobs stop,
         nothing is committed, and it ends CANCELLED (poll the process). 409 once it is committing."""
@@ -247,14 +283,19 @@ def _add_table_routes(app: FastAPI, ctx: ServiceContext, reads: Any, writes: Any
             ctx.cache.forget(str(t.identifier))
 
 
-def _add_collection(app: FastAPI, ctx: ServiceContext, reads: Any, name: str, page_q: Any, size_q: Any) -> None:
+def _add_collection(
+    app: FastAPI, ctx: ServiceContext, reads: Any, name: str, page_q: Any, size_q: Any
+) -> None:
     def rows(db: str, table: str, page: int = page_q, page_size: int = size_q) -> dict[str, Any]:
         t, _ = _table(ctx, db, table)
         return views.collection(t, name, page, page_size)
 
-    rows.__doc__ = f"The table's {name}, paged ({'newest first' if views.COLLECTIONS[name][1] else 'in order'})."
-    app.get(f"{API}/tables/{{db}}/{{table}}/{name}", dependencies=[reads], tags=["tables"],
-            name=f"table_{name}")(rows)
+    rows.__doc__ = (
+        f"The table's {name}, paged ({'newest first' if views.COLLECTIONS[name][1] else 'in order'})."
+    )
+    app.get(
+        f"{API}/tables/{{db}}/{{table}}/{name}", dependencies=[reads], tags=["tables"], name=f"table_{name}"
+    )(rows)
 
 
 def _add_service_routes(app: FastAPI, ctx: ServiceContext, reads: Any) -> None:
@@ -269,16 +310,20 @@ def _add_service_routes(app: FastAPI, ctx: ServiceContext, reads: Any) -> None:
         return views.overview(ctx.cache)
 
     @app.get(f"{API}/overview/data-size", dependencies=[reads], tags=["overview"])
-    def data_size(points: int = Query(views.DATA_SIZE_POINTS, ge=2, le=1000, description="at most this many points")
-                  ) -> dict[str, Any]:
+    def data_size(
+        points: int = Query(views.DATA_SIZE_POINTS, ge=2, le=1000, description="at most this many points"),
+    ) -> dict[str, Any]:
         """Total bytes and files of every table over time, from snapshot summaries (Amoro's /overview/dataSize)."""
         return views.data_size(ctx.cache, points)
 
     @app.get("/health", tags=["service"])
     def health() -> dict[str, Any]:
         """Liveness: answers without touching the catalog (never protected)."""
-        return {"status": "ok", "spark_started": ctx.spark_started.is_set(),
-                "optimizer_groups": sorted(ctx.optimizer_groups)}
+        return {
+            "status": "ok",
+            "spark_started": ctx.spark_started.is_set(),
+            "optimizer_groups": sorted(ctx.optimizer_groups),
+        }
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> Response:

@@ -20,8 +20,13 @@ def _scale(values: Sequence[float], size: float, low: float = 0.0) -> Callable[[
     return lambda v: size * (v - low) / span
 
 
-def line_chart(points: Sequence[tuple[float, float]], label: str, fmt: Callable[[float], str],
-               x_label: str = "version", x_fmt: Callable[[float], str] = lambda x: f"{x:g}") -> str:
+def line_chart(
+    points: Sequence[tuple[float, float]],
+    label: str,
+    fmt: Callable[[float], str],
+    x_label: str = "version",
+    x_fmt: Callable[[float], str] = lambda x: f"{x:g}",
+) -> str:
     """A line over ``points`` (x, y), with the first and last x and the largest y labelled."""
     if not points:
         return f'<p class="empty">No {escape(label)} to chart yet.</p>'
@@ -30,16 +35,21 @@ def line_chart(points: Sequence[tuple[float, float]], label: str, fmt: Callable[
     sx = _scale(xs, inner_w, min(xs)) if len(points) > 1 else (lambda v: inner_w / 2)
     sy = _scale(ys, inner_h)
     coords = " ".join(f"{PAD + sx(x):.1f},{HEIGHT - PAD - sy(y):.1f}" for x, y in points)
-    dots = "".join(f'<circle cx="{PAD + sx(x):.1f}" cy="{HEIGHT - PAD - sy(y):.1f}" r="2.5">'
-                   f"<title>{escape(x_label)} {escape(x_fmt(x))}: {escape(fmt(y))}</title></circle>" for x, y in points)
-    return (f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
-            f'<text x="{PAD}" y="16" class="title">{escape(label)}</text>'
-            f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
-            f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
-            f'<text x="{PAD + 4}" y="{PAD - 4}" class="tick">max {escape(fmt(max(ys)))}</text>'
-            f'<text x="{PAD}" y="{HEIGHT - PAD + 16}" class="tick">{escape(x_label)} {escape(x_fmt(min(xs)))}</text>'
-            f'<text x="{WIDTH - PAD}" y="{HEIGHT - PAD + 16}" class="tick" text-anchor="end">{escape(x_fmt(max(xs)))}</text>'
-            f'<polyline points="{coords}" class="line"/>{dots}</svg>')
+    dots = "".join(
+        f'<circle cx="{PAD + sx(x):.1f}" cy="{HEIGHT - PAD - sy(y):.1f}" r="2.5">'
+        f"<title>{escape(x_label)} {escape(x_fmt(x))}: {escape(fmt(y))}</title></circle>"
+        for x, y in points
+    )
+    return (
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
+        f'<text x="{PAD}" y="16" class="title">{escape(label)}</text>'
+        f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
+        f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
+        f'<text x="{PAD + 4}" y="{PAD - 4}" class="tick">max {escape(fmt(max(ys)))}</text>'
+        f'<text x="{PAD}" y="{HEIGHT - PAD + 16}" class="tick">{escape(x_label)} {escape(x_fmt(min(xs)))}</text>'
+        f'<text x="{WIDTH - PAD}" y="{HEIGHT - PAD + 16}" class="tick" text-anchor="end">{escape(x_fmt(max(xs)))}</text>'
+        f'<polyline points="{coords}" class="line"/>{dots}</svg>'
+    )
 
 
 def bar_chart(bars: Sequence[tuple[str, float]], label: str, fmt: Callable[[float], str]) -> str:
@@ -53,17 +63,23 @@ def bar_chart(bars: Sequence[tuple[str, float]], label: str, fmt: Callable[[floa
     for i, (name, value) in enumerate(bars):
         h = sy(value)
         x = PAD + i * width
-        parts.append(f'<rect x="{x + 1:.1f}" y="{HEIGHT - PAD - h:.1f}" width="{max(1.0, width - 2):.1f}" '
-                     f'height="{h:.1f}" class="bar"><title>{escape(name)}: {escape(fmt(value))}</title></rect>')
+        parts.append(
+            f'<rect x="{x + 1:.1f}" y="{HEIGHT - PAD - h:.1f}" width="{max(1.0, width - 2):.1f}" '
+            f'height="{h:.1f}" class="bar"><title>{escape(name)}: {escape(fmt(value))}</title></rect>'
+        )
         if len(bars) <= 12:
-            parts.append(f'<text x="{x + width / 2:.1f}" y="{HEIGHT - PAD + 14}" class="tick" '
-                         f'text-anchor="middle">{escape(name[:14])}</text>')
-    return (f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
-            f'<text x="{PAD}" y="16" class="title">{escape(label)}</text>'
-            f'<text x="{WIDTH - PAD}" y="16" class="tick" text-anchor="end">'
-            f'max {escape(fmt(max(v for _, v in bars)))}</text>'
-            f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
-            f'{"".join(parts)}</svg>')
+            parts.append(
+                f'<text x="{x + width / 2:.1f}" y="{HEIGHT - PAD + 14}" class="tick" '
+                f'text-anchor="middle">{escape(name[:14])}</text>'
+            )
+    return (
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">'
+        f'<text x="{PAD}" y="16" class="title">{escape(label)}</text>'
+        f'<text x="{WIDTH - PAD}" y="16" class="tick" text-anchor="end">'
+        f"max {escape(fmt(max(v for _, v in bars)))}</text>"
+        f'<line x1="{PAD}" y1="{HEIGHT - PAD}" x2="{WIDTH - PAD}" y2="{HEIGHT - PAD}" class="axis"/>'
+        f"{''.join(parts)}</svg>"
+    )
 
 
 def human_bytes(n: float) -> str:

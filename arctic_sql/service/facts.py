@@ -33,14 +33,14 @@ from arctic_sql.service.health import (
     TableMeasure,
     health_score,
 )
-from arctic_sql.table.records import optimizing_processes as state
-from arctic_sql.table.files import storage
 from arctic_sql.table.catalog import ArcticCatalog
-from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, STAGED_SUFFIX, TableIdentifier
-from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.files import storage
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, STAGED_SUFFIX, TableIdentifier
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.scan import live_files
+from arctic_sql.table.records import optimizing_processes as state
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,9 @@ def _snapshot_id(store: Any) -> int | None:
 
 def health_settings(table: ArcticTable) -> HealthSettings:
     s = table.settings
-    return HealthSettings(s.minor_trigger_file_count, s.major_trigger_duplicate_ratio, s.major_trigger_delete_ratio)
+    return HealthSettings(
+        s.minor_trigger_file_count, s.major_trigger_duplicate_ratio, s.major_trigger_delete_ratio
+    )
 
 
 def measure_table(table: ArcticTable) -> TableFacts:
@@ -107,29 +109,52 @@ def measure_table(table: ArcticTable) -> TableFacts:
     settings = Settings.of(table)
     snap = process.gather(table)
     base_live = live_files(table.base, table.base.current_snapshot(), Store.BASE)
-    change_live = (live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
-                   if table.change is not None else [])
-    metrics = [evaluator.measure(p, snap.base.get(p, []), snap.change.get(p, []), settings) for p in snap.partitions]
+    change_live = (
+        live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
+        if table.change is not None
+        else []
+    )
+    metrics = [
+        evaluator.measure(p, snap.base.get(p, []), snap.change.get(p, []), settings) for p in snap.partitions
+    ]
     nodes = len(metrics) * settings.base_buckets  # a merged partition keeps one file per base node
     measure = TableMeasure(
         files=sum(len(snap.base.get(p, [])) + len(snap.change.get(p, [])) for p in snap.partitions),
-        small_files=sum(m.small_files for m in metrics), nodes=nodes, partitions=len(metrics),
-        base_rows=sum(m.base_rows for m in metrics), change_rows=sum(m.upserted_rows + m.deleted_rows for m in metrics),
-        delete_rows=sum(m.deleted_rows for m in metrics), upsert_rows=sum(m.upserted_rows for m in metrics))
+        small_files=sum(m.small_files for m in metrics),
+        nodes=nodes,
+        partitions=len(metrics),
+        base_rows=sum(m.base_rows for m in metrics),
+        change_rows=sum(m.upserted_rows + m.deleted_rows for m in metrics),
+        delete_rows=sum(m.deleted_rows for m in metrics),
+        upsert_rows=sum(m.upserted_rows for m in metrics),
+    )
     history = versions.history(table.base, table.change)
     oldest = [h.oldest_change_ms for h in snap.histories.values() if h.oldest_change_ms is not None]
     facts = TableFacts(
-        name=str(table.identifier), kind=KIND_KEYED if table.is_keyed else KIND_APPEND,
-        root=state.table_root(table), base_snapshot_id=snap.base_snapshot_id,
-        change_snapshot_id=snap.change_snapshot_id, records=measure.base_rows + measure.change_rows,
-        base_files=len(base_live), change_files=len(change_live), base_bytes=sum(f.file_size for f in base_live),
-        change_bytes=sum(f.file_size for f in change_live), unmerged_change_files=sum(m.change_files for m in metrics),
-        unmerged_change_rows=measure.change_rows, oldest_unmerged_change_ms=min(oldest, default=None),
+        name=str(table.identifier),
+        kind=KIND_KEYED if table.is_keyed else KIND_APPEND,
+        root=state.table_root(table),
+        base_snapshot_id=snap.base_snapshot_id,
+        change_snapshot_id=snap.change_snapshot_id,
+        records=measure.base_rows + measure.change_rows,
+        base_files=len(base_live),
+        change_files=len(change_live),
+        base_bytes=sum(f.file_size for f in base_live),
+        change_bytes=sum(f.file_size for f in change_live),
+        unmerged_change_files=sum(m.change_files for m in metrics),
+        unmerged_change_rows=measure.change_rows,
+        oldest_unmerged_change_ms=min(oldest, default=None),
         last_commit_at_ms=history.commits[-1].committed_at_ms if history.commits else None,
-        latest_version=history.latest, partitions=len(metrics), group=table.settings.group,
-        quota=table.settings.quota, health=health_score(measure, health_settings(table)),
-        pending_modes=(), pending_reasons=(), evaluated_ms=0,
-        size_points=(*_size_points(table.base, 0), *_size_points(table.change, 1)))
+        latest_version=history.latest,
+        partitions=len(metrics),
+        group=table.settings.group,
+        quota=table.settings.quota,
+        health=health_score(measure, health_settings(table)),
+        pending_modes=(),
+        pending_reasons=(),
+        evaluated_ms=0,
+        size_points=(*_size_points(table.base, 0), *_size_points(table.change, 1)),
+    )
     return with_pending(table, facts, snap)
 
 
@@ -150,12 +175,17 @@ def with_pending(table: ArcticTable, facts: TableFacts, snap: process.Snapshot |
     """``facts`` with what the optimizer's triggers say now (the interval triggers depend on the clock)."""
     now = state.now_ms()
     if not table.settings.enabled:
-        return replace(facts, pending_modes=(), pending_reasons=("self-optimizing.enabled is false",),
-                       evaluated_ms=now)
+        return replace(
+            facts, pending_modes=(), pending_reasons=("self-optimizing.enabled is false",), evaluated_ms=now
+        )
     snap = snap or process.gather(table)
     inputs = process.decide(table, snap, process.AUTO, Settings.of(table), now)
-    return replace(facts, pending_modes=tuple(p.mode for p in inputs),
-                   pending_reasons=tuple(f"{p.partition or '(table)'}: {p.reason}" for p in inputs), evaluated_ms=now)
+    return replace(
+        facts,
+        pending_modes=tuple(p.mode for p in inputs),
+        pending_reasons=tuple(f"{p.partition or '(table)'}: {p.reason}" for p in inputs),
+        evaluated_ms=now,
+    )
 
 
 @dataclass
@@ -214,7 +244,10 @@ class FactsCache:
         if key is None or (entry is None or entry.key != key):
             if table is None:
                 table = self.catalog.load_table(TableIdentifier(*name.split(".", 1)))
-            key = key or (table.base.metadata_location, table.change.metadata_location if table.change else None)
+            key = key or (
+                table.base.metadata_location,
+                table.change.metadata_location if table.change else None,
+            )
         if entry is None or entry.key != key:
             assert table is not None
             entry = _Entry(key, measure_table(table), table)
@@ -240,8 +273,11 @@ class FactsCache:
         cached = self._records.get(facts.name)
         if cached is None or cached.listing != listing:
             entry = self._entries.get(facts.name)
-            table = entry.table if entry is not None and entry.table is not None else \
-                self.catalog.load_table(TableIdentifier(*facts.name.split(".", 1)))
+            table = (
+                entry.table
+                if entry is not None and entry.table is not None
+                else self.catalog.load_table(TableIdentifier(*facts.name.split(".", 1)))
+            )
             cached = _Records(listing, state.processes(table, strict=False))  # shown only
             self._records[facts.name] = cached
         return cached.records
@@ -277,12 +313,19 @@ def current_health(facts: TableFacts, records: list[state.ProcessRecord]) -> Hea
     failure = last_failure(records)
     if failure is None:
         return facts.health
-    reason = failure.failure_reason or ("its process stopped heart-beating" if failure.effective_status ==
-                                        state.ABANDONED else "no reason recorded")
-    return facts.health.with_penalty(Penalty(
-        "optimize_failed", FAILED_OPTIMIZE_PENALTY,
-        f"the last optimize (process {failure.process_id}) failed: {reason}; the table keeps its small files and "
-        "change data until an optimize succeeds"))
+    reason = failure.failure_reason or (
+        "its process stopped heart-beating"
+        if failure.effective_status == state.ABANDONED
+        else "no reason recorded"
+    )
+    return facts.health.with_penalty(
+        Penalty(
+            "optimize_failed",
+            FAILED_OPTIMIZE_PENALTY,
+            f"the last optimize (process {failure.process_id}) failed: {reason}; the table keeps its small files and "
+            "change data until an optimize succeeds",
+        )
+    )
 
 
 def last_optimized_ms(records: list[state.ProcessRecord]) -> int | None:
@@ -301,7 +344,8 @@ def _sql_locations(catalog: ArcticCatalog) -> dict[tuple[str, str], str | None] 
     iceberg = catalog.iceberg
     if not isinstance(iceberg, SqlCatalog):
         return None
-    stmt = select(IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location).where(
-        IcebergTables.catalog_name == iceberg.name)
+    stmt = select(
+        IcebergTables.table_namespace, IcebergTables.table_name, IcebergTables.metadata_location
+    ).where(IcebergTables.catalog_name == iceberg.name)
     with Session(iceberg.engine) as session:
         return {(ns, name): location for ns, name, location in session.execute(stmt)}

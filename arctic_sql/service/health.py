@@ -69,8 +69,14 @@ class Component:
     explanation: str
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "max_points": self.max_points, "points": self.points, "value": self.value,
-                "threshold": self.threshold, "explanation": self.explanation}
+        return {
+            "name": self.name,
+            "max_points": self.max_points,
+            "points": self.points,
+            "value": self.value,
+            "threshold": self.threshold,
+            "explanation": self.explanation,
+        }
 
 
 @dataclass(frozen=True)
@@ -100,13 +106,19 @@ class HealthScore:
         if self.penalties:
             taken = "; ".join(f"{p.name} (-{p.points})" for p in self.penalties)
             summary = f"{taken}; {summary}" if lost > 0 else taken
-        return {"score": self.score, "components": [c.as_dict() for c in self.components],
-                "penalties": [p.as_dict() for p in self.penalties], "summary": summary}
+        return {
+            "score": self.score,
+            "components": [c.as_dict() for c in self.components],
+            "penalties": [p.as_dict() for p in self.penalties],
+            "summary": summary,
+        }
 
 
 def _component(name: str, max_points: int, value: float, threshold: float, explanation: str) -> Component:
     share = min(1.0, value / threshold) if threshold > 0 else (1.0 if value > 0 else 0.0)
-    return Component(name, max_points, round(max_points * (1 - share), 1), round(value, 4), threshold, explanation)
+    return Component(
+        name, max_points, round(max_points * (1 - share), 1), round(value, 4), threshold, explanation
+    )
 
 
 def health_score(m: TableMeasure, s: HealthSettings) -> HealthScore:
@@ -114,20 +126,34 @@ def health_score(m: TableMeasure, s: HealthSettings) -> HealthScore:
     excess = max(0, m.small_files - m.nodes)
     file_threshold = s.minor_file_count * max(1, m.partitions)
     small = _component(
-        "small_files", 40, excess, file_threshold,
+        "small_files",
+        40,
+        excess,
+        file_threshold,
         f"{excess} small file(s) beyond one per base node ({m.small_files} small of {m.files} files); "
         f"all points lost at {file_threshold} (minor.trigger.file-count {s.minor_file_count} per partition); "
-        "minor optimizing merges them")
-    change_share = m.change_rows / m.base_rows if m.base_rows else (s.duplicate_ratio if m.change_rows else 0.0)
+        "minor optimizing merges them",
+    )
+    change_share = (
+        m.change_rows / m.base_rows if m.base_rows else (s.duplicate_ratio if m.change_rows else 0.0)
+    )
     unmerged = _component(
-        "unmerged_changes", 40, change_share, s.duplicate_ratio,
+        "unmerged_changes",
+        40,
+        change_share,
+        s.duplicate_ratio,
         f"{m.change_rows} unmerged change row(s) over {m.base_rows} base row(s); all points lost at a share of "
-        f"{s.duplicate_ratio} (major.trigger.duplicate-ratio); optimizing merges them into the base")
+        f"{s.duplicate_ratio} (major.trigger.duplicate-ratio); optimizing merges them into the base",
+    )
     volume = m.base_rows + m.upsert_rows
     delete_share = m.delete_rows / volume if volume else (s.delete_ratio if m.delete_rows else 0.0)
     deletes = _component(
-        "delete_ratio", 20, delete_share, s.delete_ratio,
+        "delete_ratio",
+        20,
+        delete_share,
+        s.delete_ratio,
         f"{m.delete_rows} unmerged delete row(s) over {volume} row(s); all points lost at "
-        f"{s.delete_ratio} (major.trigger.delete-ratio); major optimizing removes deleted rows")
+        f"{s.delete_ratio} (major.trigger.delete-ratio); major optimizing removes deleted rows",
+    )
     components = (small, unmerged, deletes)
     return HealthScore(round(sum(c.points for c in components)), components)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary
 from arctic_sql.optimizer import cancellation, process
 from arctic_sql.table.maintenance import actions
-from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.records import optimizing_processes as state
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,18 +60,22 @@ class Jobs:
         """Start optimizing ``table`` in ``mode`` in the background; refuses a second one on the table."""
         mode = (mode or process.AUTO).lower()
         if mode not in process.MODES:
-            raise InvalidArgumentError(f"Unknown optimizing mode '{mode}'; use one of {', '.join(process.MODES)}")
+            raise InvalidArgumentError(
+                f"Unknown optimizing mode '{mode}'; use one of {', '.join(process.MODES)}"
+            )
         name = str(table.identifier)
         with self._lock:
             current = self._running.get(name)
             if current is not None and not current.done:
-                raise ConflictError(f"An optimize of {name} started by this service is still running "
-                                    f"(job {current.job_id})")
+                raise ConflictError(
+                    f"An optimize of {name} started by this service is still running (job {current.job_id})"
+                )
             if any(r.is_running for r in state.processes(table)):
                 raise ConflictError(f"{name} is being optimized by another process; try again when it ends")
             job = OptimizeJob(uuid.uuid4().hex[:12], name, mode, state.now_ms(), threading.Thread())
-            job.thread = threading.Thread(target=self._run, args=(job, table), name=f"arctic-optimize-{name}",
-                                          daemon=True)
+            job.thread = threading.Thread(
+                target=self._run, args=(job, table), name=f"arctic-optimize-{name}", daemon=True
+            )
             self._running[name] = job
         job.thread.start()
         return job
@@ -97,15 +101,19 @@ class Jobs:
         if record is None:
             raise LookupError(f"No optimizing process {process_id} of {name}")
         if not record.is_running:
-            raise ConflictError(f"Optimizing process {process_id} of {name} has already ended "
-                                f"({record.effective_status})")
+            raise ConflictError(
+                f"Optimizing process {process_id} of {name} has already ended ({record.effective_status})"
+            )
         answer = cancellation.request(process_id)
         if answer == cancellation.COMMITTING:
-            raise ConflictError(f"Optimizing process {process_id} of {name} is committing; it can no longer be "
-                                "cancelled")
+            raise ConflictError(
+                f"Optimizing process {process_id} of {name} is committing; it can no longer be cancelled"
+            )
         if answer == cancellation.ELSEWHERE:
-            raise ConflictError(f"Optimizing process {process_id} of {name} runs in another process "
-                                "(another service or a session); stop it there")
+            raise ConflictError(
+                f"Optimizing process {process_id} of {name} runs in another process "
+                "(another service or a session); stop it there"
+            )
         return {"process_id": process_id, "table": name, "cancelling": True}
 
     def running(self) -> list[OptimizeJob]:
@@ -117,12 +125,18 @@ class Jobs:
         return [job] if job is not None and (not job.done or job.error) else []
 
 
-def expire_snapshots(table: ArcticTable, older_than_ms: int | None, retain_last: int | None) -> dict[str, Any]:
+def expire_snapshots(
+    table: ArcticTable, older_than_ms: int | None, retain_last: int | None
+) -> dict[str, Any]:
     """Expire now (the table's retention properties fill what is not given); the action records the run.
     The answer's keys are the action's result fields, as ``CALL system.expire_snapshots`` names its columns."""
     try:
-        older_than = None if older_than_ms is None else actions.EPOCH + datetime.timedelta(milliseconds=older_than_ms)
+        older_than = (
+            None if older_than_ms is None else actions.EPOCH + datetime.timedelta(milliseconds=older_than_ms)
+        )
     except OverflowError:
         raise InvalidArgumentError(f"older_than_ms is out of range: {older_than_ms}") from None
-    result = actions.expire_snapshots(table, older_than=older_than, retain_last=retain_last, trigger="service-api")
+    result = actions.expire_snapshots(
+        table, older_than=older_than, retain_last=retain_last, trigger="service-api"
+    )
     return {"table": str(table.identifier), **dataclasses.asdict(result)}

@@ -34,24 +34,44 @@ class TableCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         cache, now = self.ctx.cache, state.now_ms()
         t = ["table"]
-        files = GaugeMetricFamily("arctic_table_files", "Live data files per store", labels=["table", "store"])
-        size = GaugeMetricFamily("arctic_table_size_bytes", "Bytes of live data files per store",
-                                 labels=["table", "store"])
-        records = GaugeMetricFamily("arctic_table_records", "Rows in live base files plus unmerged change rows",
-                                    labels=t)
-        health = GaugeMetricFamily("arctic_table_health_score", "Health score, 0-100 (see docs/integrations.md)", labels=t)
-        component = GaugeMetricFamily("arctic_table_health_points",
-                                      "Points left of each health score component (a penalty: negative points)",
-                                      labels=["table", "component"])
-        unmerged = GaugeMetricFamily("arctic_table_unmerged_change_files", "Change files not yet merged", labels=t)
-        oldest = GaugeMetricFamily("arctic_table_oldest_unmerged_change_age_seconds",
-                                   "Age of the oldest unmerged change commit (0 when none)", labels=t)
-        since = GaugeMetricFamily("arctic_table_last_optimize_age_seconds",
-                                  "Seconds since the last successful optimize (NaN when never)", labels=t)
-        failures = CounterMetricFamily("arctic_table_optimizing_failures", "Optimizing processes failed or abandoned",
-                                       labels=t)
-        status = GaugeMetricFamily("arctic_table_optimizing_status", "1 for the table's current optimizing status",
-                                   labels=["table", "status"])
+        files = GaugeMetricFamily(
+            "arctic_table_files", "Live data files per store", labels=["table", "store"]
+        )
+        size = GaugeMetricFamily(
+            "arctic_table_size_bytes", "Bytes of live data files per store", labels=["table", "store"]
+        )
+        records = GaugeMetricFamily(
+            "arctic_table_records", "Rows in live base files plus unmerged change rows", labels=t
+        )
+        health = GaugeMetricFamily(
+            "arctic_table_health_score", "Health score, 0-100 (see docs/integrations.md)", labels=t
+        )
+        component = GaugeMetricFamily(
+            "arctic_table_health_points",
+            "Points left of each health score component (a penalty: negative points)",
+            labels=["table", "component"],
+        )
+        unmerged = GaugeMetricFamily(
+            "arctic_table_unmerged_change_files", "Change files not yet merged", labels=t
+        )
+        oldest = GaugeMetricFamily(
+            "arctic_table_oldest_unmerged_change_age_seconds",
+            "Age of the oldest unmerged change commit (0 when none)",
+            labels=t,
+        )
+        since = GaugeMetricFamily(
+            "arctic_table_last_optimize_age_seconds",
+            "Seconds since the last successful optimize (NaN when never)",
+            labels=t,
+        )
+        failures = CounterMetricFamily(
+            "arctic_table_optimizing_failures", "Optimizing processes failed or abandoned", labels=t
+        )
+        status = GaugeMetricFamily(
+            "arctic_table_optimizing_status",
+            "1 for the table's current optimizing status",
+            labels=["table", "status"],
+        )
         for facts in cache.all():
             name, recs = facts.name, cache.processes(facts)
             files.add_metric([name, "base"], facts.base_files)
@@ -70,7 +90,9 @@ class TableCollector(Collector):
             oldest.add_metric([name], max(0.0, (now - age) / 1000) if age is not None else 0.0)
             last = last_optimized_ms(recs)
             since.add_metric([name], (now - last) / 1000 if last is not None else math.nan)
-            failures.add_metric([name], sum(r.effective_status in (state.FAILED, state.ABANDONED) for r in recs))
+            failures.add_metric(
+                [name], sum(r.effective_status in (state.FAILED, state.ABANDONED) for r in recs)
+            )
             current = optimizing_status(facts, recs)
             for s in STATUSES:
                 status.add_metric([name, s], 1.0 if s == current else 0.0)
@@ -79,8 +101,11 @@ class TableCollector(Collector):
 
     def _groups(self) -> Iterator[Metric]:
         g = ["group"]
-        occupation = GaugeMetricFamily("arctic_group_quota_occupation_ratio",
-                                       "Task time over the last hour / (one hour x the group's cores)", labels=g)
+        occupation = GaugeMetricFamily(
+            "arctic_group_quota_occupation_ratio",
+            "Task time over the last hour / (one hour x the group's cores)",
+            labels=g,
+        )
         tables = GaugeMetricFamily("arctic_group_tables", "Tables in the optimizer group", labels=g)
         cores = GaugeMetricFamily("arctic_group_cores", "Cores of the optimizer group", labels=g)
         for group in views.groups(self.ctx.cache, self.ctx.optimizer_groups, self.ctx.default_cores):

@@ -35,19 +35,32 @@ log = logging.getLogger("arctic_sql.service")
 def build_arg_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arctic-sql service",
-        description="Serve the REST API, Prometheus metrics and the dashboard of a warehouse's tables.")
+        description="Serve the REST API, Prometheus metrics and the dashboard of a warehouse's tables.",
+    )
     add_connect_arguments(parser)
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default: 127.0.0.1, loopback only; 0.0.0.0 for every interface)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1, loopback only; 0.0.0.0 for every interface)",
+    )
     parser.add_argument("--port", type=int, default=8080, help="port (default: 8080; 0 picks a free one)")
-    parser.add_argument("--token-file", metavar="F",
-                        help="file holding the bearer token every POST needs (without it, changes are refused)")
+    parser.add_argument(
+        "--token-file",
+        metavar="F",
+        help="file holding the bearer token every POST needs (without it, changes are refused)",
+    )
     parser.add_argument("--protect-reads", action="store_true", help="require the token for reads too")
     parser.add_argument("--optimizer", action="store_true", help="also run the background optimizer here")
     parser.add_argument("--group", default="default", help="optimizer group to serve with --optimizer")
-    parser.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between optimizer rounds")
-    parser.add_argument("--policy", choices=("quota", "balanced"), default="quota", help="optimizer scheduling")
-    parser.add_argument("--cores", type=int, default=None, help="cores of the optimizer group (default: Spark's)")
+    parser.add_argument(
+        "--interval", type=float, default=10.0, metavar="S", help="seconds between optimizer rounds"
+    )
+    parser.add_argument(
+        "--policy", choices=("quota", "balanced"), default="quota", help="optimizer scheduling"
+    )
+    parser.add_argument(
+        "--cores", type=int, default=None, help="cores of the optimizer group (default: Spark's)"
+    )
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     return parser
 
@@ -79,7 +92,8 @@ class LazySpark:
 
                 log.info("starting Spark")
                 self._spark = arctic_sql.connect(
-                    **connect_options(self.args, {"spark.ui.showConsoleProgress": "false"})).spark
+                    **connect_options(self.args, {"spark.ui.showConsoleProgress": "false"})
+                ).spark
             return self._spark
 
     def stop(self) -> None:
@@ -97,7 +111,9 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _start_optimizer(args: argparse.Namespace, spark: LazySpark, catalog: Any) -> tuple[Any, threading.Thread]:
+def _start_optimizer(
+    args: argparse.Namespace, spark: LazySpark, catalog: Any
+) -> tuple[Any, threading.Thread]:
     from arctic_sql.optimizer.service import Service
 
     service = Service(spark(), catalog, args.group, args.policy, args.cores)
@@ -131,8 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as e:
         sys.stderr.write(f"Error: {e}\n")
         return 2
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     for noisy in ("py4j", "pyiceberg", "urllib3", "arctic_sql.optimizer.process"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return _serve(args, token)
@@ -146,8 +163,14 @@ def _serve(args: argparse.Namespace, token: str | None) -> int:
 
     options = connect_options(args)
     try:
-        catalog = ArcticCatalog(load_catalog(options["warehouse"], options.get("catalog_name", "arctic"),
-                                             options["catalog_properties"], None))
+        catalog = ArcticCatalog(
+            load_catalog(
+                options["warehouse"],
+                options.get("catalog_name", "arctic"),
+                options["catalog_properties"],
+                None,
+            )
+        )
         sock = _listen(args.host, args.port)
     except Exception as e:  # noqa: BLE001 - an unreachable catalog, a taken port, an unknown host
         sys.stderr.write(f"Error: cannot start the service: {str(e).splitlines()[0] if str(e) else e}\n")
@@ -158,14 +181,19 @@ def _serve(args: argparse.Namespace, token: str | None) -> int:
     if args.optimizer:
         optimizer, _ = _start_optimizer(args, spark, catalog)
         ctx.spark_started.set()
-        ctx.optimizer_groups[args.group] = {"cores": optimizer.cores, "policy": args.policy,
-                                            "interval_s": args.interval}
+        ctx.optimizer_groups[args.group] = {
+            "cores": optimizer.cores,
+            "policy": args.policy,
+            "interval_s": args.interval,
+        }
     # Read every table's metadata once in the background: the first listing then comes from the cache.
     threading.Thread(target=_warm, args=(ctx,), name="arctic-service-warm-up", daemon=True).start()
     config = uvicorn.Config(create_app(ctx), log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     host, port = sock.getsockname()[:2]
-    print(f"arctic-sql service listening on http://{host}:{port} (warehouse {options['warehouse']})", flush=True)
+    print(
+        f"arctic-sql service listening on http://{host}:{port} (warehouse {options['warehouse']})", flush=True
+    )
     try:
         server.run(sockets=[sock])
     finally:

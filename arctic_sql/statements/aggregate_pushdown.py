@@ -29,9 +29,9 @@ from pyiceberg import types as it
 from sqlglot import exp
 
 from arctic_sql.parser import to_spark_sql
+from arctic_sql.table.model.schemas import spark_schema, to_spark_type
 from arctic_sql.table.reading.merge_on_read import by_node
 from arctic_sql.table.reading.scan import plan_read
-from arctic_sql.table.model.schemas import spark_schema, to_spark_type
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
@@ -79,7 +79,9 @@ class Pushdown:
         return list(dict.fromkeys(used))
 
 
-def analyze(select: exp.Select, node: exp.Table, schema: Schema) -> tuple[Pushdown, dict[int, Partial]] | None:
+def analyze(
+    select: exp.Select, node: exp.Table, schema: Schema
+) -> tuple[Pushdown, dict[int, Partial]] | None:
     """The pushdown of ``select`` over the table ``node`` (its only source), and the partial of each
     aggregate node (by ``id``); None when some part of ``select`` needs the rows themselves."""
     if _reads_rows(select, node):
@@ -167,7 +169,9 @@ def needs_names(select: exp.Select) -> bool:
 def rewrite(select: exp.Select, by_node: dict[int, Partial], schema: Schema, names: list[str] | None) -> None:
     """Replace each aggregate of ``select`` by the combination of its partials; ``names``: the
     output names Spark gave the original, for the select expressions that had no alias."""
-    unnamed = [i for i, e in enumerate(select.expressions) if not isinstance(e, exp.Alias) and e.find(exp.AggFunc)]
+    unnamed = [
+        i for i, e in enumerate(select.expressions) if not isinstance(e, exp.Alias) and e.find(exp.AggFunc)
+    ]
     types = {f.name: f.field_type for f in schema.fields}
     for aggregate in list(select.find_all(exp.AggFunc)):
         partial = by_node.get(id(aggregate))
@@ -187,7 +191,9 @@ def partial_aggregate(rows: pa.Table, pushdown: Pushdown) -> pa.Table:
             continue
         source = partial.column
         if partial.kind == "sum":  # integers as DECIMAL(38, 0), which 64-bit partial sums could overflow
-            wide = pa.decimal128(38, 0) if pa.types.is_integer(rows.schema.field(source).type) else pa.float64()
+            wide = (
+                pa.decimal128(38, 0) if pa.types.is_integer(rows.schema.field(source).type) else pa.float64()
+            )
             source = f"{PREFIX}{wide}_{partial.column}"
             if source not in rows.column_names:
                 rows = rows.append_column(source, rows.column(partial.column).cast(wide))
@@ -206,9 +212,10 @@ def spark_types(pushdown: Pushdown, schema: Schema):
     """The Spark schema of the partials: the grouping columns, then one column per partial."""
     from pyspark.sql import types as st
 
-
-    fields = [st.StructField(name, to_spark_type(schema.find_field(name).field_type), True)
-              for name in pushdown.group_by]
+    fields = [
+        st.StructField(name, to_spark_type(schema.find_field(name).field_type), True)
+        for name in pushdown.group_by
+    ]
     for partial in pushdown.partials:
         if partial.kind in ("count_all", "count"):
             spark_type = st.LongType()
@@ -221,21 +228,33 @@ def spark_types(pushdown: Pushdown, schema: Schema):
     return st.StructType(fields)
 
 
-def aggregated_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, pushdown: Pushdown
-                       ) -> DataFrame | None:
+def aggregated_by_node(
+    spark: SparkSession, table: ArcticTable, plan: ReadPlan, pushdown: Pushdown
+) -> DataFrame | None:
     """Per node group, the partial aggregates of its merged rows; None as for
     ``reader.by_node``."""
     from pyiceberg.types import StringType
 
-
     schema = plan.schema.select(*dict.fromkeys([*table.primary_key, *pushdown.columns]))
     # Grouping strings read dictionary-encoded: a third of the time to read, and to group by.
-    strings = frozenset(c for c in pushdown.group_by if isinstance(plan.schema.find_field(c).field_type, StringType))
-    return by_node(spark, table, plan, schema, spark_types(pushdown, plan.schema),
-                   lambda rows: partial_aggregate(rows, pushdown), "arctic_aggregate_by_node", strings)
+    strings = frozenset(
+        c for c in pushdown.group_by if isinstance(plan.schema.find_field(c).field_type, StringType)
+    )
+    return by_node(
+        spark,
+        table,
+        plan,
+        schema,
+        spark_types(pushdown, plan.schema),
+        lambda rows: partial_aggregate(rows, pushdown),
+        "arctic_aggregate_by_node",
+        strings,
+    )
 
 
-def dataframe_for(ctx: StatementContext, node: exp.Table, table: ArcticTable, version: int | None) -> DataFrame | None:
+def dataframe_for(
+    ctx: StatementContext, node: exp.Table, table: ArcticTable, version: int | None
+) -> DataFrame | None:
     """The partials of ``node``'s select, merged and aggregated by node, with the select rewritten to
     combine them; None, with nothing changed, when the pushdown does not apply or would not help
     (no change data to merge: Spark reads the base itself)."""
@@ -259,8 +278,12 @@ def dataframe_for(ctx: StatementContext, node: exp.Table, table: ArcticTable, ve
         view = f"arctic_names_{id(probe)}"
         ctx.spark.createDataFrame([], spark_schema(plan.schema)).createOrReplaceTempView(view)
         source = probe.args.get("from_") or probe.args.get("from")
-        source.this.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(
-            this=exp.to_identifier(node.alias or node.name))))
+        source.this.replace(
+            exp.Table(
+                this=exp.to_identifier(view),
+                alias=exp.TableAlias(this=exp.to_identifier(node.alias or node.name)),
+            )
+        )
         try:
             names = ctx.spark.sql(to_spark_sql(probe)).columns
         finally:

@@ -46,12 +46,16 @@ def clone(ctx: StatementContext, expression: statements.CloneTable, text: str) -
     return ctx.ok()
 
 
-def _deep_clone(ctx: StatementContext, source: ArcticTable, identifier: TableIdentifier, version: int | None) -> None:
+def _deep_clone(
+    ctx: StatementContext, source: ArcticTable, identifier: TableIdentifier, version: int | None
+) -> None:
     """The rows of ``version`` (default: the newest) of ``source`` in a new table of the same shape,
     staged and published as a CTAS is (a failure leaves no table)."""
     history = versions.history(source.base, source.change)
     version = checked_version(source, history, history.latest if version is None else version)
-    table = ctx.catalog.create_table(identifier, source.schema, source.spec, source.user_properties(), staged=True)
+    table = ctx.catalog.create_table(
+        identifier, source.schema, source.spec, source.user_properties(), staged=True
+    )
     try:
         if version > 0:
             name = f"`{source.identifier.database}`.`{source.identifier.name}`"

@@ -51,8 +51,14 @@ class StatementContext:
         """The arctic table ``name`` (``db.t`` or ``t`` in the current database), or NoSuchTableError."""
         return self.catalog.load_table(TableIdentifier.parse(name, self.current_database))
 
-    def read_table(self, table: ArcticTable, version: int | None = None, columns: list[str] | None = None,
-                   in_memory: bool = True, **filters: Any) -> DataFrame:
+    def read_table(
+        self,
+        table: ArcticTable,
+        version: int | None = None,
+        columns: list[str] | None = None,
+        in_memory: bool = True,
+        **filters: Any,
+    ) -> DataFrame:
         """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest).
 
         ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
@@ -75,7 +81,9 @@ class StatementContext:
         if not resolved.views:
             return self.spark.sql(text)
         # A temporary view (CREATE TEMP VIEW, CACHE TABLE name AS query) reads ours by their names.
-        keep_views = (isinstance(expression, exp.Create) and expression.kind == "VIEW") or isinstance(expression, exp.Cache)
+        keep_views = (isinstance(expression, exp.Create) and expression.kind == "VIEW") or isinstance(
+            expression, exp.Cache
+        )
         try:
             return self.spark.sql(to_spark_sql(resolved.expression))
         finally:

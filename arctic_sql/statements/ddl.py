@@ -23,14 +23,13 @@ from arctic_sql.parser import statements, to_spark_sql
 from arctic_sql.statements import query, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter
-from arctic_sql.table.writing import tag_writes
-from arctic_sql.table.records import leases
-from arctic_sql.table.writing import commit, base_rows
-from arctic_sql.table.model import properties as props
-from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.model import properties as props
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.schemas import iceberg_schema, type_string
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing import base_rows, commit, tag_writes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -71,8 +70,11 @@ def _is_arctic_create(expression: exp.Create) -> bool:
         return False
     formats = [f.name for f in _properties(expression, exp.FileFormatProperty)]
     # In ``PRIMARY KEY (id) USING arctic`` sqlglot reads the USING as the key's index parameters.
-    formats += [k.args["include"].args["using"].name for k in _properties(expression, exp.PrimaryKey)
-                if k.args.get("include") is not None and k.args["include"].args.get("using") is not None]
+    formats += [
+        k.args["include"].args["using"].name
+        for k in _properties(expression, exp.PrimaryKey)
+        if k.args.get("include") is not None and k.args["include"].args.get("using") is not None
+    ]
     return not formats or formats[0].lower() in ARCTIC_PROVIDERS
 
 
@@ -119,13 +121,22 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     target = expression.this
     table_node = target.this if isinstance(target, exp.Schema) else target
     identifier = ctx.identifier(table_node)
-    column_defs = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
-                   if isinstance(c, exp.ColumnDef)]
-    keys_nodes = [c for c in (target.expressions if isinstance(target, exp.Schema) else [])
-                  if isinstance(c, exp.PrimaryKey)]
+    column_defs = [
+        c
+        for c in (target.expressions if isinstance(target, exp.Schema) else [])
+        if isinstance(c, exp.ColumnDef)
+    ]
+    keys_nodes = [
+        c
+        for c in (target.expressions if isinstance(target, exp.Schema) else [])
+        if isinstance(c, exp.PrimaryKey)
+    ]
     primary_key = [k.name for k in keys_nodes[0].expressions] if keys_nodes else []
-    primary_key += [c.name for c in column_defs if any(
-        isinstance(cc.kind, exp.PrimaryKeyColumnConstraint) for cc in c.constraints)]
+    primary_key += [
+        c.name
+        for c in column_defs
+        if any(isinstance(cc.kind, exp.PrimaryKeyColumnConstraint) for cc in c.constraints)
+    ]
     # Amoro's form for CTAS, where there is no column list: CREATE TABLE t PRIMARY KEY (id) USING arctic AS ...
     primary_key += [k.name for p in _properties(expression, exp.PrimaryKey) for k in p.expressions]
     query_node = expression.expression
@@ -141,7 +152,9 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     if query_node is not None:
         if replace and any(_identifier_of(ctx, t) == identifier for t in query_node.find_all(exp.Table)):
             # The old table's files go before the new rows are written from the (lazy) query.
-            raise InvalidArgumentError(f"CREATE OR REPLACE TABLE {identifier} cannot read {identifier} itself")
+            raise InvalidArgumentError(
+                f"CREATE OR REPLACE TABLE {identifier} cannot read {identifier} itself"
+            )
         source = ctx.run_spark(query_node, to_spark_sql(query_node))
         struct = source.schema if not column_defs else spark_struct(ctx, column_defs)
         if column_defs and len(column_defs) != len(source.columns):
@@ -164,11 +177,20 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
         raise InvalidArgumentError(f"Primary key of {identifier} names a column twice")
     _check_key_types(struct, primary_key)
     _check_transactional(user_props, primary_key, identifier)
-    not_null = {c.name for c in column_defs if any(
-        isinstance(cc.kind, exp.NotNullColumnConstraint) for cc in c.constraints)}
-    comments = {by_lower[c.name.lower()]: cc.kind.this.name for c in column_defs for cc in c.constraints
-                if isinstance(cc.kind, exp.CommentColumnConstraint)}
-    schema = iceberg_schema(struct, required=set(primary_key) | not_null, identifier=primary_key, docs=comments)
+    not_null = {
+        c.name
+        for c in column_defs
+        if any(isinstance(cc.kind, exp.NotNullColumnConstraint) for cc in c.constraints)
+    }
+    comments = {
+        by_lower[c.name.lower()]: cc.kind.this.name
+        for c in column_defs
+        for cc in c.constraints
+        if isinstance(cc.kind, exp.CommentColumnConstraint)
+    }
+    schema = iceberg_schema(
+        struct, required=set(primary_key) | not_null, identifier=primary_key, docs=comments
+    )
     for comment in _properties(expression, exp.SchemaCommentProperty):  # CREATE TABLE ... COMMENT 'x'
         user_props[COMMENT] = comment.this.name
     spec = build_spec(_partition_terms(expression), schema)
@@ -189,7 +211,11 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     # CTAS stages the table under a hidden name and publishes it once its rows are committed: a
     # crash or a failing query leaves no table behind, and the next CREATE clears what is left.
     table = ctx.catalog.create_table(
-        identifier, schema, spec, user_props, location=location[0].name if location else None,
+        identifier,
+        schema,
+        spec,
+        user_props,
+        location=location[0].name if location else None,
         staged=source is not None,
     )
     if source is not None:
@@ -229,7 +255,9 @@ def _check_key_types(struct: StructType, primary_key: list[str]) -> None:
             )
 
 
-def _check_transactional(user_props: dict[str, str], primary_key: list[str], identifier: TableIdentifier) -> None:
+def _check_transactional(
+    user_props: dict[str, str], primary_key: list[str], identifier: TableIdentifier
+) -> None:
     """MaxCompute's ``'transactional'='true'`` asks for a table that takes upserts and deletes: that
     is a primary-key table here, so without a key it is refused rather than silently append-only."""
     if user_props.get("transactional", "").strip().lower() == "true" and not primary_key:
@@ -276,7 +304,11 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
         return None
     identifier = ctx.identifier(targets[0])
     if kind == "VIEW":
-        return None if expression.args.get("temporary") else views.drop(ctx, identifier, bool(expression.args.get("exists")))
+        return (
+            None
+            if expression.args.get("temporary")
+            else views.drop(ctx, identifier, bool(expression.args.get("exists")))
+        )
     if ctx.catalog.load_view(identifier) is not None:
         raise InvalidArgumentError(f"{identifier} is a view, not a table: use DROP VIEW")
     if not ctx.catalog.table_exists(identifier):
@@ -299,7 +331,9 @@ def alter(ctx: StatementContext, expression: exp.Alter, text: str) -> DataFrame 
     return ctx.ok()
 
 
-def unset_properties(ctx: StatementContext, expression: statements.UnsetTableProperties, text: str) -> DataFrame | None:
+def unset_properties(
+    ctx: StatementContext, expression: statements.UnsetTableProperties, text: str
+) -> DataFrame | None:
     table = ctx.arctic_table(expression.this)
     if table is None:
         return None
@@ -325,10 +359,16 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
     version = expression.args.get("version")
     retain = expression.args.get("retain")
     tag_writes.create(
-        table, name,
-        time_travel.version_value(ctx, table, version, f"TAG {name} of {table.identifier}") if version else None,
+        table,
+        name,
+        time_travel.version_value(ctx, table, version, f"TAG {name} of {table.identifier}")
+        if version
+        else None,
         int(retain.this) * tag_writes.UNIT_MS[expression.text("unit")] if retain is not None else None,
-        create=action != "replace", replace=action != "create", if_not_exists=bool(expression.args.get("exists")))
+        create=action != "replace",
+        replace=action != "create",
+        if_not_exists=bool(expression.args.get("exists")),
+    )
     return ctx.ok()
 
 
@@ -342,7 +382,9 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
         view = ctx.catalog.load_view(identifier) if identifier is not None else None
         if view is None:
             return None
-        return ctx.result(views.schema_rows(ctx, identifier, view), "col_name string, data_type string, comment string")
+        return ctx.result(
+            views.schema_rows(ctx, identifier, view), "col_name string, data_type string, comment string"
+        )
     rows: list[tuple[str, str, str | None]] = []
     schema = table.schema
     for field in schema.fields:
@@ -367,10 +409,19 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
         if table.change is not None:
             rows.append(("Change Store", table.change.location(), ""))
         if table.spec.fields:
-            rows.append(("Partitioning", ", ".join(f"{f.transform}({schema.find_column_name(f.source_id)})"
-                                                   for f in table.spec.fields), ""))
+            rows.append(
+                (
+                    "Partitioning",
+                    ", ".join(
+                        f"{f.transform}({schema.find_column_name(f.source_id)})" for f in table.spec.fields
+                    ),
+                    "",
+                )
+            )
         shown = table.user_properties()
-        rows.append(("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]", ""))
+        rows.append(
+            ("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]", "")
+        )
     return ctx.result(rows, "col_name string, data_type string, comment string")
 
 
@@ -397,8 +448,9 @@ def show_tables(ctx: StatementContext, expression: statements.ShowTables, text: 
     return ctx.result(rows, "namespace string, tableName string, isTemporary boolean")
 
 
-def _show_tables_extended(ctx: StatementContext, database: str, rows: list[tuple], arctic_names: set[str],
-                          view_names: set[str]) -> DataFrame:
+def _show_tables_extended(
+    ctx: StatementContext, database: str, rows: list[tuple], arctic_names: set[str], view_names: set[str]
+) -> DataFrame:
     """SHOW TABLE EXTENDED: Spark's ``information`` text for arctic tables, Spark's own for the rest.
 
     Tools parse this text (dbt-spark reads ``Type:`` and ``Provider:`` from it for its relation cache).
@@ -425,18 +477,27 @@ def _arctic_information(ctx: StatementContext, identifier: TableIdentifier) -> s
     table = ctx.catalog.load_table(identifier)
     schema = table.schema
     lines = [
-        "Catalog: spark_catalog", f"Database: {identifier.database}", f"Table: {identifier.name}",
-        "Type: MANAGED", "Provider: arctic", f"Location: {table.base.location().removesuffix('/base')}",
+        "Catalog: spark_catalog",
+        f"Database: {identifier.database}",
+        f"Table: {identifier.name}",
+        "Type: MANAGED",
+        "Provider: arctic",
+        f"Location: {table.base.location().removesuffix('/base')}",
         f"Primary Key: {', '.join(table.primary_key) or '(none: append-only)'}",
     ]
     if table.spec.fields:
-        lines.append("Partition Columns: [" + ", ".join(
-            f"`{schema.find_column_name(f.source_id)}`" for f in table.spec.fields) + "]")
+        lines.append(
+            "Partition Columns: ["
+            + ", ".join(f"`{schema.find_column_name(f.source_id)}`" for f in table.spec.fields)
+            + "]"
+        )
     shown = table.user_properties()
     lines.append("Table Properties: [" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]")
     lines.append("Schema: root")
-    lines += [f" |-- {f.name}: {type_string(f.field_type)} (nullable = {str(not f.required).lower()})"
-              for f in schema.fields]
+    lines += [
+        f" |-- {f.name}: {type_string(f.field_type)} (nullable = {str(not f.required).lower()})"
+        for f in schema.fields
+    ]
     return "\n".join(lines) + "\n"
 
 

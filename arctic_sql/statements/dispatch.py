@@ -95,10 +95,14 @@ def _table_command(ctx: StatementContext, expression: exp.Expression, text: str)
         return ctx.ok()
     name = ".".join(p.name for p in arctic[0].parts)
     if isinstance(expression, exp.Cache):
-        raise UnsupportedOperationError(f"CACHE TABLE {name}: an arctic table changes with every commit; cache a "
-                                        f"query of it instead: CACHE TABLE name AS SELECT * FROM {name}")
-    raise UnsupportedOperationError(f"ANALYZE TABLE {name}: arctic tables are planned from their own metadata "
-                                    "(file sizes, row counts and column bounds), which every commit keeps")
+        raise UnsupportedOperationError(
+            f"CACHE TABLE {name}: an arctic table changes with every commit; cache a "
+            f"query of it instead: CACHE TABLE name AS SELECT * FROM {name}"
+        )
+    raise UnsupportedOperationError(
+        f"ANALYZE TABLE {name}: arctic tables are planned from their own metadata "
+        "(file sizes, row counts and column bounds), which every commit keeps"
+    )
 
 
 def _is_arctic(ctx: StatementContext, node: exp.Table) -> bool:

@@ -21,9 +21,9 @@ from arctic_sql.parser.statements import SchemaEvolvingInsert, SchemaEvolvingMer
 from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
-from arctic_sql.table.writing import change_rows, schema_evolution, base_rows
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.writing import base_rows, change_rows, schema_evolution
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,8 +47,12 @@ def _column(table: ArcticTable, name: str) -> str:
     raise NoSuchColumnError(f"Column '{name}' does not exist in {table.identifier}")
 
 
-def conform(table: ArcticTable, source: DataFrame, columns: list[str] | None,
-            static: dict[str, exp.Expression] | None = None) -> DataFrame:
+def conform(
+    table: ArcticTable,
+    source: DataFrame,
+    columns: list[str] | None,
+    static: dict[str, exp.Expression] | None = None,
+) -> DataFrame:
     """The source rows as the table's columns, in order, matched by position or by the column list."""
     from pyspark.sql import functions as F
 
@@ -79,21 +83,28 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     table, table_node = _target(ctx, expression.this)
     if table is None:
         return None
-    columns = [c.name for c in expression.this.expressions] if isinstance(expression.this, exp.Schema) else None
+    columns = (
+        [c.name for c in expression.this.expressions] if isinstance(expression.this, exp.Schema) else None
+    )
     static = {}
     partition = table_node.args.get("partition")
     if partition is not None:
         partition_columns = {table.schema.find_column_name(f.source_id).lower() for f in table.spec.fields}
         for item in partition.expressions:
-            name = item.this.name if isinstance(item, exp.EQ) else item.name  # PARTITION (region): from the query
+            name = (
+                item.this.name if isinstance(item, exp.EQ) else item.name
+            )  # PARTITION (region): from the query
             if name.lower() not in partition_columns:
-                raise InvalidArgumentError(f"INSERT ... PARTITION ({name}): {name} is not a partition "
-                                           f"column of {table.identifier}")
+                raise InvalidArgumentError(
+                    f"INSERT ... PARTITION ({name}): {name} is not a partition column of {table.identifier}"
+                )
             if isinstance(item, exp.EQ):
                 static[name] = item.expression
     if expression.args.get("where") is not None:
-        raise UnsupportedOperationError(f"INSERT INTO ... REPLACE WHERE is not supported on {table.identifier}: "
-                                        "DELETE the rows, then INSERT, or use MERGE INTO")
+        raise UnsupportedOperationError(
+            f"INSERT INTO ... REPLACE WHERE is not supported on {table.identifier}: "
+            "DELETE the rows, then INSERT, or use MERGE INTO"
+        )
     query_node = with_ctes(expression, expression.expression)
     source = ctx.run_spark(query_node, to_spark_sql(query_node))
     if expression.args.get("by_name"):
@@ -111,8 +122,9 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     return ctx.ok()
 
 
-def _evolve_for_insert(table: ArcticTable, source: DataFrame, columns: list[str] | None,
-                       static: dict[str, exp.Expression]) -> bool:
+def _evolve_for_insert(
+    table: ArcticTable, source: DataFrame, columns: list[str] | None, static: dict[str, exp.Expression]
+) -> bool:
     """INSERT WITH SCHEMA EVOLUTION, as Spark's: by position, the query's columns past the table's
     become new columns under their own names; by name or a column list, names the table lacks do;
     types the query carries wider widen the table. The INSERT is checked first (conform: no job),
@@ -122,21 +134,29 @@ def _evolve_for_insert(table: ArcticTable, source: DataFrame, columns: list[str]
     fields = source.schema.fields
     if columns is not None:
         if len(columns) != len(fields):
-            raise InvalidArgumentError(f"INSERT into {table.identifier} has {len(fields)} values per row but "
-                                       f"{len(columns)} target columns")
+            raise InvalidArgumentError(
+                f"INSERT into {table.identifier} has {len(fields)} values per row but "
+                f"{len(columns)} target columns"
+            )
         named = [StructField(name, f.dataType) for name, f in zip(columns, fields, strict=True)]
     else:
         given = {_column(table, k) for k in static}
         targets = [f.name for f in table.schema.fields if f.name not in given]
-        named = [StructField(targets[i] if i < len(targets) else f.name, f.dataType) for i, f in enumerate(fields)]
+        named = [
+            StructField(targets[i] if i < len(targets) else f.name, f.dataType) for i, f in enumerate(fields)
+        ]
     added, widened = schema_evolution.incoming(table, StructType(named))
     if not added and not widened:
         return False
     new = {name.lower() for name, _ in added}
     known = [i for i, f in enumerate(named) if f.name.lower() not in new]
     positional = source.toDF(*[f"_arctic_in_{i}" for i in range(len(fields))])  # names may repeat
-    conform(table, positional.select(*[f"_arctic_in_{i}" for i in known]),
-            None if columns is None else [columns[i] for i in known], static)
+    conform(
+        table,
+        positional.select(*[f"_arctic_in_{i}" for i in known]),
+        None if columns is None else [columns[i] for i in known],
+        static,
+    )
     schema_evolution.add_and_widen(table, added, widened)
     return True
 
@@ -169,8 +189,9 @@ def with_ctes(statement: exp.Expression, query: exp.Expression) -> exp.Expressio
     return query
 
 
-def _select_from_target(ctx: StatementContext, statement: exp.Expression, table_node: exp.Table, version: int,
-                        projections, where):  # noqa: ANN001
+def _select_from_target(
+    ctx: StatementContext, statement: exp.Expression, table_node: exp.Table, version: int, projections, where
+):  # noqa: ANN001
     select = exp.select(*projections).from_(at_version(table_node, version))
     if where is not None:
         select = select.where(where)
@@ -183,8 +204,9 @@ def _condition(expression: exp.Expression) -> exp.Expression | None:
     return where.this if where is not None else None
 
 
-def deleted_keys(ctx: StatementContext, expression: exp.Delete, table: ArcticTable, table_node: exp.Table,
-                 version: int) -> DataFrame:
+def deleted_keys(
+    ctx: StatementContext, expression: exp.Delete, table: ArcticTable, table_node: exp.Table, version: int
+) -> DataFrame:
     """The keys a DELETE on a keyed table removes: its WHERE over the version it read. A WHERE that
     pins the key (``k = v``, ``k IN (...)``, AND-ed with anything) is a point lookup
     (statements/query.py): only those keys' tree nodes and the files whose bounds hold them are read."""
@@ -192,11 +214,19 @@ def deleted_keys(ctx: StatementContext, expression: exp.Delete, table: ArcticTab
     return _select_from_target(ctx, expression, table_node, version, keys, _condition(expression))
 
 
-def updated_rows(ctx: StatementContext, expression: exp.Update, table: ArcticTable, table_node: exp.Table,
-                 version: int, assignments: dict[str, exp.Expression]) -> DataFrame:
+def updated_rows(
+    ctx: StatementContext,
+    expression: exp.Update,
+    table: ArcticTable,
+    table_node: exp.Table,
+    version: int,
+    assignments: dict[str, exp.Expression],
+) -> DataFrame:
     """The whole new rows an UPDATE on a keyed table writes, read as :func:`deleted_keys` reads."""
-    projections = [exp.alias_(assignments.get(f.name, exp.column(f.name, quoted=True)), f.name, quoted=True)
-                   for f in table.schema.fields]
+    projections = [
+        exp.alias_(assignments.get(f.name, exp.column(f.name, quoted=True)), f.name, quoted=True)
+        for f in table.schema.fields
+    ]
     return _select_from_target(ctx, expression, table_node, version, projections, _condition(expression))
 
 
@@ -209,14 +239,20 @@ def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFram
 
         def once(version: int) -> None:
             doomed = deleted_keys(ctx, expression, table, table_node, version)
-            change_rows.write_changes(table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version)
+            change_rows.write_changes(
+                table, upserts=None, deletes=doomed, operation=Operation.DELETE, read_version=version
+            )
 
         base_rows.retrying(table, Operation.DELETE, once)
     else:
-        keep = exp.not_(exp.func("coalesce", condition, exp.false())) if condition is not None else exp.false()
-        base_rows.rewrite_table(table,
-                             lambda v: _select_from_target(ctx, expression, table_node, v, [exp.Star()], keep),
-                             Operation.DELETE)
+        keep = (
+            exp.not_(exp.func("coalesce", condition, exp.false())) if condition is not None else exp.false()
+        )
+        base_rows.rewrite_table(
+            table,
+            lambda v: _select_from_target(ctx, expression, table_node, v, [exp.Star()], keep),
+            Operation.DELETE,
+        )
     return ctx.ok()
 
 
@@ -230,13 +266,17 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
         if name in assignments:
             raise InvalidArgumentError(f"UPDATE of {table.identifier} sets column '{name}' twice")
         if name in table.primary_key:
-            raise InvalidArgumentError(f"UPDATE cannot change primary key column '{name}' of {table.identifier}")
+            raise InvalidArgumentError(
+                f"UPDATE cannot change primary key column '{name}' of {table.identifier}"
+            )
         assignments[name] = item.expression
     if table.is_keyed:
 
         def once(version: int) -> None:
             rows = updated_rows(ctx, expression, table, table_node, version, assignments)
-            change_rows.write_changes(table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version)
+            change_rows.write_changes(
+                table, upserts=rows, deletes=None, operation=Operation.UPDATE, read_version=version
+            )
 
         base_rows.retrying(table, Operation.UPDATE, once)
     else:
@@ -244,12 +284,16 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
         hit = exp.func("coalesce", condition, exp.false()) if condition is not None else exp.true()
         projections = [
             exp.alias_(exp.If(this=hit, true=value, false=exp.column(name, quoted=True)), name, quoted=True)
-            for name, value in ((f.name, assignments.get(f.name, exp.column(f.name, quoted=True)))
-                                for f in table.schema.fields)
+            for name, value in (
+                (f.name, assignments.get(f.name, exp.column(f.name, quoted=True)))
+                for f in table.schema.fields
+            )
         ]
-        base_rows.rewrite_table(table,
-                             lambda v: _select_from_target(ctx, expression, table_node, v, projections, None),
-                             Operation.UPDATE)
+        base_rows.rewrite_table(
+            table,
+            lambda v: _select_from_target(ctx, expression, table_node, v, projections, None),
+            Operation.UPDATE,
+        )
     return ctx.ok()
 
 
@@ -258,11 +302,15 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
     if table is None:
         return None
     if not table.is_keyed:
-        raise UnsupportedOperationError(f"MERGE INTO needs a table with a primary key; {table.identifier} has none")
+        raise UnsupportedOperationError(
+            f"MERGE INTO needs a table with a primary key; {table.identifier} has none"
+        )
     if expression.args.get("with_") is not None:  # USING may name a CTE: read the source under them
         using = expression.args["using"]
-        source = exp.Subquery(this=with_ctes(expression, exp.select(exp.Star()).from_(using.copy())),
-                              alias=exp.TableAlias(this=exp.to_identifier(using.alias_or_name)))
+        source = exp.Subquery(
+            this=with_ctes(expression, exp.select(exp.Star()).from_(using.copy())),
+            alias=exp.TableAlias(this=exp.to_identifier(using.alias_or_name)),
+        )
         expression = expression.copy()
         expression.set("using", source)
         expression.set("with_", None)
@@ -291,8 +339,9 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         small = changes is not None
         if changes is None:
             changes = plan.joined_changes(ctx, table_node, version, keys)
-        change_rows.write_changes(table, changes=changes, operation=Operation.MERGE, read_version=version,
-                                  small=small)
+        change_rows.write_changes(
+            table, changes=changes, operation=Operation.MERGE, read_version=version, small=small
+        )
 
     base_rows.retrying(table, Operation.MERGE, once)
     return ctx.ok()

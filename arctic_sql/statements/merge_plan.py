@@ -23,17 +23,16 @@ from sqlglot import exp
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.statements.time_travel import at_version
-from arctic_sql.table.model.table import ArcticTable
-from arctic_sql.table.writing.change_rows import REFUSE_COLUMN, is_small
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.writing.change_rows import REFUSE_COLUMN, is_small
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
     from arctic_sql.statements.context import StatementContext
-    from arctic_sql.table.reading.scan import ReadPlan
 
 SOURCE_MARK = "_arctic_s"
 TARGET_MARK = "_arctic_t"
@@ -57,8 +56,11 @@ class Clause:
 def _bare_qualifiers(expression: exp.Merge) -> exp.Merge:
     """``expression`` with its conditions and assignments naming an unaliased table by its bare name
     (``ON db.t.id = db.s.id`` as ``ON t.id = s.id``): the plan reads both sides under those names."""
-    unaliased = {side.name.lower() for side in (expression.this, expression.args["using"])
-                 if isinstance(side, exp.Table) and not side.alias}
+    unaliased = {
+        side.name.lower()
+        for side in (expression.this, expression.args["using"])
+        if isinstance(side, exp.Table) and not side.alias
+    }
     if not unaliased:
         return expression
     expression = expression.copy()
@@ -78,7 +80,9 @@ def _once(names: list[str], what: str) -> list[str]:
     return names
 
 
-def _is_star(assignments: dict[str, exp.Expression], action: str, source_alias: str, table: ArcticTable) -> bool:
+def _is_star(
+    assignments: dict[str, exp.Expression], action: str, source_alias: str, table: ArcticTable
+) -> bool:
     """Whether listed assignments mean what ``UPDATE SET *`` / ``INSERT *`` mean: every column the
     star sets (an update leaves the key alone), each to the source's column of its name, in any
     order, bare or in a CAST to the column's own type (what writing it does anyway). dbt's
@@ -89,12 +93,18 @@ def _is_star(assignments: dict[str, exp.Expression], action: str, source_alias: 
     starred = {f.name for f in table.schema.fields if action == "insert" or f.name not in keys}
     if set(assignments) != starred:
         return False
-    types = {f.name: exp.DataType.build(type_string(f.field_type), dialect="spark") for f in table.schema.fields}
+    types = {
+        f.name: exp.DataType.build(type_string(f.field_type), dialect="spark") for f in table.schema.fields
+    }
     for name, value in assignments.items():
         if isinstance(value, exp.Cast) and not value.args.get("format") and value.to == types[name]:
             value = value.this
-        if not (isinstance(value, exp.Column) and value.table.lower() == source_alias.lower()
-                and not value.args.get("db") and value.name.lower() == name.lower()):
+        if not (
+            isinstance(value, exp.Column)
+            and value.table.lower() == source_alias.lower()
+            and not value.args.get("db")
+            and value.name.lower() == name.lower()
+        ):
             return False
     return True
 
@@ -110,8 +120,10 @@ class SourceKeys:
         """``k IN (...)`` on every key column."""
         conditions = []
         for position, key in enumerate(keys):
-            literals = [exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(v)
-                        for v in sorted({k[position] for k in self.values}, key=repr)]
+            literals = [
+                exp.Literal.number(v) if isinstance(v, int) else exp.Literal.string(v)
+                for v in sorted({k[position] for k in self.values}, key=repr)
+            ]
             conditions.append(exp.column(key, quoted=True).isin(*literals) if literals else exp.false())
         return exp.and_(*conditions)
 
@@ -160,19 +172,24 @@ class MergePlan:
             if isinstance(then, exp.Update):
                 action = "update"
                 if not (len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)):
-                    named = _once([column_name(a.this) for a in then.expressions], "MERGE ... UPDATE SET sets")
+                    named = _once(
+                        [column_name(a.this) for a in then.expressions], "MERGE ... UPDATE SET sets"
+                    )
                     assignments = dict(zip(named, [a.expression for a in then.expressions], strict=True))
                     for key in table.primary_key:
                         if key in assignments:
                             raise InvalidArgumentError(
-                                f"MERGE cannot change primary key column '{key}' of {table.identifier}")
+                                f"MERGE cannot change primary key column '{key}' of {table.identifier}"
+                            )
             elif isinstance(then, exp.Insert):
                 action = "insert"
                 if not isinstance(then.this, exp.Star):
                     names = _once([column_name(c) for c in then.this.expressions], "MERGE ... INSERT names")
                     values = then.expression.expressions
                     if len(names) != len(values):
-                        raise InvalidArgumentError("MERGE ... INSERT has a different number of columns and values")
+                        raise InvalidArgumentError(
+                            "MERGE ... INSERT has a different number of columns and values"
+                        )
                     assignments = dict(zip(names, values, strict=True))
             else:
                 action = "delete"
@@ -186,9 +203,16 @@ class MergePlan:
             clauses.append(Clause(category, when.args.get("condition"), action, assignments, star))
         from arctic_sql.table.model.schemas import to_spark_type
 
-        return cls(target_alias, source, source_alias, expression.args["on"], tuple(clauses), columns,
-                   tuple(table.primary_key),
-                   tuple(to_spark_type(table.schema.find_field(k).field_type) for k in table.primary_key))
+        return cls(
+            target_alias,
+            source,
+            source_alias,
+            expression.args["on"],
+            tuple(clauses),
+            columns,
+            tuple(table.primary_key),
+            tuple(to_spark_type(table.schema.find_field(k).field_type) for k in table.primary_key),
+        )
 
     # ------------------------------------------------------------------------------------------
     def source_schema(self, ctx: StatementContext) -> StructType | None:
@@ -211,47 +235,69 @@ class MergePlan:
         # A source row with a NULL key matches no target row: only its not-matched outcome applies.
         null_key = exp.or_(*[exp.column(k, quoted=True).is_(exp.null()) for k in self.keys])
         matched = exp.Case().when(null_key, exp.null()).else_(self._first("matched"))
-        outcomes = exp.select(exp.Star(), exp.alias_(matched, "_arctic_m"),
-                              exp.alias_(self._first("not_matched"), "_arctic_n")).from_(source)
+        outcomes = exp.select(
+            exp.Star(), exp.alias_(matched, "_arctic_m"), exp.alias_(self._first("not_matched"), "_arctic_n")
+        ).from_(source)
         # Blind is exact when both outcomes agree, or the matched one deletes and the other does nothing.
-        refuse = exp.not_(exp.or_(
-            exp.NullSafeEQ(this=exp.column("_arctic_m"), expression=exp.column("_arctic_n")),
-            exp.and_(exp.column("_arctic_m").eq(exp.Literal.string(layout.DELETE)),
-                     exp.column("_arctic_n").is_(exp.null())),
-        ))
+        refuse = exp.not_(
+            exp.or_(
+                exp.NullSafeEQ(this=exp.column("_arctic_m"), expression=exp.column("_arctic_n")),
+                exp.and_(
+                    exp.column("_arctic_m").eq(exp.Literal.string(layout.DELETE)),
+                    exp.column("_arctic_n").is_(exp.null()),
+                ),
+            )
+        )
         keys = set(self.keys)
         # Only an upsert reads the source's other columns: a DELETE-only MERGE may have just the key.
         upserts = any(c.action != "delete" for c in self.clauses if c.category != "not_matched_by_source")
         columns = [
-            exp.column(c, quoted=True) if c in keys else exp.alias_(
-                exp.Case().when(exp.column("_arctic_m").eq(exp.Literal.string(layout.UPSERT)),
-                                exp.column(c, quoted=True)) if upserts else exp.null(), c, quoted=True)
+            exp.column(c, quoted=True)
+            if c in keys
+            else exp.alias_(
+                exp.Case().when(
+                    exp.column("_arctic_m").eq(exp.Literal.string(layout.UPSERT)), exp.column(c, quoted=True)
+                )
+                if upserts
+                else exp.null(),
+                c,
+                quoted=True,
+            )
             for c in self.columns
         ]
         query = (
-            exp.select(*columns, exp.alias_(exp.column("_arctic_m"), layout.OP_COLUMN),
-                       exp.alias_(refuse.copy(), REFUSE_COLUMN))
+            exp.select(
+                *columns,
+                exp.alias_(exp.column("_arctic_m"), layout.OP_COLUMN),
+                exp.alias_(refuse.copy(), REFUSE_COLUMN),
+            )
             .from_(outcomes.subquery("_arctic_blind"))
             .where(exp.or_(exp.column("_arctic_m").is_(exp.null()).not_(), refuse))
         )
         return ctx.run_spark(query, to_spark_sql(query))
 
-    def joined_changes(self, ctx: StatementContext, target_node: exp.Table, version: int,
-                       keys: SourceKeys | None | bool = True) -> DataFrame:
+    def joined_changes(
+        self,
+        ctx: StatementContext,
+        target_node: exp.Table,
+        version: int,
+        keys: SourceKeys | None | bool = True,
+    ) -> DataFrame:
         """The change rows of the general form, from the source joined with the target at ``version``;
         ``keys``: the source's keys when already found (True: find them)."""
         if keys is True:
             keys = self.source_keys(ctx)
         return self._joined_changes(ctx, self.target_select(ctx, target_node, version, keys), keys or None)
 
-    def changes_by_lookup(self, ctx: StatementContext, table: ArcticTable, version: int, keys: SourceKeys | None
-                          ) -> DataFrame | None:
+    def changes_by_lookup(
+        self, ctx: StatementContext, table: ArcticTable, version: int, keys: SourceKeys | None
+    ) -> DataFrame | None:
         """:meth:`joined_changes` with the target's rows of the source's ``keys`` read here
         (``table/reading/lookup.py``) and joined as a local relation, when the source is under Spark's broadcast
         threshold; else None. No Spark job reads the target, and the change rows (no more than the
         source's) may be collected and written here (``change_writer.write``'s ``small``)."""
-        from arctic_sql.table.reading import lookup
         from arctic_sql.table.model.schemas import spark_schema
+        from arctic_sql.table.reading import lookup
 
         if keys is None or not keys.small:
             return None
@@ -260,15 +306,22 @@ class MergePlan:
             return None
         rows = lookup.read_keys(table, plan, keys.values)
         view = f"arctic_lookup_{next(_lookup_views)}"
-        ctx.spark.createDataFrame(rows, spark_schema(plan.schema, all_nullable=True)).createOrReplaceTempView(view)
+        ctx.spark.createDataFrame(rows, spark_schema(plan.schema, all_nullable=True)).createOrReplaceTempView(
+            view
+        )
         try:  # the DataFrame holds the analyzed plan: the view is no longer needed once it is made
             target = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(exp.to_table(view))
             return self._joined_changes(ctx, target, keys)
         finally:
             ctx.spark.catalog.dropTempView(view)
 
-    def target_select(self, ctx: StatementContext, target_node: exp.Table, version: int,
-                      keys: SourceKeys | None | bool = True) -> exp.Select:
+    def target_select(
+        self,
+        ctx: StatementContext,
+        target_node: exp.Table,
+        version: int,
+        keys: SourceKeys | None | bool = True,
+    ) -> exp.Select:
         """What the join reads of the target: its rows at ``version``, only those of the source's keys
         when a small source names few enough of them. The ``k IN (...)`` it adds is a point lookup
         (statements/query.py): the read opens only those keys' tree nodes and the files whose key
@@ -302,9 +355,16 @@ class MergePlan:
         # A batch names each key about once: its key columns, collected in one job (no shuffle), and
         # made distinct here; only a source of many repeated keys costs Spark's distinct.
         collected = named.limit(SOURCE_KEY_ROWS + 1).toArrow()
-        if collected.num_rows <= SOURCE_KEY_ROWS and len(set(collected.column_names)) == collected.num_columns:
+        if (
+            collected.num_rows <= SOURCE_KEY_ROWS
+            and len(set(collected.column_names)) == collected.num_columns
+        ):
             distinct = collected.group_by(collected.column_names).aggregate([])
-            values = list(zip(*(c.to_pylist() for c in distinct.columns), strict=True)) if distinct.num_rows else []
+            values = (
+                list(zip(*(c.to_pylist() for c in distinct.columns), strict=True))
+                if distinct.num_rows
+                else []
+            )
         else:
             values = [tuple(row) for row in named.distinct().limit(MAX_LOOKUP_KEYS + 1).collect()]
         if len(values) > MAX_LOOKUP_KEYS:
@@ -319,7 +379,9 @@ class MergePlan:
         for pair in self._on_pairs():
             if pair is not None:
                 pinned.setdefault(pair[0].lower(), pair[1])
-        return {k: pinned[k.lower()] for k in self.keys} if all(k.lower() in pinned for k in self.keys) else None
+        return (
+            {k: pinned[k.lower()] for k in self.keys} if all(k.lower() in pinned for k in self.keys) else None
+        )
 
     def _on_pairs(self) -> list[tuple[str, str] | None]:
         """Each conjunct of ``ON``: (target column, source column) when it is ``t.a = s.b`` (either
@@ -329,8 +391,11 @@ class MergePlan:
         for part in self.on.flatten() if isinstance(self.on, exp.And) else [self.on]:
             sides = [part.this, part.expression] if isinstance(part, exp.EQ) else []
             by_table = {s.table.lower(): s for s in sides if isinstance(s, exp.Column)}
-            pairs.append((by_table[target].name, by_table[source].name)
-                         if len(sides) == 2 and set(by_table) == {target, source} else None)
+            pairs.append(
+                (by_table[target].name, by_table[source].name)
+                if len(sides) == 2 and set(by_table) == {target, source}
+                else None
+            )
         return pairs
 
     def _source_select(self) -> exp.Select:
@@ -361,19 +426,24 @@ class MergePlan:
         for clause in self.clauses:
             if clause.category == category:
                 result = layout.DELETE if clause.action == "delete" else layout.UPSERT
-                case = case.when(clause.condition.copy() if clause.condition else exp.true(),
-                                 exp.Literal.string(result))
+                case = case.when(
+                    clause.condition.copy() if clause.condition else exp.true(), exp.Literal.string(result)
+                )
         return case if case.args.get("ifs") else exp.null()
 
-    def _joined_changes(self, ctx: StatementContext, target_select: exp.Select, keys: SourceKeys | None
-                        ) -> DataFrame:
+    def _joined_changes(
+        self, ctx: StatementContext, target_select: exp.Select, keys: SourceKeys | None
+    ) -> DataFrame:
         source_sql = self._source_select()
-        both = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
-                        exp.column(TARGET_MARK).is_(exp.null()).not_())
-        only_source = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()).not_(),
-                               exp.column(TARGET_MARK).is_(exp.null()))
-        only_target = exp.and_(exp.column(SOURCE_MARK).is_(exp.null()),
-                               exp.column(TARGET_MARK).is_(exp.null()).not_())
+        both = exp.and_(
+            exp.column(SOURCE_MARK).is_(exp.null()).not_(), exp.column(TARGET_MARK).is_(exp.null()).not_()
+        )
+        only_source = exp.and_(
+            exp.column(SOURCE_MARK).is_(exp.null()).not_(), exp.column(TARGET_MARK).is_(exp.null())
+        )
+        only_target = exp.and_(
+            exp.column(SOURCE_MARK).is_(exp.null()), exp.column(TARGET_MARK).is_(exp.null()).not_()
+        )
         guard = {"matched": both, "not_matched": only_source, "not_matched_by_source": only_target}
         choose = exp.Case()
         for index, clause in enumerate(self.clauses):
@@ -401,8 +471,10 @@ class MergePlan:
             projections.append(exp.alias_(case, name, quoted=True))
         op = exp.Case(this=exp.column(CLAUSE))
         for index, clause in enumerate(self.clauses):
-            op = op.when(exp.Literal.number(index),
-                         exp.Literal.string(layout.DELETE if clause.action == "delete" else layout.UPSERT))
+            op = op.when(
+                exp.Literal.number(index),
+                exp.Literal.string(layout.DELETE if clause.action == "delete" else layout.UPSERT),
+            )
         projections.append(exp.alias_(op, layout.OP_COLUMN))
         join_kind = "FULL" if any(c.category == "not_matched_by_source" for c in self.clauses) else "LEFT"
         query = (
@@ -413,9 +485,13 @@ class MergePlan:
         if keys is not None:
             # A lookup of at most MAX_LOOKUP_KEYS keys yields a row per key at most, but Spark sizes
             # the merged read at its files' bytes and would shuffle both sides for a sort-merge join.
-            query.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST",
-                                                                  expressions=[exp.to_identifier(tgt)])]))
-        outer = exp.select(*[exp.column(c, quoted=True) for c in self.columns], exp.column(layout.OP_COLUMN)).from_(
-            query.subquery("_arctic_merge")
-        ).where(exp.column(CLAUSE).is_(exp.null()).not_())
+            query.set(
+                "hint",
+                exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(tgt)])]),
+            )
+        outer = (
+            exp.select(*[exp.column(c, quoted=True) for c in self.columns], exp.column(layout.OP_COLUMN))
+            .from_(query.subquery("_arctic_merge"))
+            .where(exp.column(CLAUSE).is_(exp.null()).not_())
+        )
         return ctx.run_spark(outer, to_spark_sql(outer))

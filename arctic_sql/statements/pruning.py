@@ -113,8 +113,13 @@ def _fits(node: exp.Expression, value: object, column_type: it.IcebergType | Non
 
 
 class _Converter:
-    def __init__(self, columns: dict[str, str], qualifiers: set[str], allowed: set[str] | None,
-                 types: dict[str, it.IcebergType] | None = None) -> None:
+    def __init__(
+        self,
+        columns: dict[str, str],
+        qualifiers: set[str],
+        allowed: set[str] | None,
+        types: dict[str, it.IcebergType] | None = None,
+    ) -> None:
         self.columns = columns  # lower-case name -> table column name
         self.qualifiers = qualifiers  # lower-case names a column may be qualified with
         self.allowed = allowed  # restrict to these table columns (primary key), or None
@@ -174,7 +179,11 @@ class _Converter:
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             name = self.column(node.this)
             return ie.IsNull(name) if name is not None else None
-        if isinstance(node, exp.Not) and isinstance(node.this, exp.Is) and isinstance(node.this.expression, exp.Null):
+        if (
+            isinstance(node, exp.Not)
+            and isinstance(node.this, exp.Is)
+            and isinstance(node.this.expression, exp.Null)
+        ):
             name = self.column(node.this.this)
             return ie.NotNull(name) if name is not None else None
         return None
@@ -191,8 +200,12 @@ def row_filter(
     A conjunct pyiceberg cannot bind (a literal it cannot read as the column's type, say) is left out.
     """
     columns = prunable_columns(schema)
-    converter = _Converter({c.lower(): c for c in columns}, {q.lower() for q in qualifiers}, allowed,
-                           {f.name: f.field_type for f in schema.fields})
+    converter = _Converter(
+        {c.lower(): c for c in columns},
+        {q.lower() for q in qualifiers},
+        allowed,
+        {f.name: f.field_type for f in schema.fields},
+    )
     result: ie.BooleanExpression = ie.AlwaysTrue()
     for conjunct in conjuncts(where):
         converted = converter.convert(conjunct)
@@ -237,8 +250,12 @@ def key_lookups(
     """
     if not keys:
         return None
-    converter = _Converter({f.name.lower(): f.name for f in schema.fields}, {q.lower() for q in qualifiers},
-                           set(keys), {f.name: f.field_type for f in schema.fields})
+    converter = _Converter(
+        {f.name.lower(): f.name for f in schema.fields},
+        {q.lower() for q in qualifiers},
+        set(keys),
+        {f.name: f.field_type for f in schema.fields},
+    )
     choices: dict[str, set] = {}
     for conjunct in conjuncts(where):
         converted = converter.convert(conjunct)

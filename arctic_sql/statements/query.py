@@ -20,9 +20,9 @@ from arctic_sql.statements import aggregate_pushdown, time_travel, views
 from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 from arctic_sql.statements.time_travel import replace_functions
+from arctic_sql.table.format.keyhash import lookup_hashes
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import changes_between
-from arctic_sql.table.format.keyhash import lookup_hashes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -92,7 +92,6 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
     if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
         owner = TableIdentifier.parse(".".join(parts[:-1]), ctx.current_database)
         if ctx.catalog.table_exists(owner):
-
             if version is not None:
                 raise InvalidArgumentError(f"Metadata table {'.'.join(parts)} has no versions to travel to")
             return metadata_table(ctx, ctx.catalog.load_table(owner), parts[-1].lower())
@@ -132,22 +131,25 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
     )
 
 
-def looked_up(ctx: StatementContext, table: ArcticTable, version: int | None, lookups: list[tuple] | None
-              ) -> DataFrame | None:
+def looked_up(
+    ctx: StatementContext, table: ArcticTable, version: int | None, lookups: list[tuple] | None
+) -> DataFrame | None:
     """The rows of a point or small-set lookup (``lookups``: the key tuples its WHERE pins), read
     here (table/reading/lookup.py) and handed to Spark as a local relation, or None when the lookup is not
     one for this process. A Spark task would cost more to start than the read: the query above it
     (its WHERE included) folds into the local relation and runs no job. EXPLAIN names what was read
     (``LOOKUP_NOTE``)."""
-    from arctic_sql.table.reading import lookup
     from arctic_sql.table.model.schemas import spark_schema
+    from arctic_sql.table.reading import lookup
 
     if lookups is None or not table.is_keyed:
         return None
     plan = lookup.plan_lookup(table, version, lookups)
     if plan is None:
         return None
-    df = ctx.spark.createDataFrame(lookup.read_keys(table, plan, lookups), spark_schema(plan.schema, all_nullable=True))
+    df = ctx.spark.createDataFrame(
+        lookup.read_keys(table, plan, lookups), spark_schema(plan.schema, all_nullable=True)
+    )
     setattr(df, LOOKUP_NOTE, lookup.describe(plan))
     return df
 

@@ -14,13 +14,15 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.statements.clauses import literal_value, spark_struct
-from arctic_sql.table.writing import commit, schema_evolution
 from arctic_sql.table.model import properties as props
 from arctic_sql.table.model.identifiers import RESERVED_COLUMN_PREFIX
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.model.schemas import _Ids, to_iceberg_type
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.writing import commit, schema_evolution
 
 if TYPE_CHECKING:
+    from pyiceberg.table.update.schema import UpdateSchema
+
     from arctic_sql.statements.context import StatementContext
 
 
@@ -38,9 +40,13 @@ def apply_alter(ctx: StatementContext, table: ArcticTable, expression: exp.Alter
         elif isinstance(action, exp.AlterColumn) and _only_type(action):
             _widen_column(ctx, table, action)
         elif isinstance(action, exp.Drop) and (action.kind or "").upper() == "COLUMN":
-            _drop_columns(table, [c.name for c in action.args.get("tables") or []], bool(action.args.get("exists")))
+            _drop_columns(
+                table, [c.name for c in action.args.get("tables") or []], bool(action.args.get("exists"))
+            )
         else:
-            raise UnsupportedOperationError(f"ALTER TABLE action not supported on arctic tables: {action.sql()}")
+            raise UnsupportedOperationError(
+                f"ALTER TABLE action not supported on arctic tables: {action.sql()}"
+            )
 
 
 def _refuse_nested(table: ArcticTable, action: exp.Expression) -> None:
@@ -58,8 +64,10 @@ def _refuse_nested(table: ArcticTable, action: exp.Expression) -> None:
         return
     for name in names:
         if isinstance(name, exp.Dot) or (isinstance(name, exp.Column) and name.table):
-            raise UnsupportedOperationError(f"Cannot change nested field {name.sql()} of {table.identifier}: "
-                                            "only top-level columns can be added, renamed or dropped")
+            raise UnsupportedOperationError(
+                f"Cannot change nested field {name.sql()} of {table.identifier}: "
+                "only top-level columns can be added, renamed or dropped"
+            )
 
 
 def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
@@ -107,8 +115,10 @@ def _only_type(action: exp.AlterColumn) -> bool:
     """``ALTER COLUMN c TYPE t`` (or Hive's ``CHANGE COLUMN c c t``): a new type and nothing else."""
     renamed = action.args.get("rename_to")
     if renamed is not None and renamed.name.lower() != action.this.name.lower():
-        raise UnsupportedOperationError(f"CHANGE COLUMN {action.this.name} {renamed.name} renames and retypes at once: "
-                                        "use RENAME COLUMN, then ALTER COLUMN ... TYPE")
+        raise UnsupportedOperationError(
+            f"CHANGE COLUMN {action.this.name} {renamed.name} renames and retypes at once: "
+            "use RENAME COLUMN, then ALTER COLUMN ... TYPE"
+        )
     others = [k for k, v in action.args.items() if v and k not in ("this", "dtype", "rename_to")]
     return action.args.get("dtype") is not None and not others
 

@@ -17,9 +17,9 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.parser import statements
 from arctic_sql.statements import views
 from arctic_sql.table.model import properties as props
+from arctic_sql.table.model.schemas import to_spark_type
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.scan import plan_read
-from arctic_sql.table.model.schemas import to_spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from arctic_sql.statements.context import StatementContext
 
 
-def show_table_properties(ctx: StatementContext, expression: statements.ShowTableProperties, text: str) -> DataFrame | None:
+def show_table_properties(
+    ctx: StatementContext, expression: statements.ShowTableProperties, text: str
+) -> DataFrame | None:
     """``SHOW TBLPROPERTIES t [('key')]``: (key, value) rows of the properties the user set."""
     table = ctx.arctic_table(expression.this)
     if table is None:
@@ -60,7 +62,9 @@ def show_columns(ctx: StatementContext, expression: statements.ShowColumns, text
     return ctx.result([(f.name,) for f in table.schema.fields], "col_name string")
 
 
-def show_partitions(ctx: StatementContext, expression: statements.ShowPartitions, text: str) -> DataFrame | None:
+def show_partitions(
+    ctx: StatementContext, expression: statements.ShowPartitions, text: str
+) -> DataFrame | None:
     """``SHOW PARTITIONS t [PARTITION (k = v)]``: one ``region=eu/...`` row per partition holding data.
 
     Read from file metadata: a partition is listed while it has base files or change files.
@@ -70,7 +74,9 @@ def show_partitions(ctx: StatementContext, expression: statements.ShowPartitions
     if table is None:
         return None
     if not table.spec.fields:
-        raise InvalidArgumentError(f"SHOW PARTITIONS is not allowed on {table.identifier}: it is not partitioned")
+        raise InvalidArgumentError(
+            f"SHOW PARTITIONS is not allowed on {table.identifier}: it is not partitioned"
+        )
     plan = plan_read(table)
     found = {f.partition for f in [*plan.base_files, *plan.change_files] if f.record_count > 0}
     wanted = partition_filter(table, expression.args.get("partition"))
@@ -108,11 +114,17 @@ def matches(partition_path: str, wanted: dict[str, str]) -> bool:
 
 # SHOW CREATE TABLE -----------------------------------------------------------------------------
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
-_TIME_TRANSFORMS = {tf.YearTransform: "years", tf.MonthTransform: "months", tf.DayTransform: "days",
-                    tf.HourTransform: "hours"}
+_TIME_TRANSFORMS = {
+    tf.YearTransform: "years",
+    tf.MonthTransform: "months",
+    tf.DayTransform: "days",
+    tf.HourTransform: "hours",
+}
 
 
-def show_create_table(ctx: StatementContext, expression: statements.ShowCreateTable, text: str) -> DataFrame | None:
+def show_create_table(
+    ctx: StatementContext, expression: statements.ShowCreateTable, text: str
+) -> DataFrame | None:
     """``SHOW CREATE TABLE t``: one ``createtab_stmt`` row that recreates the table when run."""
     table = ctx.arctic_table(expression.this)
     if table is None:
@@ -130,7 +142,9 @@ def create_statement(table: ArcticTable) -> str:
     lines = []
     for field in schema.fields:
         spark_type = to_spark_type(field.field_type).simpleString()
-        column = f"  {_quote(field.name)} {spark_type.upper() if field.field_type.is_primitive else spark_type}"
+        column = (
+            f"  {_quote(field.name)} {spark_type.upper() if field.field_type.is_primitive else spark_type}"
+        )
         if field.required:
             column += " NOT NULL"
         if field.doc:
@@ -141,8 +155,10 @@ def create_statement(table: ArcticTable) -> str:
     name = ".".join(_quote(part) for part in (table.identifier.database, table.identifier.name))
     statement = f"CREATE TABLE {name} (\n" + ",\n".join(lines) + ")\nUSING arctic"
     if table.spec.fields:
-        terms = [_partition_term(f.transform, _quote(schema.find_column_name(f.source_id)))
-                 for f in table.spec.fields]
+        terms = [
+            _partition_term(f.transform, _quote(schema.find_column_name(f.source_id)))
+            for f in table.spec.fields
+        ]
         statement += f"\nPARTITIONED BY ({', '.join(terms)})"
     shown = table.user_properties()
     if shown:

@@ -11,6 +11,7 @@
   retained commit. They are replaced by literals before Spark sees a statement, so they work in
   every clause, in plain expressions and in CALL arguments.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -19,12 +20,12 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.parser import to_spark_sql
-from arctic_sql.table.reading import tags
-from arctic_sql.table.reading import time_travel as tt
+from arctic_sql.table.format import versions
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading import tags
+from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import Range
-from arctic_sql.table.format import versions
 
 if TYPE_CHECKING:
     from arctic_sql.statements.context import StatementContext
@@ -53,7 +54,9 @@ def _function_arguments(ctx: StatementContext, call: exp.Anonymous) -> tuple[str
     what = call.name.lower()
     arguments = call.expressions
     if not 1 <= len(arguments) <= 2:
-        raise InvalidArgumentError(f"{what}() takes a table name and an optional n, got {len(arguments)} arguments")
+        raise InvalidArgumentError(
+            f"{what}() takes a table name and an optional n, got {len(arguments)} arguments"
+        )
     values = [_constant(ctx, a, what) for a in arguments]
     if not isinstance(values[0], str):
         raise InvalidArgumentError(f"{what}() needs the table name as a string, e.g. {what}('db.t')")
@@ -90,7 +93,9 @@ def _is_call(node: exp.Expression, name: str) -> bool:
 def replace_functions(ctx: StatementContext, expression: exp.Expression) -> exp.Expression:
     """``expression`` with every ``get_latest_version``/``get_latest_timestamp`` call replaced by its
     value (a copy), or ``expression`` itself when it has none."""
-    calls = [n for n in expression.find_all(exp.Anonymous) if n.name.lower() in (LATEST_VERSION, LATEST_TIMESTAMP)]
+    calls = [
+        n for n in expression.find_all(exp.Anonymous) if n.name.lower() in (LATEST_VERSION, LATEST_TIMESTAMP)
+    ]
     if not calls:
         return expression
     copy = expression.copy()
@@ -126,7 +131,6 @@ def version_value(ctx: StatementContext, table: ArcticTable, value: exp.Expressi
     if isinstance(value, exp.Literal):
         raw = value.this
     else:
-
         raw = ctx.constant(f"try_cast(({to_spark_sql(value)}) AS BIGINT)")
     try:
         if raw is not None and not isinstance(raw, bool):
@@ -169,7 +173,9 @@ def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version) 
     history = versions.history(table.base, table.change)
     low, high = node.args["expression"].expressions
     if node.name.upper() == "TIMESTAMP":
-        return tt.range_of_timestamps(history, _timestamp_micros(ctx, low, where),
-                                      _timestamp_micros(ctx, high, where), where)
-    return tt.range_of_versions(table, history, version_value(ctx, table, low, where),
-                                version_value(ctx, table, high, where), where)
+        return tt.range_of_timestamps(
+            history, _timestamp_micros(ctx, low, where), _timestamp_micros(ctx, high, where), where
+        )
+    return tt.range_of_versions(
+        table, history, version_value(ctx, table, low, where), version_value(ctx, table, high, where), where
+    )

@@ -14,9 +14,9 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.statements.show import matches, partition_filter
+from arctic_sql.table.format import versions
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import base_rows
-from arctic_sql.table.format import versions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -38,8 +38,9 @@ def truncate(ctx: StatementContext, expression: exp.TruncateTable, text: str) ->
     assert table is not None
     partition = expression.args.get("partition")
     if partition is not None and not table.spec.fields:
-        raise InvalidArgumentError(f"TRUNCATE TABLE ... PARTITION is not allowed on {table.identifier}: "
-                                   "it is not partitioned")
+        raise InvalidArgumentError(
+            f"TRUNCATE TABLE ... PARTITION is not allowed on {table.identifier}: it is not partitioned"
+        )
     truncate_table(table, partition_filter(table, partition))
     return ctx.ok()
 

@@ -47,9 +47,13 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
     if exists and expression.args.get("exists"):
         return ctx.ok()
     replace = bool(expression.args.get("replace"))
-    if ctx.spark.catalog.databaseExists(identifier.database) and ctx.spark.catalog.tableExists(str(identifier)):
+    if ctx.spark.catalog.databaseExists(identifier.database) and ctx.spark.catalog.tableExists(
+        str(identifier)
+    ):
         if not replace or ctx.spark.catalog.getTable(str(identifier)).tableType != "VIEW":
-            raise TableAlreadyExistsError(f"Cannot create view {identifier}: Spark has a table or view of that name")
+            raise TableAlreadyExistsError(
+                f"Cannot create view {identifier}: Spark has a table or view of that name"
+            )
     view = ViewDefinition(to_spark_sql(_qualified(ctx, query)), columns)
     # Refused now, as Spark refuses it, rather than at its first read: a query that does not analyse,
     # the wrong number of column names, a view that would read itself.
@@ -69,8 +73,9 @@ def alter(ctx: StatementContext, expression: exp.Alter) -> DataFrame | None:
         return None
     actions = expression.args.get("actions") or []
     if len(actions) != 1 or not isinstance(actions[0], exp.Query):
-        raise UnsupportedOperationError(f"ALTER VIEW {identifier} takes only AS query here; use CREATE OR REPLACE "
-                                        "VIEW or DROP VIEW")
+        raise UnsupportedOperationError(
+            f"ALTER VIEW {identifier} takes only AS query here; use CREATE OR REPLACE VIEW or DROP VIEW"
+        )
     replace = exp.Create(this=expression.this.copy(), kind="VIEW", replace=True, expression=actions[0].copy())
     return create(ctx, replace)
 
@@ -91,18 +96,27 @@ def drop(ctx: StatementContext, identifier: TableIdentifier, if_exists: bool) ->
     return ctx.ok() if if_exists and not ctx.spark.catalog.tableExists(str(identifier)) else None
 
 
-def schema_rows(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition
-                ) -> list[tuple[str, str, None]]:
+def schema_rows(
+    ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition
+) -> list[tuple[str, str, None]]:
     """DESCRIBE of a view: its columns and their Spark types."""
     return [(f.name, f.dataType.simpleString(), None) for f in read(ctx, identifier, view).schema.fields]
 
 
 def information(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> str:
     """SHOW TABLE EXTENDED's text for a view, as Spark writes it (dbt-spark reads ``Type: VIEW``)."""
-    lines = ["Catalog: spark_catalog", f"Database: {identifier.database}", f"Table: {identifier.name}",
-             "Type: VIEW", f"View Text: {view.sql}", "Schema: root"]
-    lines += [f" |-- {f.name}: {f.dataType.simpleString()} (nullable = {str(f.nullable).lower()})"
-              for f in read(ctx, identifier, view).schema.fields]
+    lines = [
+        "Catalog: spark_catalog",
+        f"Database: {identifier.database}",
+        f"Table: {identifier.name}",
+        "Type: VIEW",
+        f"View Text: {view.sql}",
+        "Schema: root",
+    ]
+    lines += [
+        f" |-- {f.name}: {f.dataType.simpleString()} (nullable = {str(f.nullable).lower()})"
+        for f in read(ctx, identifier, view).schema.fields
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -122,8 +136,9 @@ def _run(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinitio
     df = ctx.run_spark(parse_one(view.sql), view.sql)
     if view.columns:
         if len(view.columns) != len(df.columns):
-            raise InvalidArgumentError(f"View {identifier} names {len(view.columns)} columns but its query "
-                                       f"returns {len(df.columns)}")
+            raise InvalidArgumentError(
+                f"View {identifier} names {len(view.columns)} columns but its query returns {len(df.columns)}"
+            )
         df = df.toDF(*view.columns)
     return df
 
@@ -147,8 +162,12 @@ def _qualified(ctx: StatementContext, query: exp.Expression) -> exp.Expression:
     query = query.copy()
     ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     for node in query.find_all(exp.Table):
-        if node.name and not node.args.get("db") and node.name.lower() not in ctes \
-                and not isinstance(node.this, exp.Func):
+        if (
+            node.name
+            and not node.args.get("db")
+            and node.name.lower() not in ctes
+            and not isinstance(node.this, exp.Func)
+        ):
             node.set("db", exp.to_identifier(ctx.current_database))
     return query
 
@@ -166,7 +185,10 @@ def _names_arctic(ctx: StatementContext, query: exp.Expression) -> bool:
                 return True
         except InvalidArgumentError:
             pass  # four parts: perhaps a metadata table
-        if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES and ctx.catalog.table_exists(
-                TableIdentifier.parse(".".join(parts[-3:-1]), ctx.current_database)):
+        if (
+            len(parts) >= 2
+            and parts[-1].lower() in METADATA_TABLES
+            and ctx.catalog.table_exists(TableIdentifier.parse(".".join(parts[-3:-1]), ctx.current_database))
+        ):
             return True  # a metadata table (db.t.snapshots)
     return False

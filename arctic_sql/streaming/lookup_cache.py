@@ -68,7 +68,9 @@ def sql_column(values: list) -> list:
 class BucketCache:
     """The rows of one bucket of a dimension at one version (``version()``; None when empty)."""
 
-    def __init__(self, path: str, *, key_width: int, join_width: int, signature: str, memory_kib: int = 65536) -> None:
+    def __init__(
+        self, path: str, *, key_width: int, join_width: int, signature: str, memory_kib: int = 65536
+    ) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self.key_width, self.join_width = key_width, join_width
         self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
@@ -87,7 +89,9 @@ class BucketCache:
         if known is not None and known[0] != signature:  # another join's file: start over
             self.db.execute("DROP TABLE IF EXISTS dim")
             self.db.execute("DELETE FROM meta")
-        self.db.execute(f"CREATE TABLE IF NOT EXISTS dim ({keys}{joins}, row BLOB, PRIMARY KEY ({keys})) WITHOUT ROWID")
+        self.db.execute(
+            f"CREATE TABLE IF NOT EXISTS dim ({keys}{joins}, row BLOB, PRIMARY KEY ({keys})) WITHOUT ROWID"
+        )
         if self.join_width:
             self.db.execute(f"CREATE INDEX IF NOT EXISTS dim_join ON dim ({joins.lstrip(', ')})")
         self.db.execute("INSERT OR REPLACE INTO meta VALUES ('signature', ?)", (signature,))
@@ -104,7 +108,9 @@ class BucketCache:
         """Replace every row with ``rows`` (the bucket at ``version``), in one transaction."""
         self._write(rows, (), version, replace_all=True)
 
-    def _write(self, upserts: Iterable[Entry], deletes: Iterable[Key], version: int, *, replace_all: bool) -> None:
+    def _write(
+        self, upserts: Iterable[Entry], deletes: Iterable[Key], version: int, *, replace_all: bool
+    ) -> None:
         width = self.key_width + self.join_width + 1
         insert = f"INSERT OR REPLACE INTO dim VALUES ({', '.join('?' * width)})"
         where = " AND ".join(f"k{i} = ?" for i in range(self.key_width))
@@ -129,12 +135,18 @@ class BucketCache:
         columns = [f"j{i}" for i in range(self.join_width)] or [f"k{i}" for i in range(self.key_width)]
         width = len(columns)
         db = self.db
-        db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (" + ", ".join(f"w{i}" for i in range(width)) + ")")
+        db.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS wanted (" + ", ".join(f"w{i}" for i in range(width)) + ")"
+        )
         db.execute("DELETE FROM wanted")
-        db.executemany(f"INSERT INTO wanted VALUES ({', '.join('?' * width)})", {k for k in keys if None not in k})
+        db.executemany(
+            f"INSERT INTO wanted VALUES ({', '.join('?' * width)})", {k for k in keys if None not in k}
+        )
         on = " AND ".join(f"dim.{c} = wanted.w{i}" for i, c in enumerate(columns))
         found: dict[Key, list[bytes]] = {}
-        query = f"SELECT {', '.join(f'wanted.w{i}' for i in range(width))}, dim.row FROM wanted JOIN dim ON {on}"
+        query = (
+            f"SELECT {', '.join(f'wanted.w{i}' for i in range(width))}, dim.row FROM wanted JOIN dim ON {on}"
+        )
         for *key, row in db.execute(query):
             found.setdefault(tuple(key), []).append(row)
         return found

@@ -47,15 +47,25 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 # Options, in the peers' words (Amoro's lookup.reloading.interval, Paimon's lookup.cache-max-memory-size).
-BUCKETS, INTERVAL, MEMORY, CACHE_DIR = ("lookup.buckets", "lookup.reloading.interval",
-                                        "lookup.cache-max-memory-size", "lookup.cache-dir")
+BUCKETS, INTERVAL, MEMORY, CACHE_DIR = (
+    "lookup.buckets",
+    "lookup.reloading.interval",
+    "lookup.cache-max-memory-size",
+    "lookup.cache-dir",
+)
 MAX_BUCKETS = 4096  # a file each; a join on other columns asks every one of them per batch
 DEFAULTS = {BUCKETS: "16", INTERVAL: "0 s", MEMORY: "256 mb", CACHE_DIR: ""}
 
 
-def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: str = "inner",
-                columns: Sequence[str] | None = None, options: Mapping[str, str] | None = None,
-                version_column: str | None = None) -> DataFrame:
+def lookup_join(
+    facts: DataFrame,
+    dimension: str,
+    on: str | Sequence[str],
+    how: str = "inner",
+    columns: Sequence[str] | None = None,
+    options: Mapping[str, str] | None = None,
+    version_column: str | None = None,
+) -> DataFrame:
     """``facts`` (a streaming DataFrame) joined with the current rows of the arctic table ``dimension``.
 
     ``on``: the column(s) both sides share: the dimension's primary key (a point lookup per fact) or
@@ -75,7 +85,9 @@ def lookup_join(facts: DataFrame, dimension: str, on: str | Sequence[str], how: 
     """
     spark = facts.sparkSession
     if not facts.isStreaming:
-        raise InvalidArgumentError("lookup_join joins a stream: facts must be a streaming DataFrame (spark.readStream)")
+        raise InvalidArgumentError(
+            "lookup_join joins a stream: facts must be a streaming DataFrame (spark.readStream)"
+        )
     if how not in ("inner", "left"):
         raise InvalidArgumentError(f'lookup_join takes how="inner" or how="left", got {how!r}')
     settings = _options(options or {})
@@ -98,30 +110,44 @@ def _names(value: str | Sequence[str], what: str) -> tuple[str, ...]:
 def _options(given: Mapping[str, str]) -> dict:
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
-        raise InvalidArgumentError(f"Unknown lookup_join option {unknown[0]} (known: {', '.join(sorted(DEFAULTS))})")
+        raise InvalidArgumentError(
+            f"Unknown lookup_join option {unknown[0]} (known: {', '.join(sorted(DEFAULTS))})"
+        )
     raw = {**DEFAULTS, **{k: str(v) for k, v in given.items()}}
     buckets = raw[BUCKETS].strip()
     if not buckets.isdigit() or not 1 <= int(buckets) <= MAX_BUCKETS or int(buckets) & (int(buckets) - 1):
-        raise InvalidArgumentError(f"Option {BUCKETS} must be a power of two up to {MAX_BUCKETS}, got {raw[BUCKETS]!r}")
+        raise InvalidArgumentError(
+            f"Option {BUCKETS} must be a power of two up to {MAX_BUCKETS}, got {raw[BUCKETS]!r}"
+        )
     cache_dir = raw[CACHE_DIR] or os.path.join(tempfile.gettempdir(), "arctic-lookup", uuid.uuid4().hex)
-    return {BUCKETS: int(buckets), INTERVAL: _duration_ms(raw[INTERVAL]), MEMORY: _bytes(raw[MEMORY]),
-            CACHE_DIR: os.path.abspath(cache_dir)}
+    return {
+        BUCKETS: int(buckets),
+        INTERVAL: _duration_ms(raw[INTERVAL]),
+        MEMORY: _bytes(raw[MEMORY]),
+        CACHE_DIR: os.path.abspath(cache_dir),
+    }
 
 
 # Flink's and Spark's spellings of a duration's unit (10 s, 10 sec, 10 seconds, 2 min, 2 minutes, ...)
-_UNITS_MS = {unit: ms for ms, units in ((1, ("ms", "milli", "millis", "millisecond", "milliseconds")),
-                                        (1000, ("s", "sec", "secs", "second", "seconds")),
-                                        (60_000, ("m", "min", "mins", "minute", "minutes")),
-                                        (3_600_000, ("h", "hour", "hours")),
-                                        (86_400_000, ("d", "day", "days")))
-             for unit in units}
+_UNITS_MS = {
+    unit: ms
+    for ms, units in (
+        (1, ("ms", "milli", "millis", "millisecond", "milliseconds")),
+        (1000, ("s", "sec", "secs", "second", "seconds")),
+        (60_000, ("m", "min", "mins", "minute", "minutes")),
+        (3_600_000, ("h", "hour", "hours")),
+        (86_400_000, ("d", "day", "days")),
+    )
+    for unit in units
+}
 
 
 def _duration_ms(text: str) -> int:
     found = re.fullmatch(r"\s*(\d+)\s*([a-z]*)\s*", text.lower())
     if not found or (found.group(2) and found.group(2) not in _UNITS_MS):
-        raise InvalidArgumentError(f"Option {INTERVAL} must be a duration such as 10 s, 500 ms or 10 minutes, "
-                                   f"got {text!r}")
+        raise InvalidArgumentError(
+            f"Option {INTERVAL} must be a duration such as 10 s, 500 ms or 10 minutes, got {text!r}"
+        )
     return int(found.group(1)) * _UNITS_MS[found.group(2) or "ms"]
 
 
@@ -132,23 +158,38 @@ def _bytes(text: str) -> int:
     return size
 
 
-def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: str,  # noqa: ANN001
-          columns: Sequence[str] | None, settings: dict, version_column: str | None) -> task.LookupPlan:
+def _plan(
+    facts: DataFrame,
+    table,
+    name: str,
+    spec,
+    on: tuple[str, ...],
+    how: str,  # noqa: ANN001
+    columns: Sequence[str] | None,
+    settings: dict,
+    version_column: str | None,
+) -> task.LookupPlan:
     dim_schema = table.spark_schema
     dim_names, fact_names = dim_schema.fieldNames(), facts.columns
     for column in on:
         if column not in dim_names:
-            raise InvalidArgumentError(f"Join column {column} is not a column of {name} ({', '.join(dim_names)})")
+            raise InvalidArgumentError(
+                f"Join column {column} is not a column of {name} ({', '.join(dim_names)})"
+            )
         if column not in fact_names:
-            raise InvalidArgumentError(f"Join column {column} is not a column of the facts ({', '.join(fact_names)})")
+            raise InvalidArgumentError(
+                f"Join column {column} is not a column of the facts ({', '.join(fact_names)})"
+            )
     kept = tuple(c for c in dim_names if c not in on) if columns is None else _names(columns, "columns")
     for column in kept:
         if column not in dim_names:
             raise InvalidArgumentError(f"Column {column} is not a column of {name} ({', '.join(dim_names)})")
     clash = [c for c in kept if c in fact_names]
     if clash:
-        raise InvalidArgumentError(f"Column {clash[0]} is in both the facts and {name}: pass columns= without it, "
-                                   "or rename it in the facts")
+        raise InvalidArgumentError(
+            f"Column {clash[0]} is in both the facts and {name}: pass columns= without it, "
+            "or rename it in the facts"
+        )
     if version_column is not None and (not version_column or version_column in (*fact_names, *kept)):
         raise InvalidArgumentError(f"version_column must be a new column name, got {version_column!r}")
     primary_key = tuple(table.primary_key)
@@ -158,13 +199,30 @@ def _plan(facts: DataFrame, table, name: str, spec, on: tuple[str, ...], how: st
     dim_columns = tuple(dict.fromkeys([*primary_key, *on, *kept]))
     dim_type = StructType([dim_schema[c] for c in dim_columns])
     version = [StructField(version_column, LongType(), True)] if version_column is not None else []
-    output = StructType([*[StructField(f.name, f.dataType, True) for f in facts.schema],
-                         *[StructField(c, dim_type[c].dataType, True) for c in kept], *version])
+    output = StructType(
+        [
+            *[StructField(f.name, f.dataType, True) for f in facts.schema],
+            *[StructField(c, dim_type[c].dataType, True) for c in kept],
+            *version,
+        ]
+    )
     return task.LookupPlan(
-        spec=spec, table=name, table_uuid=str(table.base.metadata.table_uuid), primary_key=primary_key, on=on,
-        kept=kept, dim_type=dim_type, fact_names=tuple(fact_names), output_type=output,
-        with_version=version_column is not None, left=how == "left", buckets=settings[BUCKETS],
-        interval_ms=settings[INTERVAL], cache_dir=settings[CACHE_DIR], memory_kib=settings[MEMORY] // 1024)
+        spec=spec,
+        table=name,
+        table_uuid=str(table.base.metadata.table_uuid),
+        primary_key=primary_key,
+        on=on,
+        kept=kept,
+        dim_type=dim_type,
+        fact_names=tuple(fact_names),
+        output_type=output,
+        with_version=version_column is not None,
+        left=how == "left",
+        buckets=settings[BUCKETS],
+        interval_ms=settings[INTERVAL],
+        cache_dir=settings[CACHE_DIR],
+        memory_kib=settings[MEMORY] // 1024,
+    )
 
 
 def _check_hashable(table, primary_key: tuple[str, ...], name: str) -> None:  # noqa: ANN001
@@ -199,8 +257,10 @@ def _joined(facts: DataFrame, plan: task.LookupPlan) -> DataFrame:
     ``current_timestamp()`` per micro-batch), the join key cast to the dimension's types (so both
     sides encode alike), and, on the primary key, its bucket (Spark's ``xxhash64``, as the cache)."""
     keys = [_key(facts.schema[c].dataType, plan.dim_type[c].dataType, c) for c in plan.on]
-    helpers = [F.current_timestamp().alias(task.TIMESTAMP),
-               *[k.alias(f"{task.KEY_PREFIX}{i}") for i, k in enumerate(keys)]]
+    helpers = [
+        F.current_timestamp().alias(task.TIMESTAMP),
+        *[k.alias(f"{task.KEY_PREFIX}{i}") for i, k in enumerate(keys)],
+    ]
     if plan.on_primary_key:
         helpers.append(F.xxhash64(*keys).bitwiseAND(F.lit(plan.buckets - 1)).cast("int").alias(task.BUCKET))
     return facts.select("*", *helpers).mapInArrow(task.LookupTask(plan), plan.output_type)

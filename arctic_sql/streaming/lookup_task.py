@@ -69,8 +69,17 @@ class LookupPlan:
     @functools.cached_property
     def signature(self) -> str:
         """What makes two joins' caches interchangeable (computed once per worker)."""
-        text = repr(("rows-as-arrow-values", self.table_uuid, self.primary_key, self.on, self.kept,
-                     self.dim_type.json(), self.buckets))
+        text = repr(
+            (
+                "rows-as-arrow-values",
+                self.table_uuid,
+                self.primary_key,
+                self.on,
+                self.kept,
+                self.dim_type.json(),
+                self.buckets,
+            )
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
@@ -87,7 +96,11 @@ class LookupPlan:
         Python values as Arrow gives them, column by column (the keys as SQLite values)."""
         keys = self.keys(rows, self.primary_key)
         joins = [()] * len(keys) if self.on_primary_key else self.keys(rows, self.on)
-        kept = zip(*(rows.column(c).to_pylist() for c in self.kept), strict=True) if self.kept else [()] * len(keys)
+        kept = (
+            zip(*(rows.column(c).to_pylist() for c in self.kept), strict=True)
+            if self.kept
+            else [()] * len(keys)
+        )
         return list(zip(keys, joins, [pickle.dumps(k, protocol=5) for k in kept], strict=True))
 
 
@@ -151,14 +164,17 @@ def check_same(plan: LookupPlan, table):  # noqa: ANN001, ANN201
     the join reads under the same names and types (a renamed one would come out NULL). Otherwise the
     query fails, as a change stream does; restarted, it plans on the table as it is then."""
     if str(table.base.metadata.table_uuid) != plan.table_uuid:
-        raise InvalidArgumentError(f"lookup_join of {plan.table}: the table was dropped and created again since the "
-                                   "query started; restart the query to join the new table")
+        raise InvalidArgumentError(
+            f"lookup_join of {plan.table}: the table was dropped and created again since the "
+            "query started; restart the query to join the new table"
+        )
     now = {f.name: f.dataType for f in table.spark_schema.fields}
     for field in plan.dim_type.fields:
         if now.get(field.name) != field.dataType:
             raise InvalidArgumentError(
                 f"lookup_join of {plan.table}: column {field.name} ({field.dataType.simpleString()}) was renamed, "
-                "dropped or changed type since the query started; restart the query to join the columns as they are")
+                "dropped or changed type since the query started; restart the query to join the columns as they are"
+            )
     return table
 
 
@@ -170,9 +186,13 @@ def _cache(plan: LookupPlan, bucket: int) -> BucketCache:
     path = os.path.join(plan.folder, f"bucket-{bucket:05d}.sqlite")
     cache = _open.get(path)
     if cache is None or not os.path.exists(path):
-        cache = _open[path] = BucketCache(path, key_width=len(plan.primary_key),
-                                          join_width=0 if plan.on_primary_key else len(plan.on),
-                                          signature=plan.signature, memory_kib=plan.memory_kib // plan.buckets)
+        cache = _open[path] = BucketCache(
+            path,
+            key_width=len(plan.primary_key),
+            join_width=0 if plan.on_primary_key else len(plan.on),
+            signature=plan.signature,
+            memory_kib=plan.memory_kib // plan.buckets,
+        )
     return cache
 
 
@@ -218,8 +238,12 @@ class Dimension:
         if have is not None and self.history.first_start <= have < self.version:
             changes = self._changes_since(have)
         if changes is None:
-            log.info("lookup join of %s: loading bucket %d at version %d from the table", self.plan.table, bucket,
-                     self.version)
+            log.info(
+                "lookup join of %s: loading bucket %d at version %d from the table",
+                self.plan.table,
+                bucket,
+                self.version,
+            )
             cache.reload(self._rows(bucket), self.version)
         else:
             upserts, deletes = changes.get(bucket, ([], []))
@@ -251,8 +275,9 @@ class Dimension:
         from arctic_sql.table.reading.scan import plan_read
 
         read = plan_read(self.table, self.version)
-        planned = partitions.merge_partitions(self.table, self._mine(read.base_files, bucket),
-                                              self._mine(read.change_files, bucket))
+        planned = partitions.merge_partitions(
+            self.table, self._mine(read.base_files, bucket), self._mine(read.change_files, bucket)
+        )
         for batch, buckets in self._batches(planned, self.plan.dim_type):
             yield from self.plan.entries(batch.filter(pa.array(buckets == bucket)))
 
@@ -275,7 +300,9 @@ class Dimension:
         schema = StructType([*self.plan.dim_type.fields, StructField("_change_type", StringType())])
         found: dict[int, tuple[list[Entry], list[Key]]] = {}
         for batch, buckets in self._batches(partitions.change_partitions(self.table, files, {}), schema):
-            deleted = np.asarray(batch.column("_change_type").to_numpy(zero_copy_only=False) == partitions.DELETE)
+            deleted = np.asarray(
+                batch.column("_change_type").to_numpy(zero_copy_only=False) == partitions.DELETE
+            )
             for bucket in np.unique(buckets).tolist():
                 upserts, deletes = found.setdefault(bucket, ([], []))
                 mine = buckets == bucket

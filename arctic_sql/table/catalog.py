@@ -34,17 +34,11 @@ from arctic_sql.errors import (
     TableAlreadyExistsError,
 )
 from arctic_sql.faults import fault_point
-from arctic_sql.table.files import metadata_cache
-from arctic_sql.table.files import storage
-from arctic_sql.table.writing import clone_metadata, commit, store_sync, tag_writes
-from arctic_sql.table.writing.commit import MAINTENANCE_PENDING_KEY
+from arctic_sql.table.files import metadata_cache, storage
 from arctic_sql.table.format import layout, versions
-from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
-from arctic_sql.table.reading.time_travel import checked_version
-from arctic_sql.table.records import clones, leases
-from arctic_sql.table.model import properties as props
-from arctic_sql.table.maintenance import purge as _purge
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.maintenance import purge as _purge
+from arctic_sql.table.model import properties as props
 from arctic_sql.table.model.identifiers import (
     CHANGE_SUFFIX,
     CLONE_OF_KEY,
@@ -56,6 +50,11 @@ from arctic_sql.table.model.identifiers import (
     TableIdentifier,
 )
 from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
+from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
+from arctic_sql.table.reading.time_travel import checked_version
+from arctic_sql.table.records import clones, leases
+from arctic_sql.table.writing import clone_metadata, commit, store_sync, tag_writes
+from arctic_sql.table.writing.commit import MAINTENANCE_PENDING_KEY
 
 metadata_cache.install()  # a commit's cost must not grow with the snapshots a store keeps
 
@@ -74,9 +73,12 @@ class ViewDefinition:
     columns: tuple[str, ...] = ()
 
     def properties(self, name: str) -> dict[str, str]:
-        parts = [self.sql[i:i + VIEW_PART_CHARS] for i in range(0, len(self.sql), VIEW_PART_CHARS)] or [""]
+        parts = [self.sql[i : i + VIEW_PART_CHARS] for i in range(0, len(self.sql), VIEW_PART_CHARS)] or [""]
         header = json.dumps({"columns": list(self.columns), "parts": len(parts)})
-        return {VIEW_KEY_PREFIX + name: header, **{f"{VIEW_KEY_PREFIX}{name}.{i}": p for i, p in enumerate(parts)}}
+        return {
+            VIEW_KEY_PREFIX + name: header,
+            **{f"{VIEW_KEY_PREFIX}{name}.{i}": p for i, p in enumerate(parts)},
+        }
 
     @classmethod
     def of(cls, name: str, properties: Mapping[str, str]) -> ViewDefinition | None:
@@ -142,11 +144,16 @@ class ArcticCatalog:
         return ViewDefinition.of(identifier.name, self._database_properties(identifier.database))
 
     def list_views(self, database: str) -> list[str]:
-        names = {key[len(VIEW_KEY_PREFIX):] for key in self._database_properties(database)
-                 if key.startswith(VIEW_KEY_PREFIX)}
+        names = {
+            key[len(VIEW_KEY_PREFIX) :]
+            for key in self._database_properties(database)
+            if key.startswith(VIEW_KEY_PREFIX)
+        }
         return sorted(n for n in names if "." not in n)
 
-    def create_view(self, identifier: TableIdentifier, view: ViewDefinition, *, replace: bool = False) -> None:
+    def create_view(
+        self, identifier: TableIdentifier, view: ViewDefinition, *, replace: bool = False
+    ) -> None:
         """Create (or with ``replace``, replace) a view; one catalog update."""
         if not self.database_exists(identifier.database):
             raise NoSuchDatabaseError(f"Database '{identifier.database}' does not exist")
@@ -164,7 +171,9 @@ class ArcticCatalog:
         old = self.load_view(identifier)
         if old is None:
             return False
-        self.iceberg.update_namespace_properties(identifier.database, removals=set(old.properties(identifier.name)))
+        self.iceberg.update_namespace_properties(
+            identifier.database, removals=set(old.properties(identifier.name))
+        )
         return True
 
     # tables ----------------------------------------------------------------------------------
@@ -224,26 +233,39 @@ class ArcticCatalog:
         self.check_new_name(identifier)
         for field in schema.fields:
             if field.name.lower().startswith(RESERVED_COLUMN_PREFIX):
-                raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
+                raise InvalidArgumentError(
+                    f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved"
+                )
         keyed = bool(schema.identifier_field_ids)
         user = props.validate(properties, creating=True)
         self.remove_leftovers(identifier)
         root = self._new_table_root(identifier, location)
-        base_props = {**user, **STORE_DEFAULTS, FORMAT_KEY: "keyed" if keyed else "unkeyed", STORE_KEY: Store.BASE}
+        base_props = {
+            **user,
+            **STORE_DEFAULTS,
+            FORMAT_KEY: "keyed" if keyed else "unkeyed",
+            STORE_KEY: Store.BASE,
+        }
         change = None
         if keyed:
             try:
                 change = self.iceberg.create_table(
-                    identifier.change_id, _change_schema(schema), location=f"{root}/change" if root else None,
-                    partition_spec=spec, properties={**STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: Store.CHANGE},
+                    identifier.change_id,
+                    _change_schema(schema),
+                    location=f"{root}/change" if root else None,
+                    partition_spec=spec,
+                    properties={**STORE_DEFAULTS, FORMAT_KEY: "keyed", STORE_KEY: Store.CHANGE},
                 )
             except IcebergTableExists:  # another CREATE of this name is under way
                 raise TableAlreadyExistsError(f"Table {identifier} already exists") from None
             fault_point("create-between-stores")
         try:
             base = self.iceberg.create_table(
-                identifier.staged_id if staged else identifier.base_id, schema,
-                location=f"{root}/base" if root else None, partition_spec=spec, properties=base_props,
+                identifier.staged_id if staged else identifier.base_id,
+                schema,
+                location=f"{root}/base" if root else None,
+                partition_spec=spec,
+                properties=base_props,
             )
         except Exception as e:
             if change is not None:
@@ -256,8 +278,9 @@ class ArcticCatalog:
     def check_new_name(self, identifier: TableIdentifier) -> None:
         """Raise unless a new table may take the name ``identifier``."""
         if _hidden(identifier.name):
-            raise InvalidArgumentError(f"Table names ending in '{CHANGE_SUFFIX}' or '{STAGED_SUFFIX}' are reserved: "
-                                       f"{identifier}")
+            raise InvalidArgumentError(
+                f"Table names ending in '{CHANGE_SUFFIX}' or '{STAGED_SUFFIX}' are reserved: {identifier}"
+            )
         if not self.database_exists(identifier.database):
             raise NoSuchDatabaseError(f"Database '{identifier.database}' does not exist")
         if self.table_exists(identifier):
@@ -265,7 +288,9 @@ class ArcticCatalog:
         if self.load_view(identifier) is not None:
             raise TableAlreadyExistsError(f"Cannot create table {identifier}: a view of that name exists")
 
-    def shallow_clone(self, source: ArcticTable, identifier: TableIdentifier, version: int | None) -> ArcticTable:
+    def shallow_clone(
+        self, source: ArcticTable, identifier: TableIdentifier, version: int | None
+    ) -> ArcticTable:
         """``CREATE TABLE identifier SHALLOW CLONE source [VERSION AS OF version]`` (default: the newest
         version): a table whose stores' metadata names ``source``'s files at ``version``
         (writing/clone_metadata.py); nothing but metadata is written.
@@ -289,15 +314,21 @@ class ArcticCatalog:
             version = history.latest if version is None and history.commits else (version or 0)
             checked_version(source, history, version)
             base_snapshot, change_snapshot = clone_metadata.snapshots_at(source, version)
-            claim = clones.Claim.new(str(identifier), [s.manifest_list for s in (base_snapshot, change_snapshot)
-                                                       if s is not None])
+            claim = clones.Claim.new(
+                str(identifier), [s.manifest_list for s in (base_snapshot, change_snapshot) if s is not None]
+            )
             holders = [layout.table_root(source.base.location()), *_clone_of(source.base)["holders"]]
             for holder in holders:
                 clones.save(holder, claim)
             try:
                 self._check_still_there(source)
-                return self._register_clone(source, identifier, base_snapshot, change_snapshot,
-                                            {"claim": claim.claim_id, "holders": holders})
+                return self._register_clone(
+                    source,
+                    identifier,
+                    base_snapshot,
+                    change_snapshot,
+                    {"claim": claim.claim_id, "holders": holders},
+                )
             except BaseException:
                 for holder in holders:
                     clones.release(holder, claim.claim_id)
@@ -309,24 +340,42 @@ class ArcticCatalog:
         or this sees the table gone."""
         found = self._load(source.identifier.base_id)
         if found is None or found.metadata.table_uuid != source.base.metadata.table_uuid:
-            raise NoSuchTableError(f"Cannot clone {source.identifier}: it was dropped while the clone was made")
+            raise NoSuchTableError(
+                f"Cannot clone {source.identifier}: it was dropped while the clone was made"
+            )
 
-    def _register_clone(self, source: ArcticTable, identifier: TableIdentifier, base_snapshot: Snapshot | None,
-                        change_snapshot: Snapshot | None, clone_of: dict[str, object]) -> ArcticTable:
+    def _register_clone(
+        self,
+        source: ArcticTable,
+        identifier: TableIdentifier,
+        base_snapshot: Snapshot | None,
+        change_snapshot: Snapshot | None,
+        clone_of: dict[str, object],
+    ) -> ArcticTable:
         self.remove_leftovers(identifier)
         root = self._new_table_root(identifier, None)
         if root is None:
-            raise InvalidArgumentError(f"Cannot clone {source.identifier}: the catalog has no warehouse to place "
-                                       f"{identifier} in")
+            raise InvalidArgumentError(
+                f"Cannot clone {source.identifier}: the catalog has no warehouse to place {identifier} in"
+            )
         written: list[str] = []
         change = None
         try:
             if source.change is not None:
-                written.append(clone_metadata.write_first_metadata(
-                    source.change, change_snapshot, f"{root}/change", _clone_properties(source.change, None)))
+                written.append(
+                    clone_metadata.write_first_metadata(
+                        source.change,
+                        change_snapshot,
+                        f"{root}/change",
+                        _clone_properties(source.change, None),
+                    )
+                )
                 change = self.iceberg.register_table(identifier.change_id, written[-1])
-            written.append(clone_metadata.write_first_metadata(
-                source.base, base_snapshot, f"{root}/base", _clone_properties(source.base, clone_of)))
+            written.append(
+                clone_metadata.write_first_metadata(
+                    source.base, base_snapshot, f"{root}/base", _clone_properties(source.base, clone_of)
+                )
+            )
             base = self.iceberg.register_table(identifier.base_id, written[-1])
         except BaseException as e:
             if change is not None:
@@ -364,10 +413,14 @@ class ArcticCatalog:
         if location is not None:
             root = location.rstrip("/")
             if not _purge.is_empty(root):
-                raise InvalidArgumentError(f"Cannot create table {identifier} at '{location}': the location is not empty")
+                raise InvalidArgumentError(
+                    f"Cannot create table {identifier} at '{location}': the location is not empty"
+                )
             if (outer := _purge.enclosing_table(root)) is not None:
-                raise InvalidArgumentError(f"Cannot create table {identifier} at '{location}': it is inside the "
-                                           f"folder of another table ({outer})")
+                raise InvalidArgumentError(
+                    f"Cannot create table {identifier} at '{location}': it is inside the "
+                    f"folder of another table ({outer})"
+                )
             return root
         warehouse = self.iceberg.properties.get("warehouse")
         if not warehouse:
@@ -394,7 +447,9 @@ class ArcticCatalog:
             for holder in clone_of["holders"]:
                 clones.release(holder, clone_of["claim"])
 
-    def _drop_and_purge(self, identifier: TableIdentifier, base: Table, change: Table | None, *, purge: bool) -> None:
+    def _drop_and_purge(
+        self, identifier: TableIdentifier, base: Table, change: Table | None, *, purge: bool
+    ) -> None:
         files = _purge.files_of_table(ArcticTable(identifier, base, change)) if purge else None
         if change is not None and (files is not None or PURGING_KEY in change.properties):
             # A journal left by an earlier PURGE cut short goes.

@@ -55,7 +55,8 @@ def read_password_file(path: str, allow_readable: bool = False) -> dict[str, str
     if mode & 0o077 and not allow_readable:
         raise PasswordFileError(
             f"Password file {path} is accessible by group or others (mode {stat.S_IMODE(mode):04o}); "
-            f"run chmod 600 {path} (--allow-readable-password-file accepts it)")
+            f"run chmod 600 {path} (--allow-readable-password-file accepts it)"
+        )
     passwords = {}
     for number, line in enumerate(lines, start=1):
         line = line.strip()
@@ -65,8 +66,10 @@ def read_password_file(path: str, allow_readable: bool = False) -> dict[str, str
         if not sep or not user:
             raise PasswordFileError(f"Password file {path}, line {number}: expected user:password")
         if entry.startswith(HASH_SCHEME + "$") and _parse_hash(entry) is None:
-            raise PasswordFileError(f"Password file {path}, line {number}: expected "
-                                    f"{HASH_SCHEME}$<iterations>$<salt base64>$<hash base64>")
+            raise PasswordFileError(
+                f"Password file {path}, line {number}: expected "
+                f"{HASH_SCHEME}$<iterations>$<salt base64>$<hash base64>"
+            )
         passwords[user] = entry
     if not passwords:
         raise PasswordFileError(f"Password file {path} names no user")
@@ -108,7 +111,11 @@ def _parse_hash(entry: str) -> tuple[int, bytes, bytes] | None:
     if len(parts) != 4 or parts[0] != HASH_SCHEME or not parts[1].isdigit() or int(parts[1]) < 1:
         return None
     try:
-        return int(parts[1]), base64.b64decode(parts[2], validate=True), base64.b64decode(parts[3], validate=True)
+        return (
+            int(parts[1]),
+            base64.b64decode(parts[2], validate=True),
+            base64.b64decode(parts[3], validate=True),
+        )
     except ValueError:
         return None
 
@@ -128,8 +135,13 @@ class LoginThrottle:
 
     ADDRESS_FACTOR = 4
 
-    def __init__(self, attempts: int, lockout_s: float, max_lockout_s: float = 900.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        attempts: int,
+        lockout_s: float,
+        max_lockout_s: float = 900.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.attempts = attempts
         self.lockout_s = lockout_s
         self.max_lockout_s = max_lockout_s

@@ -61,10 +61,24 @@ CROSS_REFERENCE_COLUMNS = _columns(
 
 # java.sql.Types codes
 _JDBC_TYPES: list[tuple[type, int]] = [
-    (st.NullType, 0), (st.BooleanType, 16), (st.ByteType, -6), (st.ShortType, 5), (st.IntegerType, 4),
-    (st.LongType, -5), (st.FloatType, 6), (st.DoubleType, 8), (st.DecimalType, 3), (st.CharType, 1),
-    (st.VarcharType, 12), (st.StringType, 12), (st.DateType, 91), (st.TimestampType, 93),
-    (st.TimestampNTZType, 93), (st.BinaryType, -2), (st.ArrayType, 2003), (st.MapType, 2000),
+    (st.NullType, 0),
+    (st.BooleanType, 16),
+    (st.ByteType, -6),
+    (st.ShortType, 5),
+    (st.IntegerType, 4),
+    (st.LongType, -5),
+    (st.FloatType, 6),
+    (st.DoubleType, 8),
+    (st.DecimalType, 3),
+    (st.CharType, 1),
+    (st.VarcharType, 12),
+    (st.StringType, 12),
+    (st.DateType, 91),
+    (st.TimestampType, 93),
+    (st.TimestampNTZType, 93),
+    (st.BinaryType, -2),
+    (st.ArrayType, 2003),
+    (st.MapType, 2000),
     (st.StructType, 2002),
 ]
 _JDBC_OTHER = 1111
@@ -132,8 +146,9 @@ def _tables(session: Session, database: str) -> Iterator[tuple[str, str, str, An
             yield table.name, kind, table.description or "", ("spark", database, table.name)
 
 
-def tables(session: Session, schema_pattern: str | None, table_pattern: str | None,
-           table_types: list[str] | None) -> Rows:
+def tables(
+    session: Session, schema_pattern: str | None, table_pattern: str | None, table_types: list[str] | None
+) -> Rows:
     names = matcher(table_pattern)
     wanted = {t.upper() for t in table_types} if table_types else None
     rows = []
@@ -163,8 +178,16 @@ def _schema_of(session: Session, handle: tuple[str, str, str]) -> st.StructType 
 
 # Spark's DataType.defaultSize, which PySpark's types do not carry
 _DEFAULT_SIZES: list[tuple[type, int]] = [
-    (st.BooleanType, 1), (st.ByteType, 1), (st.ShortType, 2), (st.IntegerType, 4), (st.LongType, 8),
-    (st.FloatType, 4), (st.DoubleType, 8), (st.DateType, 4), (st.TimestampType, 8), (st.TimestampNTZType, 8),
+    (st.BooleanType, 1),
+    (st.ByteType, 1),
+    (st.ShortType, 2),
+    (st.IntegerType, 4),
+    (st.LongType, 8),
+    (st.FloatType, 4),
+    (st.DoubleType, 8),
+    (st.DateType, 4),
+    (st.TimestampType, 8),
+    (st.TimestampNTZType, 8),
     (st.NullType, 1),
 ]
 
@@ -197,7 +220,9 @@ def _decimal_digits(data_type: st.DataType) -> int | None:
 def type_name(data_type: st.DataType) -> str:
     """Spark's ``DataType.sql``: type names upper-case, struct field names as they are."""
     if isinstance(data_type, st.StructType):
-        fields = ", ".join(f"{to_spark_sql(exp.to_identifier(f.name))}: {type_name(f.dataType)}" for f in data_type.fields)
+        fields = ", ".join(
+            f"{to_spark_sql(exp.to_identifier(f.name))}: {type_name(f.dataType)}" for f in data_type.fields
+        )
         return f"STRUCT<{fields}>"
     if isinstance(data_type, st.ArrayType):
         return f"ARRAY<{type_name(data_type.elementType)}>"
@@ -206,8 +231,9 @@ def type_name(data_type: st.DataType) -> str:
     return data_type.simpleString().upper()
 
 
-def columns(session: Session, schema_pattern: str | None, table_pattern: str | None,
-            column_pattern: str | None) -> Rows:
+def columns(
+    session: Session, schema_pattern: str | None, table_pattern: str | None, column_pattern: str | None
+) -> Rows:
     names, wanted_columns = matcher(table_pattern), matcher(column_pattern)
     rows = []
     for database in databases(session, schema_pattern):
@@ -220,12 +246,33 @@ def columns(session: Session, schema_pattern: str | None, table_pattern: str | N
                     continue
                 data_type = field.dataType
                 numeric = isinstance(data_type, st.NumericType)
-                rows.append((
-                    "", database, name, field.name, jdbc_type(data_type), type_name(data_type),
-                    _column_size(data_type), None, _decimal_digits(data_type), 10 if numeric else None,
-                    1 if field.nullable else 0, (field.metadata or {}).get("comment", ""), None, None, None,
-                    None, position + 1, "YES" if field.nullable else "NO", None, None, None, None, "NO",
-                ))
+                rows.append(
+                    (
+                        "",
+                        database,
+                        name,
+                        field.name,
+                        jdbc_type(data_type),
+                        type_name(data_type),
+                        _column_size(data_type),
+                        None,
+                        _decimal_digits(data_type),
+                        10 if numeric else None,
+                        1 if field.nullable else 0,
+                        (field.metadata or {}).get("comment", ""),
+                        None,
+                        None,
+                        None,
+                        None,
+                        position + 1,
+                        "YES" if field.nullable else "NO",
+                        None,
+                        None,
+                        None,
+                        None,
+                        "NO",
+                    )
+                )
     return rows
 
 
@@ -250,20 +297,40 @@ def functions(session: Session, schema_pattern: str | None, function_pattern: st
     rows = []
     for function in session.spark.catalog.listFunctions():
         if _match(names, function.name):
-            rows.append(("", function.namespace[0] if function.namespace else None, function.name,
-                         function.description or "", 1, function.className or function.name))
+            rows.append(
+                (
+                    "",
+                    function.namespace[0] if function.namespace else None,
+                    function.name,
+                    function.description or "",
+                    1,
+                    function.className or function.name,
+                )
+            )
     return rows
 
 
 # type info ---------------------------------------------------------------------------------------
 _TYPE_INFO: list[tuple[str, st.DataType, int | None]] = [
-    ("VOID", st.NullType(), None), ("BOOLEAN", st.BooleanType(), None), ("STRING", st.StringType(), None),
-    ("BINARY", st.BinaryType(), None), ("TINYINT", st.ByteType(), 3), ("SMALLINT", st.ShortType(), 5),
-    ("INT", st.IntegerType(), 10), ("BIGINT", st.LongType(), 19), ("FLOAT", st.FloatType(), 7),
-    ("DOUBLE", st.DoubleType(), 15), ("DECIMAL", st.DecimalType(38, 18), 38), ("DATE", st.DateType(), None),
-    ("TIMESTAMP", st.TimestampType(), None), ("TIMESTAMP_NTZ", st.TimestampNTZType(), None),
-    ("ARRAY", st.ArrayType(st.StringType()), None), ("MAP", st.MapType(st.StringType(), st.StringType()), None),
-    ("STRUCT", st.StructType([]), None), ("CHAR", st.CharType(1), None), ("VARCHAR", st.VarcharType(1), None),
+    ("VOID", st.NullType(), None),
+    ("BOOLEAN", st.BooleanType(), None),
+    ("STRING", st.StringType(), None),
+    ("BINARY", st.BinaryType(), None),
+    ("TINYINT", st.ByteType(), 3),
+    ("SMALLINT", st.ShortType(), 5),
+    ("INT", st.IntegerType(), 10),
+    ("BIGINT", st.LongType(), 19),
+    ("FLOAT", st.FloatType(), 7),
+    ("DOUBLE", st.DoubleType(), 15),
+    ("DECIMAL", st.DecimalType(38, 18), 38),
+    ("DATE", st.DateType(), None),
+    ("TIMESTAMP", st.TimestampType(), None),
+    ("TIMESTAMP_NTZ", st.TimestampNTZType(), None),
+    ("ARRAY", st.ArrayType(st.StringType()), None),
+    ("MAP", st.MapType(st.StringType(), st.StringType()), None),
+    ("STRUCT", st.StructType([]), None),
+    ("CHAR", st.CharType(1), None),
+    ("VARCHAR", st.VarcharType(1), None),
 ]
 
 
@@ -273,8 +340,26 @@ def type_info() -> Rows:
         numeric = isinstance(data_type, st.NumericType)
         textual = isinstance(data_type, (st.StringType, st.CharType, st.VarcharType))
         complex_ = isinstance(data_type, (st.ArrayType, st.MapType, st.StructType))
-        rows.append((
-            name, jdbc_type(data_type), precision, None, None, None, 1, textual, 0 if complex_ else 3,
-            not numeric, False, False, None, 0, 0, None, None, 10 if numeric else None,
-        ))
+        rows.append(
+            (
+                name,
+                jdbc_type(data_type),
+                precision,
+                None,
+                None,
+                None,
+                1,
+                textual,
+                0 if complex_ else 3,
+                not numeric,
+                False,
+                False,
+                None,
+                0,
+                0,
+                None,
+                None,
+                10 if numeric else None,
+            )
+        )
     return rows

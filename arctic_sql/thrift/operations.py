@@ -33,8 +33,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 State = tt.TOperationState
-TERMINAL = {State.FINISHED_STATE, State.CANCELED_STATE, State.CLOSED_STATE, State.ERROR_STATE,
-            State.TIMEDOUT_STATE}
+TERMINAL = {
+    State.FINISHED_STATE,
+    State.CANCELED_STATE,
+    State.CLOSED_STATE,
+    State.ERROR_STATE,
+    State.TIMEDOUT_STATE,
+}
 
 # SQLSTATEs by error class, as JDBC tools read them
 _SQLSTATES = {
@@ -82,8 +87,13 @@ def _now_ms() -> int:
 class Operation:
     """An operation whose rows are known when it is created (the metadata calls)."""
 
-    def __init__(self, session: ClientSession, kind: int, columns: Sequence[ResultColumn] = (),
-                 rows: Sequence[tuple[Any, ...]] = ()) -> None:
+    def __init__(
+        self,
+        session: ClientSession,
+        kind: int,
+        columns: Sequence[ResultColumn] = (),
+        rows: Sequence[tuple[Any, ...]] = (),
+    ) -> None:
         self.session = session
         self.guid = uuid.uuid4().bytes
         self.handle = tt.TOperationHandle(
@@ -151,7 +161,9 @@ class StatementOperation(Operation):
         self._done = threading.Event()
         self._lock = threading.Lock()  # state changes between the runner, cancel and close
         self._timeout_s = timeout_s
-        self._thread = threading.Thread(target=self._run, name=f"arctic-op-{self.job_group[-8:]}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"arctic-op-{self.job_group[-8:]}", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()

@@ -49,27 +49,29 @@ from arctic_sql.thrift.operations import OperationError
 UNSAFE_FUNCTIONS = frozenset({"reflect", "java_method", "try_reflect"})
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "xml"})
 PROVIDERS = FILE_FORMATS | {"arctic", "delta", "iceberg"}
-SETTABLE = frozenset({
-    "spark.sql.session.timeZone",
-    "spark.sql.shuffle.partitions",
-    "spark.sql.ansi.enabled",
-    "spark.sql.sources.partitionOverwriteMode",  # dbt-spark's insert_overwrite strategy sets it
-    "spark.sql.adaptive.enabled",
-    "spark.sql.adaptive.coalescePartitions.enabled",
-    "spark.sql.autoBroadcastJoinThreshold",
-    "spark.sql.caseSensitive",
-    "spark.sql.crossJoin.enabled",
-    "spark.sql.legacy.timeParserPolicy",
-    "spark.sql.storeAssignmentPolicy",
-    "spark.sql.files.maxRecordsPerFile",
-    "spark.sql.parquet.compression.codec",
-    "spark.sql.datetime.java8API.enabled",
-    "spark.sql.mapKeyDedupPolicy",
-    "spark.sql.timestampType",
-})
+SETTABLE = frozenset(
+    {
+        "spark.sql.session.timeZone",
+        "spark.sql.shuffle.partitions",
+        "spark.sql.ansi.enabled",
+        "spark.sql.sources.partitionOverwriteMode",  # dbt-spark's insert_overwrite strategy sets it
+        "spark.sql.adaptive.enabled",
+        "spark.sql.adaptive.coalescePartitions.enabled",
+        "spark.sql.autoBroadcastJoinThreshold",
+        "spark.sql.caseSensitive",
+        "spark.sql.crossJoin.enabled",
+        "spark.sql.legacy.timeParserPolicy",
+        "spark.sql.storeAssignmentPolicy",
+        "spark.sql.files.maxRecordsPerFile",
+        "spark.sql.parquet.compression.codec",
+        "spark.sql.datetime.java8API.enabled",
+        "spark.sql.mapKeyDedupPolicy",
+        "spark.sql.timestampType",
+    }
+)
 # Spark's defaults that reach the file system or the server's environment: off in every client session.
-NO_FILE_QUERIES = {"spark.sql.runSQLOnFiles": "false"}            # SELECT * FROM text.`/etc/passwd`
-NO_SUBSTITUTION = {"spark.sql.variable.substitute": "false"}      # SELECT '${env:AWS_SECRET_ACCESS_KEY}'
+NO_FILE_QUERIES = {"spark.sql.runSQLOnFiles": "false"}  # SELECT * FROM text.`/etc/passwd`
+NO_SUBSTITUTION = {"spark.sql.variable.substitute": "false"}  # SELECT '${env:AWS_SECRET_ACCESS_KEY}'
 _PATH_WORDS = frozenset({"LOCATION", "PATH", "INPATH", "DIRECTORY"})
 _DIALECT = Arctic()
 
@@ -105,8 +107,10 @@ class StatementPolicy:
     def session_conf(self) -> dict[str, str]:
         """Settings for every client session: file queries off unless paths may leave the warehouse,
         ``${env:...}``/``${system:...}`` substitution off unless unsafe functions are allowed."""
-        return {**({} if self.allow_external_locations else NO_FILE_QUERIES),
-                **({} if self.allow_unsafe_functions else NO_SUBSTITUTION)}
+        return {
+            **({} if self.allow_external_locations else NO_FILE_QUERIES),
+            **({} if self.allow_unsafe_functions else NO_SUBSTITUTION),
+        }
 
     # checks --------------------------------------------------------------------------------
     def check_sql(self, text: str) -> None:
@@ -134,8 +138,11 @@ class StatementPolicy:
         key = key.strip().strip("`").strip()
         if self.allow_set_any or key in SETTABLE:
             return
-        raise PolicyViolation(f"SET {key} is not among the session settings a client may change "
-                              f"(such as spark.sql.session.timeZone, spark.sql.shuffle.partitions)", SET_ANY)
+        raise PolicyViolation(
+            f"SET {key} is not among the session settings a client may change "
+            f"(such as spark.sql.session.timeZone, spark.sql.shuffle.partitions)",
+            SET_ANY,
+        )
 
     def check_location(self, location: str, clause: str = "LOCATION", read_only: bool = False) -> None:
         """``location`` (a path or a ``file:`` URL) must resolve to a folder below the warehouse.
@@ -155,22 +162,37 @@ class StatementPolicy:
         if not read_only and not all(_below(spark_tables, path) for path in resolved):
             # Elsewhere in the warehouse a new folder may become an arctic database's or table's
             # ({warehouse}/{db}/{table}), whose files this table's INSERT OVERWRITE would delete.
-            raise PolicyViolation(f"{clause} '{location}' is outside the warehouse's folder for such tables "
-                                  f"{spark_tables}: the rest of the warehouse is the arctic catalog's", EXTERNAL)
+            raise PolicyViolation(
+                f"{clause} '{location}' is outside the warehouse's folder for such tables "
+                f"{spark_tables}: the rest of the warehouse is the arctic catalog's",
+                EXTERNAL,
+            )
         if not read_only and any(_holds_files(path) for path in resolved):
-            raise PolicyViolation(f"{clause} '{location}' already holds files; clients may only put tables "
-                                  f"in new folders of the warehouse", EXTERNAL)
+            raise PolicyViolation(
+                f"{clause} '{location}' already holds files; clients may only put tables "
+                f"in new folders of the warehouse",
+                EXTERNAL,
+            )
         if not read_only and any(_in_a_table(path) for path in resolved):
-            raise PolicyViolation(f"{clause} '{location}' is inside another table's folder, whose maintenance "
-                                  "would take its files for that table's own", EXTERNAL)
+            raise PolicyViolation(
+                f"{clause} '{location}' is inside another table's folder, whose maintenance "
+                "would take its files for that table's own",
+                EXTERNAL,
+            )
 
     # the parsed statement ------------------------------------------------------------------
     def _check_tree(self, tree: exp.Expression) -> None:
         read_only = isinstance(tree, exp.Create) and tree.kind == "VIEW"  # CREATE VIEW ... USING csv
         if isinstance(tree, exp.LoadData):
             self._external("LOAD DATA reads files from a path")
-        if isinstance(tree, exp.Create) and tree.kind in ("DATABASE", "SCHEMA") and tree.this.name.lower() == SPARK_WAREHOUSE:
-            self._external(f"A database named {SPARK_WAREHOUSE} would put arctic tables in the folder of Spark's own")
+        if (
+            isinstance(tree, exp.Create)
+            and tree.kind in ("DATABASE", "SCHEMA")
+            and tree.this.name.lower() == SPARK_WAREHOUSE
+        ):
+            self._external(
+                f"A database named {SPARK_WAREHOUSE} would put arctic tables in the folder of Spark's own"
+            )
         for node in tree.walk():
             if isinstance(node, exp.Anonymous):
                 self._check_function_call(node)
@@ -252,9 +274,12 @@ class StatementPolicy:
         if head == "RESET" and not self.allow_set_any:
             key = rest.strip().strip("`").strip()
             if not key or key in self.session_conf():  # back to Spark's defaults: files and ${env:} readable
-                raise PolicyViolation(f"RESET {key or '(every setting)'} would turn back on what the server turns "
-                                      f"off for clients ({', '.join(sorted(self.session_conf()))}); RESET one "
-                                      "setting by name instead", SET_ANY)
+                raise PolicyViolation(
+                    f"RESET {key or '(every setting)'} would turn back on what the server turns "
+                    f"off for clients ({', '.join(sorted(self.session_conf()))}); RESET one "
+                    "setting by name instead",
+                    SET_ANY,
+                )
         tokens = list(_DIALECT.tokenize(sql))
         for index, (previous, token) in enumerate(zip(tokens, tokens[1:])):
             word = previous.text.lower()

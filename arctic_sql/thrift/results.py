@@ -68,23 +68,31 @@ def type_id(data_type: st.DataType) -> int:
 def _type_desc(data_type: st.DataType) -> tt.TTypeDesc:
     qualifiers = None
     if isinstance(data_type, st.DecimalType):
-        qualifiers = tt.TTypeQualifiers(qualifiers={
-            "precision": tt.TTypeQualifierValue(i32Value=data_type.precision),
-            "scale": tt.TTypeQualifierValue(i32Value=data_type.scale),
-        })
+        qualifiers = tt.TTypeQualifiers(
+            qualifiers={
+                "precision": tt.TTypeQualifierValue(i32Value=data_type.precision),
+                "scale": tt.TTypeQualifierValue(i32Value=data_type.scale),
+            }
+        )
     elif isinstance(data_type, (st.CharType, st.VarcharType)):
-        qualifiers = tt.TTypeQualifiers(qualifiers={
-            "characterMaximumLength": tt.TTypeQualifierValue(i32Value=data_type.length),
-        })
+        qualifiers = tt.TTypeQualifiers(
+            qualifiers={
+                "characterMaximumLength": tt.TTypeQualifierValue(i32Value=data_type.length),
+            }
+        )
     entry = tt.TPrimitiveTypeEntry(type=type_id(data_type), typeQualifiers=qualifiers)
     return tt.TTypeDesc(types=[tt.TTypeEntry(primitiveEntry=entry)])
 
 
 def table_schema(columns: Sequence[ResultColumn]) -> tt.TTableSchema:
-    return tt.TTableSchema(columns=[
-        tt.TColumnDesc(columnName=c.name, typeDesc=_type_desc(c.data_type), position=i + 1, comment=c.comment or "")
-        for i, c in enumerate(columns)
-    ])
+    return tt.TTableSchema(
+        columns=[
+            tt.TColumnDesc(
+                columnName=c.name, typeDesc=_type_desc(c.data_type), position=i + 1, comment=c.comment or ""
+            )
+            for i, c in enumerate(columns)
+        ]
+    )
 
 
 # values ------------------------------------------------------------------------------------------
@@ -123,7 +131,9 @@ def hive_string(value: Any, nested: bool = False) -> str | None:
     elif isinstance(value, st.Row) and hasattr(value, "__fields__"):
         return "{" + ",".join(f'"{k}":{hive_string(v, True)}' for k, v in zip(value.__fields__, value)) + "}"
     elif isinstance(value, dict):
-        return "{" + ",".join(f"{hive_string(k, True)}:{hive_string(v, True)}" for k, v in value.items()) + "}"
+        return (
+            "{" + ",".join(f"{hive_string(k, True)}:{hive_string(v, True)}" for k, v in value.items()) + "}"
+        )
     elif isinstance(value, (list, tuple)):
         return "[" + ",".join(hive_string(v, True) or "null" for v in value) + "]"
     else:
@@ -133,11 +143,11 @@ def hive_string(value: Any, nested: bool = False) -> str | None:
 
 @dataclass(frozen=True)
 class _Encoding:
-    column_field: str       # the TColumn field, e.g. "i64Val"
+    column_field: str  # the TColumn field, e.g. "i64Val"
     column_class: type
-    value_field: str        # the TColumnValue field for row-based results
+    value_field: str  # the TColumnValue field for row-based results
     value_class: type
-    placeholder: Any        # what a NULL slot holds in a typed column
+    placeholder: Any  # what a NULL slot holds in a typed column
     convert: Callable[[Any], Any]
 
 
@@ -186,9 +196,10 @@ def row_set(
     """``rows`` (tuples in column order) as a row set starting at row ``offset``."""
     encodings = [_encoding(c.data_type) for c in columns]
     if protocol < COLUMNAR_SINCE:
-        return tt.TRowSet(startRowOffset=offset, rows=[
-            tt.TRow(colVals=[_value(e, v) for e, v in zip(encodings, row)]) for row in rows
-        ])
+        return tt.TRowSet(
+            startRowOffset=offset,
+            rows=[tt.TRow(colVals=[_value(e, v) for e, v in zip(encodings, row)]) for row in rows],
+        )
     by_column = list(zip(*rows)) if rows else [() for _ in columns]
     result = []
     for encoding, values in zip(encodings, by_column):

@@ -34,8 +34,12 @@ class SaslServerTransport(TTransportBase, CReadableTransport):
     ``max_frame`` bytes closes the connection before any of it is read.
     """
 
-    def __init__(self, transport: TTransportBase, authenticate: Callable[[str, str], str | None],
-                 max_frame: int = MAX_FRAME) -> None:
+    def __init__(
+        self,
+        transport: TTransportBase,
+        authenticate: Callable[[str, str], str | None],
+        max_frame: int = MAX_FRAME,
+    ) -> None:
         self._transport = transport
         self._authenticate = authenticate
         self._max_frame = max_frame
@@ -101,8 +105,10 @@ class SaslServerTransport(TTransportBase, CReadableTransport):
     def _read_frame(self) -> None:
         length = struct.unpack(">I", self._transport.readAll(4))[0]
         if length > self._max_frame:
-            raise TTransportException(TTransportException.SIZE_LIMIT,
-                                      f"a frame of {length} bytes exceeds the limit of {self._max_frame}")
+            raise TTransportException(
+                TTransportException.SIZE_LIMIT,
+                f"a frame of {length} bytes exceeds the limit of {self._max_frame}",
+            )
         self._rbuf = BytesIO(self._transport.readAll(length))
 
     def write(self, buf: bytes) -> None:

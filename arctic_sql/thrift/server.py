@@ -88,35 +88,81 @@ def build_arg_parser() -> argparse.ArgumentParser:
         prog="arctic-sql thriftserver",
         description="Serve arctic-sql over the HiveServer2 Thrift protocol (JDBC, PyHive, dbt-spark, BI tools).",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
-    parser.add_argument("--port", type=int, default=10000, help="port to listen on; 0 picks a free one (default 10000)")
-    parser.add_argument("--auth", default="NONE", type=str.upper, choices=AUTH_MODES,
-                        help="NONE (SASL, any user), NOSASL, or PLAIN (SASL, checked against --password-file)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=10000, help="port to listen on; 0 picks a free one (default 10000)"
+    )
+    parser.add_argument(
+        "--auth",
+        default="NONE",
+        type=str.upper,
+        choices=AUTH_MODES,
+        help="NONE (SASL, any user), NOSASL, or PLAIN (SASL, checked against --password-file)",
+    )
     parser.add_argument("--password-file", help="for --auth PLAIN: a file of user:password lines")
     parser.add_argument("--debug", action="store_true", help="log every call and Spark's warnings")
     add_connect_arguments(parser)
     limits = parser.add_argument_group("connection limits")
-    limits.add_argument("--idle-timeout", type=float, default=900, metavar="SECONDS",
-                        help="close a connection idle this long after login (default 900; 0: never)")
-    limits.add_argument("--max-connections", type=int, default=64, metavar="N",
-                        help="connections open at once; the next is closed at once (default 64; 0: no cap)")
-    limits.add_argument("--max-frame-bytes", type=int, default=16 * 1024 * 1024, metavar="N",
-                        help="largest Thrift frame or string a client may send (default 16 MiB)")
-    limits.add_argument("--login-attempts", type=int, default=5, metavar="N",
-                        help="failed logins for a user (4x for an address) before a lockout (default 5; 0: none)")
-    limits.add_argument("--login-lockout", type=float, default=1.0, metavar="SECONDS",
-                        help="the first lockout; it doubles with each further failure, up to 15 min (default 1)")
+    limits.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=900,
+        metavar="SECONDS",
+        help="close a connection idle this long after login (default 900; 0: never)",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=64,
+        metavar="N",
+        help="connections open at once; the next is closed at once (default 64; 0: no cap)",
+    )
+    limits.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=16 * 1024 * 1024,
+        metavar="N",
+        help="largest Thrift frame or string a client may send (default 16 MiB)",
+    )
+    limits.add_argument(
+        "--login-attempts",
+        type=int,
+        default=5,
+        metavar="N",
+        help="failed logins for a user (4x for an address) before a lockout (default 5; 0: none)",
+    )
+    limits.add_argument(
+        "--login-lockout",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="the first lockout; it doubles with each further failure, up to 15 min (default 1)",
+    )
     trust = parser.add_argument_group("relaxing the rules for trusted setups")
-    trust.add_argument("--allow-external-locations", action="store_true",
-                       help="let clients use paths outside the warehouse (LOCATION, LOAD DATA, file queries)")
-    trust.add_argument("--allow-unsafe-functions", action="store_true",
-                       help="let clients call reflect/java_method, ADD JAR/FILE/ARCHIVE, CREATE FUNCTION ... USING JAR")
+    trust.add_argument(
+        "--allow-external-locations",
+        action="store_true",
+        help="let clients use paths outside the warehouse (LOCATION, LOAD DATA, file queries)",
+    )
+    trust.add_argument(
+        "--allow-unsafe-functions",
+        action="store_true",
+        help="let clients call reflect/java_method, ADD JAR/FILE/ARCHIVE, CREATE FUNCTION ... USING JAR",
+    )
     trust.add_argument("--allow-set-any", action="store_true", help="let clients SET any session setting")
     trust.add_argument("--trusted", action="store_true", help="all three of the above")
-    trust.add_argument("--allow-readable-password-file", action="store_true",
-                       help="accept a password file that group or others can access")
-    parser.add_argument("--hash-password", action="store_true",
-                        help="read a password from stdin, print its salted hash for the password file, exit")
+    trust.add_argument(
+        "--allow-readable-password-file",
+        action="store_true",
+        help="accept a password file that group or others can access",
+    )
+    parser.add_argument(
+        "--hash-password",
+        action="store_true",
+        help="read a password from stdin, print its salted hash for the password file, exit",
+    )
     return parser
 
 
@@ -165,8 +211,16 @@ class _Connection:
 class ThriftServer:
     """Accepts connections and serves each on its own thread with one transport (SASL or plain)."""
 
-    def __init__(self, service: Any, host: str, port: int, auth: str, credentials: Credentials,
-                 limits: ConnectionLimits | None = None, throttle: LoginThrottle | None = None) -> None:
+    def __init__(
+        self,
+        service: Any,
+        host: str,
+        port: int,
+        auth: str,
+        credentials: Credentials,
+        limits: ConnectionLimits | None = None,
+        throttle: LoginThrottle | None = None,
+    ) -> None:
         from thrift.transport.TSocket import TServerSocket
 
         self.service = service
@@ -194,7 +248,9 @@ class ThriftServer:
                 continue
             if not self._admit(client):
                 continue
-            threading.Thread(target=self._serve, args=(client,), name="arctic-thrift-conn", daemon=True).start()
+            threading.Thread(
+                target=self._serve, args=(client,), name="arctic-thrift-conn", daemon=True
+            ).start()
 
     def stop(self) -> None:
         self._stopped.set()
@@ -207,8 +263,12 @@ class ThriftServer:
             if not cap or self._open < cap:
                 self._open += 1
                 return True
-        log.warning("connection from %s refused: %d connections are open (--max-connections %d)",
-                    _address(client), cap, cap)
+        log.warning(
+            "connection from %s refused: %d connections are open (--max-connections %d)",
+            _address(client),
+            cap,
+            cap,
+        )
         client.close()
         return False
 
@@ -228,8 +288,11 @@ class ThriftServer:
             return TBufferedTransport(client), None
         if first[0] == _SASL_START and self.auth in ("NONE", "PLAIN"):
             address = _address(client)
-            transport = SaslServerTransport(client, lambda user, password: self._login(user, password, address),
-                                            self.limits.max_frame_bytes)
+            transport = SaslServerTransport(
+                client,
+                lambda user, password: self._login(user, password, address),
+                self.limits.max_frame_bytes,
+            )
             try:
                 transport.handshake()
             except AuthenticationFailed as e:
@@ -237,8 +300,11 @@ class ThriftServer:
                 return None
             self._idle_timeout(client)
             return transport, transport.user
-        log.info("connection refused: a %s client on a server with --auth %s",
-                 "SASL" if first[0] == _SASL_START else "plain Thrift", self.auth)
+        log.info(
+            "connection refused: a %s client on a server with --auth %s",
+            "SASL" if first[0] == _SASL_START else "plain Thrift",
+            self.auth,
+        )
         return None
 
     def _login(self, user: str, password: str, address: str) -> str | None:
@@ -246,8 +312,12 @@ class ThriftServer:
         host = address.rpartition(":")[0]
         wait = self.throttle.wait_s(user, host)
         if wait > 0:
-            log.warning("login refused for user %r from %s: locked out for %d s more after failed logins",
-                        user, address, math.ceil(wait))
+            log.warning(
+                "login refused for user %r from %s: locked out for %d s more after failed logins",
+                user,
+                address,
+                math.ceil(wait),
+            )
             return f"Too many failed logins; retry in {math.ceil(wait)} s"
         if self.credentials.check(user, password):
             self.throttle.succeeded(user, host)
@@ -279,14 +349,18 @@ class ThriftServer:
             limit = self.limits.max_frame_bytes
             # strictRead: HiveServer2 clients send versioned messages; an old-style one would read its
             # name with no length check.
-            protocol = TBinaryProtocol(transport, strictRead=True, string_length_limit=limit,
-                                       container_length_limit=limit)
+            protocol = TBinaryProtocol(
+                transport, strictRead=True, string_length_limit=limit, container_length_limit=limit
+            )
             while not self._stopped.is_set():
                 processor.process(protocol, protocol)
         except TTransportException as e:
             if isinstance(e.inner, TimeoutError) and connection is not None:
-                log.info("connection from %s closed: idle for %g s (--idle-timeout)", address,
-                         self.limits.idle_timeout_s)
+                log.info(
+                    "connection from %s closed: idle for %g s (--idle-timeout)",
+                    address,
+                    self.limits.idle_timeout_s,
+                )
             elif e.type == TTransportException.SIZE_LIMIT:
                 log.warning("connection from %s closed: %s (--max-frame-bytes)", address, e.message)
             # else: the client went away, or never spoke
@@ -349,11 +423,16 @@ def _settings(args: argparse.Namespace, warehouse: str) -> _Settings:
     if args.password_file and args.auth != "PLAIN":
         raise UsageError("--password-file only applies to --auth PLAIN")
     if args.password_file and _is_below(args.password_file, warehouse):
-        raise UsageError(f"Password file {args.password_file} is inside the warehouse {warehouse}, where "
-                         "clients can read it; keep it elsewhere")
+        raise UsageError(
+            f"Password file {args.password_file} is inside the warehouse {warehouse}, where "
+            "clients can read it; keep it elsewhere"
+        )
     try:
-        entries = (read_password_file(args.password_file, args.allow_readable_password_file)
-                   if args.auth == "PLAIN" else None)
+        entries = (
+            read_password_file(args.password_file, args.allow_readable_password_file)
+            if args.auth == "PLAIN"
+            else None
+        )
     except PasswordFileError as e:
         raise UsageError(str(e)) from None
     policy = StatementPolicy(
@@ -362,8 +441,9 @@ def _settings(args: argparse.Namespace, warehouse: str) -> _Settings:
         allow_unsafe_functions=args.allow_unsafe_functions or args.trusted,
         allow_set_any=args.allow_set_any or args.trusted,
     )
-    return _Settings(Credentials(entries), _limits(args),
-                     LoginThrottle(args.login_attempts, args.login_lockout), policy)
+    return _Settings(
+        Credentials(entries), _limits(args), LoginThrottle(args.login_attempts, args.login_lockout), policy
+    )
 
 
 def _is_below(path: str, folder: str) -> bool:
@@ -397,8 +477,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         sys.stderr.write(f"Error: {e}\n")
         return 2
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     for noisy in ("py4j", "pyiceberg", "thrift"):
         logging.getLogger(noisy).setLevel(logging.WARNING if args.debug else logging.ERROR)
 
@@ -415,8 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     service = ArcticThriftService(spark, _new_session_factory(args), policy=settings.policy)
     try:
-        server = ThriftServer(service, args.host, args.port, args.auth, settings.credentials,
-                              settings.limits, settings.throttle)
+        server = ThriftServer(
+            service, args.host, args.port, args.auth, settings.credentials, settings.limits, settings.throttle
+        )
     except Exception as e:  # noqa: BLE001 - the port is taken, the host is unknown, ...
         sys.stderr.write(f"Error: cannot listen on {args.host}:{args.port}: {e}\n")
         spark.stop()
@@ -427,8 +511,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, shut_down)
     signal.signal(signal.SIGINT, shut_down)
-    print(f"arctic-sql Thrift server listening on {args.host}:{server.port} (auth {args.auth}, "
-          f"warehouse {warehouse})", flush=True)
+    print(
+        f"arctic-sql Thrift server listening on {args.host}:{server.port} (auth {args.auth}, "
+        f"warehouse {warehouse})",
+        flush=True,
+    )
     try:
         server.serve_forever()
     finally:

@@ -81,8 +81,6 @@ def _metadata_call(name: str, kind: int, columns: list, rows_of: Callable[[Sessi
     return _rpc(response)(call)
 
 
-
-
 def use_statement(database: str) -> str:
     """``USE `database``` as one statement, whatever the name holds (a backtick is doubled)."""
     return "USE `{}`".format(database.replace("`", "``"))
@@ -102,7 +100,9 @@ class ClientSession:
         self.user = user
         self.protocol = protocol
         self.guid = uuid.uuid4().bytes
-        self.handle = tt.TSessionHandle(sessionId=tt.THandleIdentifier(guid=self.guid, secret=uuid.uuid4().bytes))
+        self.handle = tt.TSessionHandle(
+            sessionId=tt.THandleIdentifier(guid=self.guid, secret=uuid.uuid4().bytes)
+        )
         self.operations: dict[bytes, Operation] = {}
 
 
@@ -113,8 +113,13 @@ class ArcticThriftService:
     checks, for in-process use by trusted code).
     """
 
-    def __init__(self, spark: SparkSession, new_session: Callable[[SparkSession], Session],
-                 server_name: str = "arctic-sql", policy: StatementPolicy | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        new_session: Callable[[SparkSession], Session],
+        server_name: str = "arctic-sql",
+        policy: StatementPolicy | None = None,
+    ) -> None:
         self.spark = spark
         self._new_session = new_session
         self._server_name = server_name
@@ -155,7 +160,7 @@ class ArcticThriftService:
         for key, value in conf.items():
             for prefix in SESSION_CONF_PREFIXES:
                 if key.startswith(prefix):
-                    name = key[len(prefix):]
+                    name = key[len(prefix) :]
                     if name.startswith("spark."):
                         settings[name] = value
                     break
@@ -170,8 +175,9 @@ class ArcticThriftService:
         with self._lock:
             self._sessions[session.guid] = session
         log.info("session opened for %s (protocol V%d)", session.user, protocol + 1)
-        return tt.TOpenSessionResp(status=SUCCESS, serverProtocolVersion=protocol,
-                                   sessionHandle=session.handle, configuration={})
+        return tt.TOpenSessionResp(
+            status=SUCCESS, serverProtocolVersion=protocol, sessionHandle=session.handle, configuration={}
+        )
 
     def _check_settings(self, settings: dict[str, str]) -> None:
         if self._policy is not None:
@@ -212,7 +218,9 @@ class ArcticThriftService:
             tt.TGetInfoType.CLI_TXN_CAPABLE: tt.TGetInfoValue(smallIntValue=0),
         }
         if kind not in values:
-            raise OperationError(f"Unrecognized GetInfoType value: {tt.TGetInfoType._VALUES_TO_NAMES.get(kind, kind)}")
+            raise OperationError(
+                f"Unrecognized GetInfoType value: {tt.TGetInfoType._VALUES_TO_NAMES.get(kind, kind)}"
+            )
         return tt.TGetInfoResp(status=SUCCESS, infoValue=values[kind])
 
     # statements ------------------------------------------------------------------------------
@@ -297,32 +305,57 @@ class ArcticThriftService:
     # metadata --------------------------------------------------------------------------------
     # One result set each, computed when the call arrives (see metadata.py).
     GetCatalogs = _metadata_call(  # like Spark's Thrift server: one unnamed catalog, so no rows
-        "GetCatalogs", tt.TOperationType.GET_CATALOGS, metadata.CATALOG_COLUMNS, lambda s, r: [])
+        "GetCatalogs", tt.TOperationType.GET_CATALOGS, metadata.CATALOG_COLUMNS, lambda s, r: []
+    )
     GetSchemas = _metadata_call(
-        "GetSchemas", tt.TOperationType.GET_SCHEMAS, metadata.SCHEMA_COLUMNS,
-        lambda s, r: metadata.schemas(s, r.schemaName))
+        "GetSchemas",
+        tt.TOperationType.GET_SCHEMAS,
+        metadata.SCHEMA_COLUMNS,
+        lambda s, r: metadata.schemas(s, r.schemaName),
+    )
     GetTables = _metadata_call(
-        "GetTables", tt.TOperationType.GET_TABLES, metadata.TABLE_COLUMNS,
-        lambda s, r: metadata.tables(s, r.schemaName, r.tableName, r.tableTypes))
+        "GetTables",
+        tt.TOperationType.GET_TABLES,
+        metadata.TABLE_COLUMNS,
+        lambda s, r: metadata.tables(s, r.schemaName, r.tableName, r.tableTypes),
+    )
     GetTableTypes = _metadata_call(
-        "GetTableTypes", tt.TOperationType.GET_TABLE_TYPES, metadata.TABLE_TYPE_COLUMNS,
-        lambda s, r: metadata.table_types())
+        "GetTableTypes",
+        tt.TOperationType.GET_TABLE_TYPES,
+        metadata.TABLE_TYPE_COLUMNS,
+        lambda s, r: metadata.table_types(),
+    )
     GetColumns = _metadata_call(
-        "GetColumns", tt.TOperationType.GET_COLUMNS, metadata.COLUMN_COLUMNS,
-        lambda s, r: metadata.columns(s, r.schemaName, r.tableName, r.columnName))
+        "GetColumns",
+        tt.TOperationType.GET_COLUMNS,
+        metadata.COLUMN_COLUMNS,
+        lambda s, r: metadata.columns(s, r.schemaName, r.tableName, r.columnName),
+    )
     GetTypeInfo = _metadata_call(
-        "GetTypeInfo", tt.TOperationType.GET_TYPE_INFO, metadata.TYPE_INFO_COLUMNS,
-        lambda s, r: metadata.type_info())
+        "GetTypeInfo",
+        tt.TOperationType.GET_TYPE_INFO,
+        metadata.TYPE_INFO_COLUMNS,
+        lambda s, r: metadata.type_info(),
+    )
     GetFunctions = _metadata_call(
-        "GetFunctions", tt.TOperationType.GET_FUNCTIONS, metadata.FUNCTION_COLUMNS,
-        lambda s, r: metadata.functions(s, r.schemaName, r.functionName))
+        "GetFunctions",
+        tt.TOperationType.GET_FUNCTIONS,
+        metadata.FUNCTION_COLUMNS,
+        lambda s, r: metadata.functions(s, r.schemaName, r.functionName),
+    )
     # HiveServer2 files these two under GET_FUNCTIONS too; the protocol has no type of their own.
     GetPrimaryKeys = _metadata_call(
-        "GetPrimaryKeys", tt.TOperationType.GET_FUNCTIONS, metadata.PRIMARY_KEY_COLUMNS,
-        lambda s, r: metadata.primary_keys(s, r.schemaName, r.tableName))
+        "GetPrimaryKeys",
+        tt.TOperationType.GET_FUNCTIONS,
+        metadata.PRIMARY_KEY_COLUMNS,
+        lambda s, r: metadata.primary_keys(s, r.schemaName, r.tableName),
+    )
     GetCrossReference = _metadata_call(  # arctic tables declare no foreign keys
-        "GetCrossReference", tt.TOperationType.GET_FUNCTIONS, metadata.CROSS_REFERENCE_COLUMNS,
-        lambda s, r: [])
+        "GetCrossReference",
+        tt.TOperationType.GET_FUNCTIONS,
+        metadata.CROSS_REFERENCE_COLUMNS,
+        lambda s, r: [],
+    )
 
     # not offered -----------------------------------------------------------------------------
     def _unsupported(self, name: str) -> OperationError:

@@ -45,8 +45,12 @@ STATUS_SQL = "SELECT status, count(*) AS n FROM {table} GROUP BY status"
 def checksum(s, table: str) -> dict:
     row = s.sql(CHECKSUM_SQL.format(table=table)).collect()[0]
     by_status = {r["status"]: int(r["n"]) for r in s.sql(STATUS_SQL.format(table=table)).collect()}
-    return {"count": int(row["n"]), "sum_order_id": int(row["sum_order_id"] or 0),
-            "sum_amount_cents": int(row["sum_amount_cents"] or 0), "count_by_status": by_status}
+    return {
+        "count": int(row["n"]),
+        "sum_order_id": int(row["sum_order_id"] or 0),
+        "sum_amount_cents": int(row["sum_amount_cents"] or 0),
+        "count_by_status": by_status,
+    }
 
 
 def merge(s, table: str, batch_file: str) -> float:
@@ -74,9 +78,13 @@ def start(result: Result, work: str, data: str, *, optimize: bool = False):
     warm = os.path.join(work, "warm.parquet")
     spark.read.parquet(datagen.batch_path(data, 0)).limit(100).write.parquet(warm)
     spark.read.parquet(warm).createOrReplaceTempView("batch")
-    statements = ["CREATE DATABASE IF NOT EXISTS warm", CREATE.replace(TABLE, "warm.orders"),
-                  MERGE.replace(TABLE, "warm.orders"), MERGE.replace(TABLE, "warm.orders"),
-                  R1_SQL.format(table="warm.orders")]
+    statements = [
+        "CREATE DATABASE IF NOT EXISTS warm",
+        CREATE.replace(TABLE, "warm.orders"),
+        MERGE.replace(TABLE, "warm.orders"),
+        MERGE.replace(TABLE, "warm.orders"),
+        R1_SQL.format(table="warm.orders"),
+    ]
     if optimize:
         statements.append(OPTIMIZE.replace(TABLE, "warm.orders"))
     for statement in statements:
@@ -116,19 +124,29 @@ def optimize(s, result: Result, work: str) -> None:
             entry["base"].append(f.path)
         else:
             entry["change"].append([f.path, f.sequence_number, f.is_delete])
-    doc = {"key": "order_id", "compression": s.spark.conf.get("spark.sql.parquet.compression.codec", "snappy"),
-           "same_level": len(levels) == 1, "base_files": len(plan.base_files),
-           "change_files": len(plan.change_files), "input_bytes": sum(f.file_size for f in files),
-           "nodes": nodes}
+    doc = {
+        "key": "order_id",
+        "compression": s.spark.conf.get("spark.sql.parquet.compression.codec", "snappy"),
+        "same_level": len(levels) == 1,
+        "base_files": len(plan.base_files),
+        "change_files": len(plan.change_files),
+        "input_bytes": sum(f.file_size for f in files),
+        "nodes": nodes,
+    }
     result["optimize_plan"] = os.path.join(work, "optimize_plan.json")
     with open(result["optimize_plan"], "w", encoding="utf-8") as f:
         json.dump(doc, f)
-    result["optimize_input"] = {k: doc[k] for k in ("base_files", "change_files", "input_bytes", "same_level")}
+    result["optimize_input"] = {
+        k: doc[k] for k in ("base_files", "change_files", "input_bytes", "same_level")
+    }
     # R1's floor in Spark: the query over the same files read as plain Parquet, merging nothing (the
     # answer is wrong: old and deleted rows count too). What reading 160 small files costs any reader.
     s.spark.read.parquet(*[f.path for f in files]).createOrReplaceTempView("unmerged_orders")
-    time_r1(result, lambda: [tuple(r) for r in s.spark.sql(R1_SQL.format(table="unmerged_orders")).collect()],
-            key="unmerged_spark_r1_s")
+    time_r1(
+        result,
+        lambda: [tuple(r) for r in s.spark.sql(R1_SQL.format(table="unmerged_orders")).collect()],
+        key="unmerged_spark_r1_s",
+    )
     with stopwatch() as t:
         rows = s.sql(OPTIMIZE).collect()
     result["o1_s"] = t()
@@ -152,8 +170,11 @@ def plain_baseline(s, result, work: str) -> None:  # noqa: ANN001 - a session an
     plain, partitions = write_plain_copy(s, TABLE, os.path.join(work, "plain.parquet"))
     spark.read.parquet(plain).createOrReplaceTempView("plain_orders")
     result["plain_parquet"] = {"path": plain, "files": partitions}
-    time_r1(result, lambda: [tuple(r) for r in spark.sql(R1_SQL.format(table="plain_orders")).collect()],
-            key="plain_spark_r1_s")
+    time_r1(
+        result,
+        lambda: [tuple(r) for r in spark.sql(R1_SQL.format(table="plain_orders")).collect()],
+        key="plain_spark_r1_s",
+    )
     result["plain_checksum"] = checksum(s, "plain_orders")
 
 
@@ -176,9 +197,12 @@ def main() -> None:
         def commit(index: int, path: str) -> float:
             if not args.data2:
                 return merge(s, TABLE, path)
+
             # W2 interleaved: the same commit on both tables back to back, so both see the same machine;
             # which goes first alternates, so neither always follows the other.
-            large = lambda: merge(s, TABLE + "_large", datagen.batch_path(args.data2, index))
+            def large() -> float:
+                return merge(s, TABLE + "_large", datagen.batch_path(args.data2, index))
+
             if index % 2:
                 seconds_large, seconds = large(), merge(s, TABLE, path)
             else:
@@ -189,7 +213,9 @@ def main() -> None:
 
         result["commit_notes"] = "one MERGE INTO statement per commit (one change-store transaction)."
         if args.data2:
-            result.doc["commit_notes"] += f" Interleaved with the same commit on {TABLE}_large (commit_s_large)."
+            result.doc["commit_notes"] += (
+                f" Interleaved with the same commit on {TABLE}_large (commit_s_large)."
+            )
         run_commits(result, args.deadline, commit)
 
         if not args.commits_only:

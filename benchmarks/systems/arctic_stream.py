@@ -28,12 +28,25 @@ READY_LINE = "optimizer for group"  # the service logs "optimizer for group '...
 
 
 def start_service(warehouse: str, interval: float, log_path: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "arctic_sql.cli", "optimizer", "--warehouse", warehouse,
-               "--interval", f"{interval:g}"]
+    command = [
+        sys.executable,
+        "-m",
+        "arctic_sql.cli",
+        "optimizer",
+        "--warehouse",
+        warehouse,
+        "--interval",
+        f"{interval:g}",
+    ]
     with open(log_path, "w", encoding="utf-8") as log:
         # Own session: stopping it takes its JVM along, and nothing else.
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
 
 
 def wait_until_ready(service: subprocess.Popen, log_path: str, deadline_s: float) -> float:
@@ -43,7 +56,9 @@ def wait_until_ready(service: subprocess.Popen, log_path: str, deadline_s: float
     last = None
     while time.monotonic() - started < deadline_s:
         if service.poll() is not None:
-            raise RuntimeError(f"the optimizer service exited with code {service.returncode} (see {log_path})")
+            raise RuntimeError(
+                f"the optimizer service exited with code {service.returncode} (see {log_path})"
+            )
         with open(log_path, encoding="utf-8", errors="replace") as f:
             up = READY_LINE in f.read()
         cpu = _group_cpu_s(service.pid)
@@ -94,8 +109,8 @@ def base_bytes(s) -> int:
 
 def write_amplification(s) -> dict:
     """Bytes optimizing committed vs bytes the stream ingested into the change store."""
-    from arctic_sql.table.records.optimizing_processes import processes
     from arctic_sql.table.reading.scan import live_files
+    from arctic_sql.table.records.optimizing_processes import processes
 
     table = s.table(TABLE)
     table.base.refresh()
@@ -111,8 +126,12 @@ def write_amplification(s) -> dict:
         "optimize_output_bytes": sum(r.output_bytes for r in committed),
         "optimize_input_bytes": sum(r.input_bytes for r in committed),
         "optimize_task_time_ms": sum(r.task_time_ms for r in records),
-        "optimize_ended_at": [[r.ended_at_ms / 1000, r.mode, r.output_bytes] for r in committed if r.ended_at_ms],
-        "failures": [[r.process_id, r.status, r.failure_reason] for r in records if r.status not in COMMITTED],
+        "optimize_ended_at": [
+            [r.ended_at_ms / 1000, r.mode, r.output_bytes] for r in committed if r.ended_at_ms
+        ],
+        "failures": [
+            [r.process_id, r.status, r.failure_reason] for r in records if r.status not in COMMITTED
+        ],
         "ingested_change_bytes": sum(f.file_size for f in change),
         "change_files": len(change),
         "final_base_files": len(base),

@@ -27,28 +27,47 @@ R1_SQL = "SELECT status, count(*) AS n, sum(amount) AS amount FROM {table} GROUP
 R1_RUNS = 5
 
 
-def parse_args(description: str, *, pairs: bool = False, optimize: bool = False,
-               stream: bool = False) -> argparse.Namespace:
+def parse_args(
+    description: str, *, pairs: bool = False, optimize: bool = False, stream: bool = False
+) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", required=True, help="workload directory written by benchmarks.datagen")
     parser.add_argument("--work", required=True, help="an empty directory this system may write its table in")
     parser.add_argument("--out", required=True, help="result JSON file")
-    parser.add_argument("--deadline", type=float, default=float("inf"),
-                        help="epoch seconds after which no further commit starts")
-    parser.add_argument("--commits-only", action="store_true",
-                        help="skip the R1 timing and its baseline (W2 needs only the commits and the checksum)")
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=float("inf"),
+        help="epoch seconds after which no further commit starts",
+    )
+    parser.add_argument(
+        "--commits-only",
+        action="store_true",
+        help="skip the R1 timing and its baseline (W2 needs only the commits and the checksum)",
+    )
     if pairs:
-        parser.add_argument("--data2", help="W2 interleaved: a second, larger workload run commit by commit "
-                                            "beside --data")
+        parser.add_argument(
+            "--data2", help="W2 interleaved: a second, larger workload run commit by commit beside --data"
+        )
     if optimize:
-        parser.add_argument("--optimize", action="store_true",
-                            help="after R1: a full optimize (O1), the query again (R2) and the checksum")
+        parser.add_argument(
+            "--optimize",
+            action="store_true",
+            help="after R1: a full optimize (O1), the query again (R2) and the checksum",
+        )
     if stream:
         parser.add_argument("--every", type=int, default=1, help="time the R1 query after every k-th commit")
-        parser.add_argument("--service-interval", type=float, default=None,
-                            help="run the self-optimizing service beside the stream, polling every S seconds")
-        parser.add_argument("--table-properties", default="",
-                            help="k=v,... set on the table after the load, before the stream (and the service)")
+        parser.add_argument(
+            "--service-interval",
+            type=float,
+            default=None,
+            help="run the self-optimizing service beside the stream, polling every S seconds",
+        )
+        parser.add_argument(
+            "--table-properties",
+            default="",
+            help="k=v,... set on the table after the load, before the stream (and the service)",
+        )
     return parser.parse_args()
 
 
@@ -89,7 +108,9 @@ class Result:
         os.replace(tmp, self.path)
 
     def error(self, step: str, statement: str | None = None) -> None:
-        self.doc["errors"].append({"step": step, "statement": statement, "error": traceback.format_exc(limit=8)})
+        self.doc["errors"].append(
+            {"step": step, "statement": statement, "error": traceback.format_exc(limit=8)}
+        )
         self.save()
 
     def finish(self) -> None:
@@ -110,7 +131,9 @@ def run_commits(result: Result, deadline: float, commit: Callable[[int, str], fl
     """Apply the batches in order; ``commit(i, path)`` returns the timed seconds of batch ``i``."""
     for index, path in enumerate(result.batches):
         if time.time() > deadline:
-            result.doc["commit_notes"] += f" stopped at the deadline after {index} of {len(result.batches)} commits."
+            result.doc["commit_notes"] += (
+                f" stopped at the deadline after {index} of {len(result.batches)} commits."
+            )
             result.save()
             return
         seconds = commit(index, path)
@@ -141,16 +164,24 @@ def arrow_checksum(table: pa.Table) -> dict:
         "count": table.num_rows,
         "sum_order_id": int(pc.sum(table["order_id"]).as_py() or 0),
         "sum_amount_cents": int(pc.sum(cents).as_py() or 0),
-        "count_by_status": {str(s): int(n) for s, n in
-                            zip(by_status["status"].to_pylist(), by_status["count_all"].to_pylist(), strict=True)},
+        "count_by_status": {
+            str(s): int(n)
+            for s, n in zip(by_status["status"].to_pylist(), by_status["count_all"].to_pylist(), strict=True)
+        },
     }
 
 
 def arrow_r1(table: pa.Table) -> list[tuple]:
     """The R1 aggregate over an Arrow table with ``status`` and ``amount``."""
     out = table.group_by("status").aggregate([([], "count_all"), ("amount", "sum")])
-    return list(zip(out["status"].to_pylist(), out["count_all"].to_pylist(), out["amount_sum"].to_pylist(),
-                    strict=True))
+    return list(
+        zip(
+            out["status"].to_pylist(),
+            out["count_all"].to_pylist(),
+            out["amount_sum"].to_pylist(),
+            strict=True,
+        )
+    )
 
 
 def split_batch(batch: pa.Table) -> tuple[pa.Table, pa.Array]:

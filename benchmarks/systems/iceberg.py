@@ -44,7 +44,9 @@ def main() -> None:
         result["versions"] = {"pyiceberg": pyiceberg.__version__}
         warehouse = os.path.join(args.work, "warehouse")
         os.makedirs(warehouse, exist_ok=True)
-        catalog = SqlCatalog("bench", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+        catalog = SqlCatalog(
+            "bench", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}"
+        )
         catalog.create_namespace("bench")
 
         step = "load"
@@ -64,14 +66,18 @@ def main() -> None:
                 commit(table, batch)
             return t()
 
-        result["commit_notes"] = ("one benchmark commit = table.upsert(...) + table.delete(In(...)): two Iceberg "
-                                  "commits, timed together (copy-on-write).")
+        result["commit_notes"] = (
+            "one benchmark commit = table.upsert(...) + table.delete(In(...)): two Iceberg "
+            "commits, timed together (copy-on-write)."
+        )
         run_commits(result, args.deadline, timed_commit)
 
         step = "r1"
 
         def r1() -> list[tuple]:
-            return arrow_r1(catalog.load_table("bench.orders").scan(selected_fields=("status", "amount")).to_arrow())
+            return arrow_r1(
+                catalog.load_table("bench.orders").scan(selected_fields=("status", "amount")).to_arrow()
+            )
 
         if not args.commits_only:
             time_r1(result, r1)

@@ -51,7 +51,9 @@ class Arctic(System):
 
     def prepare(self, batch_file: str, batch) -> None:  # noqa: ANN001
         # The batch view is setup, as arctic.merge leaves it out of the timing in a separate run.
-        self.session.spark.read.parquet(batch_file).select(*datagen.COLUMNS, "op").createOrReplaceTempView("batch")
+        self.session.spark.read.parquet(batch_file).select(*datagen.COLUMNS, "op").createOrReplaceTempView(
+            "batch"
+        )
 
     def commit(self) -> None:
         self.session.sql(arctic.MERGE)
@@ -103,7 +105,9 @@ class Iceberg(System):
         self.result["versions"] = {"pyiceberg": pyiceberg.__version__}
         warehouse = os.path.join(self.work, "warehouse")
         os.makedirs(warehouse, exist_ok=True)
-        self.catalog = SqlCatalog("bench", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+        self.catalog = SqlCatalog(
+            "bench", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}"
+        )
         self.catalog.create_namespace("bench")
         rows = pq.read_table(datagen.load_path(data))
         self.table = self.catalog.create_table("bench.orders", schema=rows.schema)
@@ -115,7 +119,9 @@ class Iceberg(System):
         iceberg.commit(self.table, self.batch)
 
     def r1(self) -> list[tuple]:
-        return arrow_r1(self.catalog.load_table("bench.orders").scan(selected_fields=("status", "amount")).to_arrow())
+        return arrow_r1(
+            self.catalog.load_table("bench.orders").scan(selected_fields=("status", "amount")).to_arrow()
+        )
 
     def checksum(self) -> dict:
         return arrow_checksum(self.catalog.load_table("bench.orders").scan().to_arrow())
@@ -192,8 +198,11 @@ def main() -> None:
         work = os.path.join(args.work, name)
         os.makedirs(work, exist_ok=True)
         result = Result(result_path(args.out, name), kind.label, args.data)
-        result["commit_notes"] = "interleaved commit by commit with " + ", ".join(
-            SYSTEMS[n].label for n in args.systems.split(",") if n != name) + "."
+        result["commit_notes"] = (
+            "interleaved commit by commit with "
+            + ", ".join(SYSTEMS[n].label for n in args.systems.split(",") if n != name)
+            + "."
+        )
         systems.append(kind(result, work))
     for system in systems:  # loads one after another: a load is not what W1 compares
         _timed(system, "load", lambda s=system: s.load(args.data))

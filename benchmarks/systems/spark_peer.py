@@ -46,12 +46,22 @@ class PeerRuntime:
 
 
 PEERS = {
-    "delta": PeerRuntime("delta", "Delta/Spark", ("delta",), ".venv-spark4.2",
-                         "USING delta, delta.enableDeletionVectors = true, spark.databricks.delta.snapshotPartitions = nproc; "
-                         "MERGE INTO; OPTIMIZE"),
-    "iceberg": PeerRuntime("iceberg", "Iceberg/Spark", ("iceberg",), ".venv-spark4.1",
-                           "format v2, write.merge/update/delete.mode = merge-on-read, Hadoop catalog; MERGE INTO; "
-                           "rewrite_data_files + rewrite_position_delete_files (rewrite-all)"),
+    "delta": PeerRuntime(
+        "delta",
+        "Delta/Spark",
+        ("delta",),
+        ".venv-spark4.2",
+        "USING delta, delta.enableDeletionVectors = true, spark.databricks.delta.snapshotPartitions = nproc; "
+        "MERGE INTO; OPTIMIZE",
+    ),
+    "iceberg": PeerRuntime(
+        "iceberg",
+        "Iceberg/Spark",
+        ("iceberg",),
+        ".venv-spark4.1",
+        "format v2, write.merge/update/delete.mode = merge-on-read, Hadoop catalog; MERGE INTO; "
+        "rewrite_data_files + rewrite_position_delete_files (rewrite-all)",
+    ),
 }
 
 
@@ -140,7 +150,9 @@ class SparkFloor(System):
 
         self.session, self.spark, self.work = session, session.spark, work
         register_noop_sink(self.spark)
-        self.spark.range(10).write.format("noop_arrow").mode("append").save("noop")  # its Python worker's start
+        self.spark.range(10).write.format("noop_arrow").mode("append").save(
+            "noop"
+        )  # its Python worker's start
 
     def load(self, table: str, data: str) -> float:
         path = os.path.join(self.work, f"{table}-load.parquet")
@@ -156,8 +168,9 @@ class SparkFloor(System):
 
     def plain_copy_of(self, system: Arctic, table: str) -> None:
         """The R1/R2 floor's data: ``system``'s current rows as one plain Parquet dataset (untimed)."""
-        path, _ = arctic.write_plain_copy(system.session, system.tables[table],
-                                          os.path.join(self.work, f"{table}-plain.parquet"))
+        path, _ = arctic.write_plain_copy(
+            system.session, system.tables[table], os.path.join(self.work, f"{table}-plain.parquet")
+        )
         self.spark.read.parquet(path).createOrReplaceTempView(f"plain_{table}")
         self.tables[table] = f"plain_{table}"
 
@@ -188,16 +201,24 @@ class Peer(System):
         self.log_path = os.path.join(work, "worker.log")
         with open(self.log_path, "w", encoding="utf-8") as log:
             # Own session: on a timeout the worker's whole process group (its JVM too) is killed.
-            self.process = subprocess.Popen([str(python), str(WORKER), runtime.name, work, jars, json.dumps(conf)],
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-                                            env=env, start_new_session=True)
+            self.process = subprocess.Popen(
+                [str(python), str(WORKER), runtime.name, work, jars, json.dumps(conf)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=env,
+                start_new_session=True,
+            )
         self.answers: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         for line in self.process.stdout:
             self.answers.put(json.loads(line))
-        self.answers.put({"ok": False, "error": f"the worker exited (code {self.process.wait()}); see {self.log_path}"})
+        self.answers.put(
+            {"ok": False, "error": f"the worker exited (code {self.process.wait()}); see {self.log_path}"}
+        )
 
     def call(self, **request) -> dict:
         if request:
@@ -207,7 +228,9 @@ class Peer(System):
             answer = self.answers.get(timeout=self.timeout)
         except queue.Empty:
             self.close()
-            raise StepError(f"no answer to {request.get('cmd', 'start')} in {self.timeout:.0f} s: worker killed") from None
+            raise StepError(
+                f"no answer to {request.get('cmd', 'start')} in {self.timeout:.0f} s: worker killed"
+            ) from None
         if not answer.pop("ok"):
             raise StepError(answer["error"])
         return answer

@@ -32,8 +32,10 @@ import time
 import traceback
 
 # The columns of benchmarks/datagen.py's orders table (the orchestrator checks they agree).
-COLUMNS_DDL = ("order_id BIGINT NOT NULL, customer_id BIGINT, status STRING, amount DOUBLE, region STRING, "
-               "updated_at TIMESTAMP")
+COLUMNS_DDL = (
+    "order_id BIGINT NOT NULL, customer_id BIGINT, status STRING, amount DOUBLE, region STRING, "
+    "updated_at TIMESTAMP"
+)
 COLUMNS = "order_id, customer_id, status, amount, region, updated_at"
 
 
@@ -58,21 +60,25 @@ class Delta(Peer):
     name = "delta"
 
     def conf(self) -> dict[str, str]:
-        return {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-                "spark.sql.warehouse.dir": os.path.join(self.work, "spark-warehouse"),
-                # Rebuilding a snapshot after each commit shuffles the log into 50 partitions by default,
-                # overkill for a small table's log (delta-io/delta#3351): 229 tasks a MERGE became 37,
-                # and a 1,000-row MERGE took 23-33 s instead of 38-71 s at load 11 here.
-                "spark.databricks.delta.snapshotPartitions": str(os.cpu_count() or 2)}
+        return {
+            "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            "spark.sql.warehouse.dir": os.path.join(self.work, "spark-warehouse"),
+            # Rebuilding a snapshot after each commit shuffles the log into 50 partitions by default,
+            # overkill for a small table's log (delta-io/delta#3351): 229 tasks a MERGE became 37,
+            # and a 1,000-row MERGE took 23-33 s instead of 38-71 s at load 11 here.
+            "spark.databricks.delta.snapshotPartitions": str(os.cpu_count() or 2),
+        }
 
     def full_name(self, table: str) -> str:
         return f"bench.{table}"
 
     def create(self, spark, table: str) -> None:
         spark.sql("CREATE DATABASE IF NOT EXISTS bench")
-        spark.sql(f"CREATE TABLE {self.full_name(table)} ({COLUMNS_DDL}) USING delta "
-                  "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+        spark.sql(
+            f"CREATE TABLE {self.full_name(table)} ({COLUMNS_DDL}) USING delta "
+            "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+        )
 
     def optimize(self, spark, table: str) -> list[dict]:
         # OPTIMIZE bin-packs every file below minFileSize (1 GB): here all of them, with their
@@ -93,36 +99,48 @@ class Iceberg(Peer):
 
     def conf(self) -> dict[str, str]:
         prefix = f"spark.sql.catalog.{self.catalog}"
-        return {"spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-                prefix: "org.apache.iceberg.spark.SparkCatalog",
-                f"{prefix}.type": "hadoop",
-                f"{prefix}.warehouse": "file://" + os.path.join(self.work, "iceberg-warehouse")}
+        return {
+            "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+            prefix: "org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.type": "hadoop",
+            f"{prefix}.warehouse": "file://" + os.path.join(self.work, "iceberg-warehouse"),
+        }
 
     def full_name(self, table: str) -> str:
         return f"{self.catalog}.bench.{table}"
 
     def create(self, spark, table: str) -> None:
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {self.catalog}.bench")
-        spark.sql(f"CREATE TABLE {self.full_name(table)} ({COLUMNS_DDL}) USING iceberg TBLPROPERTIES ("
-                  "'format-version' = '2', 'write.merge.mode' = 'merge-on-read', "
-                  "'write.update.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-read')")
+        spark.sql(
+            f"CREATE TABLE {self.full_name(table)} ({COLUMNS_DDL}) USING iceberg TBLPROPERTIES ("
+            "'format-version' = '2', 'write.merge.mode' = 'merge-on-read', "
+            "'write.update.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-read')"
+        )
 
     def optimize(self, spark, table: str) -> list[dict]:
         name = f"bench.{table}"
-        rows = spark.sql(f"CALL {self.catalog}.system.rewrite_data_files(table => '{name}', "
-                         "options => map('rewrite-all', 'true'))").collect()
+        rows = spark.sql(
+            f"CALL {self.catalog}.system.rewrite_data_files(table => '{name}', "
+            "options => map('rewrite-all', 'true'))"
+        ).collect()
         # Position deletes whose data files the rewrite replaced are dangling: drop them as well.
-        rows += spark.sql(f"CALL {self.catalog}.system.rewrite_position_delete_files(table => '{name}', "
-                          "options => map('rewrite-all', 'true'))").collect()
+        rows += spark.sql(
+            f"CALL {self.catalog}.system.rewrite_position_delete_files(table => '{name}', "
+            "options => map('rewrite-all', 'true'))"
+        ).collect()
         return [row.asDict() for row in rows]
 
     def files(self, spark, table: str) -> dict:
-        rows = spark.sql(f"SELECT content, count(*) AS n, sum(file_size_in_bytes) AS bytes "
-                         f"FROM {self.full_name(table)}.files GROUP BY content").collect()
+        rows = spark.sql(
+            f"SELECT content, count(*) AS n, sum(file_size_in_bytes) AS bytes "
+            f"FROM {self.full_name(table)}.files GROUP BY content"
+        ).collect()
         by = {int(r["content"]): r for r in rows}  # 0 data, 1 position deletes, 2 equality deletes
-        return {"data_files": int(by[0]["n"]) if 0 in by else 0,
-                "delete_files": sum(int(r["n"]) for c, r in by.items() if c),
-                "bytes": sum(int(r["bytes"]) for r in rows)}
+        return {
+            "data_files": int(by[0]["n"]) if 0 in by else 0,
+            "delete_files": sum(int(r["n"]) for c, r in by.items() if c),
+            "bytes": sum(int(r["bytes"]) for r in rows),
+        }
 
 
 PEERS = {peer.name: peer for peer in (Delta, Iceberg)}
@@ -131,11 +149,15 @@ PEERS = {peer.name: peer for peer in (Delta, Iceberg)}
 def start(peer: Peer, jars: str, conf: dict[str, str]):
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.appName(f"spark-peer-{peer.name}")
-               .config("spark.jars", jars)
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={peer.work}"))
+    builder = (
+        SparkSession.builder.appName(f"spark-peer-{peer.name}")
+        .config("spark.jars", jars)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={peer.work}")
+    )
     for key, value in {**conf, **peer.conf()}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -151,7 +173,9 @@ def handle(spark, peer: Peer, request: dict) -> dict:
         peer.create(spark, table)
         return {"table": full}
     if cmd == "merge":
-        spark.read.parquet(request["path"]).select(*COLUMNS.split(", "), "op").createOrReplaceTempView("batch")
+        spark.read.parquet(request["path"]).select(*COLUMNS.split(", "), "op").createOrReplaceTempView(
+            "batch"
+        )
     started = time.perf_counter()
     if cmd == "load":
         spark.read.parquet(request["path"]).createOrReplaceTempView("load")
@@ -190,9 +214,18 @@ def main(kind: str, work: str, jars: str, conf_json: str) -> None:
         return
     import pyspark
 
-    answer({"ok": True, "ready": True, "startup_s": time.perf_counter() - started,
-            "versions": {"pyspark": pyspark.__version__, "spark": spark.version,
-                         "jars": [os.path.basename(j) for j in jars.split(",")]}})
+    answer(
+        {
+            "ok": True,
+            "ready": True,
+            "startup_s": time.perf_counter() - started,
+            "versions": {
+                "pyspark": pyspark.__version__,
+                "spark": spark.version,
+                "jars": [os.path.basename(j) for j in jars.split(",")],
+            },
+        }
+    )
     for line in sys.stdin:
         request = json.loads(line)
         if request["cmd"] == "quit":

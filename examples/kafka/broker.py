@@ -34,7 +34,9 @@ class KafkaBroker:
     """``with KafkaBroker(folder) as broker:`` formats the storage, starts ``kafka.Kafka`` and waits until
     it accepts connections; leaving the block stops it (SIGTERM, then SIGKILL after a grace period)."""
 
-    def __init__(self, folder: str | os.PathLike[str], partitions: int = 3, jars_root: str | None = None) -> None:
+    def __init__(
+        self, folder: str | os.PathLike[str], partitions: int = 3, jars_root: str | None = None
+    ) -> None:
         self.folder = Path(folder)
         self.port, self.controller_port = free_port(), free_port()
         self.partitions = partitions
@@ -48,18 +50,28 @@ class KafkaBroker:
 
     def _properties(self) -> Path:
         path = self.folder / "server.properties"
-        path.write_text("\n".join([
-            "process.roles=broker,controller", "node.id=1",
-            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names=CONTROLLER", "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            f"log.dirs={self.folder / 'data'}", f"num.partitions={self.partitions}",
-            "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
-            "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0",
-            "auto.create.topics.enable=false", "",
-        ]))
+        path.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                    "controller.listener.names=CONTROLLER",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    f"log.dirs={self.folder / 'data'}",
+                    f"num.partitions={self.partitions}",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "group.initial.rebalance.delay.ms=0",
+                    "auto.create.topics.enable=false",
+                    "",
+                ]
+            )
+        )
         return path
 
     def _java(self, main_class: str, *args: str) -> list[str]:
@@ -69,11 +81,18 @@ class KafkaBroker:
         self.folder.mkdir(parents=True, exist_ok=True)
         config = self._properties()
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
-                       check=True, capture_output=True)
+        subprocess.run(
+            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+            check=True,
+            capture_output=True,
+        )
         log = open(self.folder / "broker.log", "wb")  # noqa: SIM115 - the broker's for its lifetime
-        self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            self._java("kafka.Kafka", str(config)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

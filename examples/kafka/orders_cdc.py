@@ -11,18 +11,23 @@ import random
 from typing import Any
 
 TABLE = "db.orders"
-CREATE = (f"CREATE TABLE IF NOT EXISTS {TABLE} (order_id BIGINT, status STRING, amount DOUBLE, "
-          "PRIMARY KEY (order_id)) TBLPROPERTIES ('self-optimizing.minor.trigger.file-count' = '3')")
+CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (order_id BIGINT, status STRING, amount DOUBLE, "
+    "PRIMARY KEY (order_id)) TBLPROPERTIES ('self-optimizing.minor.trigger.file-count' = '3')"
+)
 # Debezium's JSON converter with schemas off: the envelope at the top level of each message's value.
-ENVELOPE = ("op STRING, before STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
-            "after STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
-            "source STRUCT<ts_ms: BIGINT, lsn: BIGINT>")
+ENVELOPE = (
+    "op STRING, before STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
+    "after STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
+    "source STRUCT<ts_ms: BIGINT, lsn: BIGINT>"
+)
 
 Row = tuple[str, float]
 
 
-def change_events(seed: int, transactions: int, keys: int, first_lsn: int = 0,
-                  state: dict[int, Row] | None = None) -> list[dict[str, Any]]:
+def change_events(
+    seed: int, transactions: int, keys: int, first_lsn: int = 0, state: dict[int, Row] | None = None
+) -> list[dict[str, Any]]:
     """Debezium envelopes of ``transactions`` source transactions over ``keys`` order ids: creates,
     updates (a key often changes several times, within one transaction too) and deletes. The events of
     one transaction share ``source.ts_ms`` and carry increasing ``source.lsn``; keyed by order id, they
@@ -41,11 +46,21 @@ def change_events(seed: int, transactions: int, keys: int, first_lsn: int = 0,
                 del state[key]
             else:
                 op = "u" if before else "c"
-                after = {"order_id": key, "status": rng.choice(["new", "paid", "shipped"]),
-                         "amount": float(rng.randrange(10_000))}
+                after = {
+                    "order_id": key,
+                    "status": rng.choice(["new", "paid", "shipped"]),
+                    "amount": float(rng.randrange(10_000)),
+                }
                 state[key] = (after["status"], after["amount"])
-            events.append({"op": op, "before": before, "after": after, "source": {"ts_ms": ts_ms, "lsn": lsn},
-                           "transaction": {"id": f"tx{first_lsn + t}"}})
+            events.append(
+                {
+                    "op": op,
+                    "before": before,
+                    "after": after,
+                    "source": {"ts_ms": ts_ms, "lsn": lsn},
+                    "transaction": {"id": f"tx{first_lsn + t}"},
+                }
+            )
     return events
 
 
@@ -73,19 +88,35 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 3) -> None:
     admin.close()
 
 
-def start_stream(session: Any, bootstrap: str, topic: str, checkpoint: str, *, available_now: bool = False,
-                 max_offsets: int = 60) -> Any:
+def start_stream(
+    session: Any,
+    bootstrap: str,
+    topic: str,
+    checkpoint: str,
+    *,
+    available_now: bool = False,
+    max_offsets: int = 60,
+) -> Any:
     """``readStream.format("kafka")`` -> the envelopes -> ``arctic_sql.cdc.debezium`` -> the arctic sink."""
     from pyspark.sql import functions as F
 
     import arctic_sql
 
-    messages = (session.spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                .option("subscribe", topic).option("startingOffsets", "earliest")
-                .option("maxOffsetsPerTrigger", max_offsets).load())
+    messages = (
+        session.spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", max_offsets)
+        .load()
+    )
     envelopes = messages.select(F.from_json(F.col("value").cast("string"), ENVELOPE).alias("e")).select("e.*")
-    writer = (arctic_sql.cdc.debezium(envelopes).writeStream.format("arctic")
-              .option("sequenceColumn", arctic_sql.cdc.SEQUENCE).option("checkpointLocation", checkpoint))
+    writer = (
+        arctic_sql.cdc.debezium(envelopes)
+        .writeStream.format("arctic")
+        .option("sequenceColumn", arctic_sql.cdc.SEQUENCE)
+        .option("checkpointLocation", checkpoint)
+    )
     if available_now:
         writer = writer.trigger(availableNow=True)
     return writer.start(TABLE)

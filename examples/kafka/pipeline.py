@@ -52,8 +52,10 @@ def main() -> None:
         produce(broker.bootstrap, TOPIC, events)
         print(f"produced {len(events)} change events to {TOPIC}")
 
-        session = arctic_sql.connect(warehouse=os.path.join(root, "warehouse"),
-                                     spark_conf={"spark.sql.shuffle.partitions": "2", "spark.jars": jars})
+        session = arctic_sql.connect(
+            warehouse=os.path.join(root, "warehouse"),
+            spark_conf={"spark.sql.shuffle.partitions": "2", "spark.jars": jars},
+        )
         session.sql("CREATE DATABASE IF NOT EXISTS db")
         session.sql(CREATE)
         service = Service(session.spark, session.catalog)

@@ -23,7 +23,9 @@ from arctic_sql.streaming import lookup_join
 def write_orders(folder: str, name: str, orders: list[tuple[int, int, float]]) -> None:
     path = os.path.join(folder, name)
     with open(path + ".tmp", "w") as out:
-        out.writelines(json.dumps({"order_id": o, "customer_id": c, "amount": a}) + "\n" for o, c, a in orders)
+        out.writelines(
+            json.dumps({"order_id": o, "customer_id": c, "amount": a}) + "\n" for o, c, a in orders
+        )
     os.rename(path + ".tmp", path)  # the file source must never see half a file
 
 
@@ -31,21 +33,37 @@ def main(warehouse: str) -> None:
     session = arctic_sql.connect(warehouse=warehouse)
     spark = session.spark
     session.sql("CREATE DATABASE IF NOT EXISTS shop")
-    session.sql("CREATE TABLE IF NOT EXISTS shop.customers (customer_id BIGINT, name STRING, tier STRING, "
-                "PRIMARY KEY (customer_id))")
-    session.sql("CREATE TABLE IF NOT EXISTS shop.enriched_orders (order_id BIGINT, customer_id BIGINT, "
-                "amount DOUBLE, name STRING, tier STRING, customer_version BIGINT, PRIMARY KEY (order_id))")
+    session.sql(
+        "CREATE TABLE IF NOT EXISTS shop.customers (customer_id BIGINT, name STRING, tier STRING, "
+        "PRIMARY KEY (customer_id))"
+    )
+    session.sql(
+        "CREATE TABLE IF NOT EXISTS shop.enriched_orders (order_id BIGINT, customer_id BIGINT, "
+        "amount DOUBLE, name STRING, tier STRING, customer_version BIGINT, PRIMARY KEY (order_id))"
+    )
     session.sql("INSERT INTO shop.customers VALUES (1, 'Ada', 'gold'), (2, 'Grace', 'silver')")
     landing = os.path.join(warehouse, "landing", "orders")
     os.makedirs(landing, exist_ok=True)
 
-    orders = (spark.readStream.schema("order_id BIGINT, customer_id BIGINT, amount DOUBLE")
-              .option("maxFilesPerTrigger", 1).json(landing))
-    enriched = lookup_join(orders, "shop.customers", on="customer_id", how="left", columns=["name", "tier"],
-                           version_column="customer_version")
-    query = (enriched.writeStream.format("arctic")
-             .option("checkpointLocation", os.path.join(warehouse, "checkpoints", "enriched_orders"))
-             .trigger(processingTime="1 second").start("shop.enriched_orders"))
+    orders = (
+        spark.readStream.schema("order_id BIGINT, customer_id BIGINT, amount DOUBLE")
+        .option("maxFilesPerTrigger", 1)
+        .json(landing)
+    )
+    enriched = lookup_join(
+        orders,
+        "shop.customers",
+        on="customer_id",
+        how="left",
+        columns=["name", "tier"],
+        version_column="customer_version",
+    )
+    query = (
+        enriched.writeStream.format("arctic")
+        .option("checkpointLocation", os.path.join(warehouse, "checkpoints", "enriched_orders"))
+        .trigger(processingTime="1 second")
+        .start("shop.enriched_orders")
+    )
 
     write_orders(landing, "0001.json", [(100, 1, 25.0), (101, 2, 40.0), (102, 3, 5.0)])
     query.processAllAvailable()
@@ -56,7 +74,15 @@ def main(warehouse: str) -> None:
     query.stop()
 
     for row in session.sql("SELECT * FROM shop.enriched_orders ORDER BY order_id").collect():
-        print(row.order_id, row.customer_id, row.amount, row.name, row.tier, "customer version", row.customer_version)
+        print(
+            row.order_id,
+            row.customer_id,
+            row.amount,
+            row.name,
+            row.tier,
+            "customer version",
+            row.customer_version,
+        )
 
 
 if __name__ == "__main__":

@@ -39,10 +39,16 @@ def follow(session: arctic_sql.session.Session, checkpoint: str) -> int:
         session.sql(MERGE)
         applied.append(batch_id)
 
-    query = (spark.readStream.format("arctic").option("readChangeFeed", "true")
-             .option("maxVersionsPerTrigger", 10).load("shop.orders")
-             .writeStream.option("checkpointLocation", checkpoint).foreachBatch(apply_changes)
-             .trigger(availableNow=True).start())
+    query = (
+        spark.readStream.format("arctic")
+        .option("readChangeFeed", "true")
+        .option("maxVersionsPerTrigger", 10)
+        .load("shop.orders")
+        .writeStream.option("checkpointLocation", checkpoint)
+        .foreachBatch(apply_changes)
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     return len(applied)
 
@@ -51,8 +57,10 @@ def main(warehouse: str) -> None:
     session = arctic_sql.connect(warehouse=warehouse)
     session.sql("CREATE DATABASE IF NOT EXISTS shop")
     for name in ("orders", "orders_copy"):
-        session.sql(f"CREATE TABLE IF NOT EXISTS shop.{name} (id BIGINT, status STRING, amount DOUBLE, "
-                    "PRIMARY KEY (id))")
+        session.sql(
+            f"CREATE TABLE IF NOT EXISTS shop.{name} (id BIGINT, status STRING, amount DOUBLE, "
+            "PRIMARY KEY (id))"
+        )
     checkpoint = f"{warehouse}/checkpoints/orders_copy"
 
     session.sql("INSERT INTO shop.orders VALUES (1, 'new', 10.0), (2, 'new', 20.0), (3, 'new', 30.0)")

@@ -28,14 +28,17 @@ import threading
 import arctic_sql
 from arctic_sql.optimizer.service import Service
 
-ENVELOPE = ("payload STRUCT<op: STRING, "
-            "before: STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
-            "after: STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
-            "source: STRUCT<ts_ms: BIGINT, lsn: BIGINT>>")
+ENVELOPE = (
+    "payload STRUCT<op: STRING, "
+    "before: STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
+    "after: STRUCT<order_id: BIGINT, status: STRING, amount: DOUBLE>, "
+    "source: STRUCT<ts_ms: BIGINT, lsn: BIGINT>>"
+)
 
 
-def produce(landing: str, files: int, rows: int, expected: dict[int, tuple[str, float]],
-            pause: threading.Event) -> None:
+def produce(
+    landing: str, files: int, rows: int, expected: dict[int, tuple[str, float]], pause: threading.Event
+) -> None:
     """Write change files the way a Debezium connector's file sink would; keep the expected table."""
     rng, lsn = random.Random(7), 0
     for n in range(files):
@@ -44,13 +47,20 @@ def produce(landing: str, files: int, rows: int, expected: dict[int, tuple[str, 
         for _ in range(rows):
             lsn += 1
             key = rng.randrange(rows * 2)
-            before = {"order_id": key, "status": expected[key][0], "amount": expected[key][1]} if key in expected else None
+            before = (
+                {"order_id": key, "status": expected[key][0], "amount": expected[key][1]}
+                if key in expected
+                else None
+            )
             if before is not None and rng.random() < 0.15:
                 events.append({"op": "d", "before": before, "after": None})
                 del expected[key]
             else:
-                after = {"order_id": key, "status": rng.choice(["new", "paid", "shipped"]),
-                         "amount": float(rng.randrange(10_000))}
+                after = {
+                    "order_id": key,
+                    "status": rng.choice(["new", "paid", "shipped"]),
+                    "amount": float(rng.randrange(10_000)),
+                }
                 events.append({"op": "u" if before else "c", "before": before, "after": after})
                 expected[key] = (after["status"], after["amount"])
             events[-1]["source"] = {"ts_ms": 1_700_000_000_000 + n * 1000, "lsn": lsn}
@@ -71,11 +81,14 @@ def main() -> None:
     landing, checkpoint = os.path.join(root, "landing"), os.path.join(root, "checkpoints", "orders")
     os.makedirs(landing, exist_ok=True)
 
-    session = arctic_sql.connect(warehouse=os.path.join(root, "warehouse"),
-                                 spark_conf={"spark.sql.shuffle.partitions": "2"})
+    session = arctic_sql.connect(
+        warehouse=os.path.join(root, "warehouse"), spark_conf={"spark.sql.shuffle.partitions": "2"}
+    )
     session.sql("CREATE DATABASE IF NOT EXISTS db")
-    session.sql("CREATE TABLE IF NOT EXISTS db.orders (order_id BIGINT, status STRING, amount DOUBLE, "
-                "PRIMARY KEY (order_id)) TBLPROPERTIES ('self-optimizing.minor.trigger.file-count' = '4')")
+    session.sql(
+        "CREATE TABLE IF NOT EXISTS db.orders (order_id BIGINT, status STRING, amount DOUBLE, "
+        "PRIMARY KEY (order_id)) TBLPROPERTIES ('self-optimizing.minor.trigger.file-count' = '4')"
+    )
 
     # The optimizer, as `arctic-sql optimizer` runs it, in a thread here.
     service = Service(session.spark, session.catalog)
@@ -83,12 +96,17 @@ def main() -> None:
     optimizer.start()
 
     changes = session.spark.readStream.schema(ENVELOPE).option("maxFilesPerTrigger", 1).json(landing)
-    query = (arctic_sql.cdc.debezium(changes).writeStream.format("arctic")
-             .option("sequenceColumn", arctic_sql.cdc.SEQUENCE)
-             .option("checkpointLocation", checkpoint)
-             .start("db.orders"))
+    query = (
+        arctic_sql.cdc.debezium(changes)
+        .writeStream.format("arctic")
+        .option("sequenceColumn", arctic_sql.cdc.SEQUENCE)
+        .option("checkpointLocation", checkpoint)
+        .start("db.orders")
+    )
     expected: dict[int, tuple[str, float]] = {}
-    producer = threading.Thread(target=produce, args=(landing, args.files, args.rows, expected, threading.Event()))
+    producer = threading.Thread(
+        target=produce, args=(landing, args.files, args.rows, expected, threading.Event())
+    )
     producer.start()
     producer.join()
     query.processAllAvailable()  # every file that arrived is committed

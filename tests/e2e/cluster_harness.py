@@ -95,18 +95,42 @@ class StandaloneCluster(Started):
         return f"spark://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 120) -> None:
-        self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                    "--port", str(self.port), "--webui-port", str(self.webui_port))
+        self._spawn(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(self.webui_port),
+        )
         self._read_bound_ports(timeout_s)
         self._wait(lambda state: state.get("status") == "ALIVE", "the master to be ALIVE", timeout_s)
         for i, work_dir in enumerate(self.worker_dirs):
             work_dir.mkdir(parents=True, exist_ok=True)
-            self._spawn(f"worker-{i}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                        "--port", str(free_port()), "--webui-port", str(free_port()),
-                        "--cores", str(self.cores), "--memory", self.memory, "--work-dir", str(work_dir),
-                        self.master_url)
-        self._wait(lambda state: state.get("aliveworkers") == self.workers,
-                   f"{self.workers} workers to register", timeout_s)
+            self._spawn(
+                f"worker-{i}",
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(free_port()),
+                "--webui-port",
+                str(free_port()),
+                "--cores",
+                str(self.cores),
+                "--memory",
+                self.memory,
+                "--work-dir",
+                str(work_dir),
+                self.master_url,
+            )
+        self._wait(
+            lambda state: state.get("aliveworkers") == self.workers,
+            f"{self.workers} workers to register",
+            timeout_s,
+        )
 
     def _read_bound_ports(self, timeout_s: float) -> None:
         """The ports the master really bound, from its log. A port ``free_port`` picked can be taken by
@@ -117,7 +141,9 @@ class StandaloneCluster(Started):
         while wanted and time.monotonic() < deadline:
             name, process = self._processes[0]
             if process.poll() is not None:
-                raise RuntimeError(f"{name} exited with {process.returncode} while starting:\n" + self.log_tail(name))
+                raise RuntimeError(
+                    f"{name} exited with {process.returncode} while starting:\n" + self.log_tail(name)
+                )
             log = (self.root / "master.log").read_text(encoding="utf-8", errors="replace")
             for service, attribute in list(wanted.items()):
                 bound = re.search(rf"Successfully started service '{service}' on port (\d+)", log)
@@ -126,8 +152,10 @@ class StandaloneCluster(Started):
                     del wanted[service]
             time.sleep(0.25)
         if wanted:
-            raise TimeoutError(f"the master did not bind {sorted(wanted)} within {timeout_s:.0f} s:\n"
-                               + self.log_tail("master"))
+            raise TimeoutError(
+                f"the master did not bind {sorted(wanted)} within {timeout_s:.0f} s:\n"
+                + self.log_tail("master")
+            )
 
     def state(self) -> dict[str, Any]:
         """The master's JSON status: workers, apps, ``aliveworkers``."""
@@ -137,8 +165,9 @@ class StandaloneCluster(Started):
     def _spawn(self, name: str, main_class: str, *args: str) -> None:
         log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - the child holds it
         command = [os.path.join(spark_home(), "bin", "spark-class"), main_class, *args]
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=daemon_env(),
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=daemon_env(), start_new_session=True
+        )
         log.close()
         self._processes.append((name, process))
 
@@ -148,8 +177,10 @@ class StandaloneCluster(Started):
         while time.monotonic() < deadline:
             for name, process in self._processes:
                 if process.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {process.returncode} while waiting for {what}:\n"
-                                       + self.log_tail(name))
+                    raise RuntimeError(
+                        f"{name} exited with {process.returncode} while waiting for {what}:\n"
+                        + self.log_tail(name)
+                    )
             try:
                 if ready(self.state()):
                     return
@@ -185,17 +216,27 @@ def _kill_group(pgid: int) -> None:
         pass  # the group is empty: nothing was left behind
 
 
-def start_driver(command: list[str], log: Path, env: Mapping[str, str] | None = None,
-                 cwd: Path | None = None) -> subprocess.Popen[str]:
+def start_driver(
+    command: list[str], log: Path, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[str]:
     """Start a Spark driver program in its own process (one SparkContext per JVM: the test process has
     its own local session) and group, with no AWS_* variable; stdout to ``log``.out, stderr to
     ``log``.err (files, not pipes, so that drivers running side by side never block on a full pipe)."""
     with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
-        return subprocess.Popen(command, stdout=out, stderr=err, text=True, cwd=cwd,
-                                env=without_aws({**os.environ, **(env or {})}), start_new_session=True)
+        return subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=err,
+            text=True,
+            cwd=cwd,
+            env=without_aws({**os.environ, **(env or {})}),
+            start_new_session=True,
+        )
 
 
-def finish_driver(process: subprocess.Popen[str], log: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
+def finish_driver(
+    process: subprocess.Popen[str], log: Path, timeout_s: float
+) -> subprocess.CompletedProcess[str]:
     """Wait for a driver of :func:`start_driver`; a timeout also ends the JVM it started."""
     try:
         process.wait(timeout=timeout_s)
@@ -206,8 +247,12 @@ def finish_driver(process: subprocess.Popen[str], log: Path, timeout_s: float) -
         raise AssertionError(f"the driver did not finish within {timeout_s:.0f} s:\n{tail}") from None
     finally:
         _kill_group(process.pid)
-    return subprocess.CompletedProcess(process.args, process.returncode, Path(f"{log}.out").read_text(),
-                                       Path(f"{log}.err").read_text(errors="replace"))
+    return subprocess.CompletedProcess(
+        process.args,
+        process.returncode,
+        Path(f"{log}.out").read_text(),
+        Path(f"{log}.err").read_text(errors="replace"),
+    )
 
 
 def executor_logs(work_dir: Path, app_id: str) -> list[Path]:

@@ -66,7 +66,9 @@ class Workload:
 
     def merge(self) -> str:
         """Upserts and deletes in one MERGE: a source row with v < 0 deletes its key."""
-        rows = [(i, p, -1 if self.rng.random() < 0.3 else v) for i, p, v in self._rows(self.rng.randint(4, 10))]
+        rows = [
+            (i, p, -1 if self.rng.random() < 0.3 else v) for i, p, v in self._rows(self.rng.randint(4, 10))
+        ]
         rows[0] = rows[0][:2] + (abs(rows[0][2]),)  # an upsert at least: the MERGE changes a row
         self.session.sql(f"""MERGE INTO db.t t USING (SELECT * FROM VALUES {_values(rows)} AS s(id, p, v)) s
                              ON t.id = s.id AND t.p = s.p
@@ -105,8 +107,9 @@ class Workload:
     def check_between(self, start: tuple[int, dict], end: tuple[int, dict]) -> None:
         """The changes in (v1, v2], applied to the model at v1, give the model at v2."""
         (v1, before), (v2, after) = start, end
-        rows = self.session.sql(f"SELECT id, p, v, _change_type, _change_version FROM db.t "
-                                f"VERSION BETWEEN {v1} AND {v2}").collect()
+        rows = self.session.sql(
+            f"SELECT id, p, v, _change_type, _change_version FROM db.t VERSION BETWEEN {v1} AND {v2}"
+        ).collect()
         state = dict(before)
         for r in rows:
             if r["p"] not in self.parts:
@@ -118,17 +121,27 @@ class Workload:
             else:
                 state[(r["id"], r["p"])] = r["v"]
         if state != after:
-            sys.exit(f"VERSION BETWEEN {v1} AND {v2} applied to version {v1} is not version {v2}: {state} != {after}")
+            sys.exit(
+                f"VERSION BETWEEN {v1} AND {v2} applied to version {v1} is not version {v2}: {state} != {after}"
+            )
 
 
 def connect(args: argparse.Namespace):
-    return arctic_sql.connect(warehouse=args.warehouse, master=args.master, config_file=args.catalog, spark_conf={
-        "spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": str(args.cores),
-        "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
-        # The first job waits for every executor, so that each one runs tasks from the start.
-        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-        "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
-    })
+    return arctic_sql.connect(
+        warehouse=args.warehouse,
+        master=args.master,
+        config_file=args.catalog,
+        spark_conf={
+            "spark.executor.memory": "512m",
+            "spark.executor.cores": "1",
+            "spark.cores.max": str(args.cores),
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "4",
+            # The first job waits for every executor, so that each one runs tasks from the start.
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+        },
+    )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -145,9 +158,17 @@ def main(args: argparse.Namespace) -> None:
     if args.short:  # a second driver's share: each kind of change, and an optimize between them
         steps = [work.upsert, work.delete, work.optimize("minor"), work.merge, work.upsert]
     else:
-        steps = [work.upsert, work.upsert] + [rng.choice([work.upsert, work.delete, work.merge]) for _ in range(3)]
-        steps += [work.optimize("minor"), work.merge, work.delete, work.optimize("major"), work.upsert,
-                  work.optimize("full")]
+        steps = [work.upsert, work.upsert] + [
+            rng.choice([work.upsert, work.delete, work.merge]) for _ in range(3)
+        ]
+        steps += [
+            work.optimize("minor"),
+            work.merge,
+            work.delete,
+            work.optimize("major"),
+            work.upsert,
+            work.optimize("full"),
+        ]
     versions: list[tuple[int, dict]] = []
     for step in steps:
         what = step()
@@ -157,17 +178,33 @@ def main(args: argparse.Namespace) -> None:
             # Another driver may have committed since: that version holds this driver's rows too.
             version = session.sql("SELECT get_latest_version('db.t') AS v").collect()[0]["v"]
             versions.append((version, dict(work.model)))
-    work.check(versions[len(versions) // 2][1], "time travel", f" VERSION AS OF {versions[len(versions) // 2][0]}")
+    work.check(
+        versions[len(versions) // 2][1], "time travel", f" VERSION AS OF {versions[len(versions) // 2][0]}"
+    )
     work.check_between((0, {}), versions[-1])
     work.check_between(versions[1], versions[-2])
     sc = session.spark.sparkContext
     executors = sorted(sc._jsc.sc().getExecutorMemoryStatus().keySet().toList().mkString(",").split(","))
     # What the executors' environment holds of AWS's variables: table I/O must not need any.
-    aws = sc.parallelize(range(4), 4).flatMap(lambda _: [k for k in os.environ if k.startswith("AWS_")]).collect()
-    print(json.dumps({"master": sc.master, "app_id": sc.applicationId, "block_managers": executors,
-                      "rows": sorted([i, p, v] for (i, p), v in work.model.items()),
-                      "versions": [v for v, _ in versions], "optimizes_committed": work.optimizes_committed,
-                      "executor_aws_variables": sorted(set(aws))}), flush=True)
+    aws = (
+        sc.parallelize(range(4), 4)
+        .flatMap(lambda _: [k for k in os.environ if k.startswith("AWS_")])
+        .collect()
+    )
+    print(
+        json.dumps(
+            {
+                "master": sc.master,
+                "app_id": sc.applicationId,
+                "block_managers": executors,
+                "rows": sorted([i, p, v] for (i, p), v in work.model.items()),
+                "versions": [v for v, _ in versions],
+                "optimizes_committed": work.optimizes_committed,
+                "executor_aws_variables": sorted(set(aws)),
+            }
+        ),
+        flush=True,
+    )
     session.stop()
 
 

@@ -18,10 +18,12 @@ from pyspark.sql import SparkSession
 
 def main(jars: str, catalog: str, sqlite_file: str, warehouse: str, table: str) -> None:
     spark = (
-        SparkSession.builder.master("local[1]").appName("iceberg-reader")
+        SparkSession.builder.master("local[1]")
+        .appName("iceberg-reader")
         .config("spark.jars", jars)
         .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
         .config(f"spark.sql.catalog.{catalog}", "org.apache.iceberg.spark.SparkCatalog")
         .config(f"spark.sql.catalog.{catalog}.type", "jdbc")
         .config(f"spark.sql.catalog.{catalog}.uri", f"jdbc:sqlite:{sqlite_file}")

@@ -23,7 +23,11 @@ from orders_cdc import CREATE, start_stream  # noqa: E402
 
 
 def main(warehouse: str, bootstrap: str, topic: str, checkpoint: str, forever: bool) -> None:
-    conf = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2", "spark.jars": spark_jars("kafka")}
+    conf = {
+        "spark.master": "local[2]",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.jars": spark_jars("kafka"),
+    }
     session = arctic_sql.connect(warehouse=warehouse, spark=local_session(warehouse, conf))
     session.sql("CREATE DATABASE IF NOT EXISTS db")
     session.sql(CREATE)

@@ -19,14 +19,26 @@ from arctic_sql.streaming import lookup_join
 
 
 def main(warehouse: str, facts: str, checkpoint: str, cache_dir: str) -> None:
-    spark = local_session(warehouse, {"spark.master": "local[1]", "spark.sql.shuffle.partitions": "2",
-                                      "spark.driver.memory": "1g"})
+    spark = local_session(
+        warehouse,
+        {"spark.master": "local[1]", "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"},
+    )
     arctic_sql.connect(warehouse=warehouse, spark=spark)
     stream = spark.readStream.schema("fid BIGINT, id BIGINT").option("maxFilesPerTrigger", 1).parquet(facts)
-    joined = lookup_join(stream, "db.dim", on="id", how="left", version_column="v",
-                         options={"lookup.buckets": "2", "lookup.cache-dir": cache_dir})
-    query = (joined.writeStream.format("arctic").option("checkpointLocation", checkpoint)
-             .trigger(processingTime="100 milliseconds").start("db.out"))
+    joined = lookup_join(
+        stream,
+        "db.dim",
+        on="id",
+        how="left",
+        version_column="v",
+        options={"lookup.buckets": "2", "lookup.cache-dir": cache_dir},
+    )
+    query = (
+        joined.writeStream.format("arctic")
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="100 milliseconds")
+        .start("db.out")
+    )
     print("STARTED", query.id, flush=True)
     query.awaitTermination()
 

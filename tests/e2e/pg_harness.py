@@ -79,16 +79,52 @@ class PostgresServer(Started):
         if as_user:
             os.chown(self.root, int(as_user["user"]), int(as_user["group"]))  # type: ignore[call-overload]
         env = {"PATH": os.environ.get("PATH", ""), "LANG": "C", "LC_ALL": "C"}
-        subprocess.run([f"{self.bindir}/initdb", "-D", str(self.data), "-U", SERVER_USER, "-A", "trust",
-                        "--no-locale", "-E", "UTF8", "--no-sync"],
-                       check=True, capture_output=True, env=env, cwd=self.root, **as_user)  # type: ignore[call-overload]
+        subprocess.run(
+            [
+                f"{self.bindir}/initdb",
+                "-D",
+                str(self.data),
+                "-U",
+                SERVER_USER,
+                "-A",
+                "trust",
+                "--no-locale",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            env=env,
+            cwd=self.root,
+            **as_user,
+        )  # type: ignore[call-overload]
         # Loopback TCP only: the default pg_hba.conf also trusts the Unix socket and ::1.
         (self.data / "pg_hba.conf").write_text("host all all 127.0.0.1/32 trust\n")
         log = open(self.root / "server.log", "wb")  # noqa: SIM115 - the child holds it
         self._process = subprocess.Popen(
-            [f"{self.bindir}/postgres", "-D", str(self.data), "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
-             "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "max_connections=60"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.root, start_new_session=True, **as_user)
+            [
+                f"{self.bindir}/postgres",
+                "-D",
+                str(self.data),
+                "-p",
+                str(self.port),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=60",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.root,
+            start_new_session=True,
+            **as_user,
+        )
         log.close()
         self._wait_ready(timeout_s)
 
@@ -101,12 +137,15 @@ class PostgresServer(Started):
             if self._process.poll() is not None:
                 raise RuntimeError(f"postgres exited with {self._process.returncode}:\n{self.log_tail()}")
             try:
-                psycopg2.connect(host="127.0.0.1", port=self.port, user=SERVER_USER, dbname="postgres").close()
+                psycopg2.connect(
+                    host="127.0.0.1", port=self.port, user=SERVER_USER, dbname="postgres"
+                ).close()
                 return
             except psycopg2.OperationalError:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"postgres did not accept connections within {timeout_s:.0f} s:\n"
-                                       + self.log_tail()) from None
+                    raise TimeoutError(
+                        f"postgres did not accept connections within {timeout_s:.0f} s:\n" + self.log_tail()
+                    ) from None
             time.sleep(0.2)
 
     def create_database(self, name: str) -> None:

@@ -49,9 +49,11 @@ def warehouse_with_every_state(spark: Any, root: str) -> str:
     keyed = "(id BIGINT, v STRING, PRIMARY KEY (id))"
     for name in ("empty", "raw", "done", "failed", "expired", "clicked"):
         s.sql(f"CREATE TABLE db.{name} {keyed} TBLPROPERTIES ('self-optimizing.execute.num-retries' = '0')")
-    s.sql(f"CREATE TABLE db.auto {keyed} TBLPROPERTIES ('self-optimizing.group' = 'svc', "
-          "'self-optimizing.minor.trigger.file-count' = '2', 'base.file-index.hash-bucket' = '1', "
-          "'change.file-index.hash-bucket' = '1')")
+    s.sql(
+        f"CREATE TABLE db.auto {keyed} TBLPROPERTIES ('self-optimizing.group' = 'svc', "
+        "'self-optimizing.minor.trigger.file-count' = '2', 'base.file-index.hash-bucket' = '1', "
+        "'change.file-index.hash-bucket' = '1')"
+    )
     s.sql("CREATE TABLE db.logs (id BIGINT, v STRING)")
     s.sql("INSERT INTO db.logs VALUES (1, 'x'), (2, 'y')")
     for name in ("raw", "done", "failed", "expired", "clicked", "auto"):
@@ -84,13 +86,30 @@ def token_file(folder: str) -> str:
 
 
 @contextmanager
-def service_process(warehouse: str, *args: str, env: dict[str, str] | None = None) -> Iterator[RunningService]:
+def service_process(
+    warehouse: str, *args: str, env: dict[str, str] | None = None
+) -> Iterator[RunningService]:
     """``python -m arctic_sql.cli service --warehouse W --port 0 ARGS``; yields once it listens.
     ``env``: more environment for it (a fault to inject, say)."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     with tempfile.NamedTemporaryFile("w+", prefix="arctic-service-", suffix=".log") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "arctic_sql.cli", "service", "--warehouse", warehouse,
-                                 "--port", "0", *args], stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "arctic_sql.cli",
+                "service",
+                "--warehouse",
+                warehouse,
+                "--port",
+                "0",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+        )
         try:
             line = proc.stdout.readline()  # type: ignore[union-attr]
             assert "listening on http://" in line, (line, Path(log.name).read_text())

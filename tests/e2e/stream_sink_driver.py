@@ -23,8 +23,11 @@ def main(warehouse: str, source: str, checkpoint: str, forever: bool) -> None:
     session.sql("CREATE DATABASE IF NOT EXISTS db")
     session.sql("CREATE TABLE IF NOT EXISTS db.t (id BIGINT, v STRING, seq BIGINT, PRIMARY KEY (id))")
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(source)
-    writer = stream.writeStream.format("arctic").option("checkpointLocation", checkpoint) \
+    writer = (
+        stream.writeStream.format("arctic")
+        .option("checkpointLocation", checkpoint)
         .option("sequenceColumn", "seq")
+    )
     if not forever:
         writer = writer.trigger(availableNow=True)
     query = writer.start("db.t")

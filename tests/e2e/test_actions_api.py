@@ -50,13 +50,17 @@ def test_the_handle_is_still_the_table(arctic):
 
 def test_expire_snapshots_equals_the_call_and_is_one_run(arctic):
     _twins(arctic, "db.a", "db.b")
-    called = arctic.sql("CALL system.expire_snapshots(table => 'db.a', older_than => TIMESTAMP '2100-01-01 00:00:00',"
-                        " retain_last => 2)").collect()
+    called = arctic.sql(
+        "CALL system.expire_snapshots(table => 'db.a', older_than => TIMESTAMP '2100-01-01 00:00:00',"
+        " retain_last => 2)"
+    ).collect()
     result = arctic.table("db.b").maintenance.expire_snapshots(older_than=FUTURE, retain_last=2)
     assert [r.asDict() for r in called] == [dataclasses.asdict(result)]
     assert result.expired_snapshots_count > 0 and result.oldest_version == 3
     listed = _listed_runs(arctic, "db.b")
-    assert [(r["kind"], r["trigger"], r["status"]) for r in listed] == [("expire-snapshots", "manual", "SUCCESS")]
+    assert [(r["kind"], r["trigger"], r["status"]) for r in listed] == [
+        ("expire-snapshots", "manual", "SUCCESS")
+    ]
     assert listed[0]["result"] == dataclasses.asdict(result)
 
 
@@ -86,20 +90,35 @@ def test_rollback_equals_the_call(arctic):
 def test_orphan_dry_run_equals_the_call_and_is_no_run(arctic):
     _twins(arctic, "db.a")
     called = arctic.sql("CALL system.remove_orphan_files(table => 'db.a', dry_run => true)").collect()
-    found = arctic.table("db.a").maintenance.remove_orphan_files(older_than=datetime.timedelta(days=2), dry_run=True)
+    found = arctic.table("db.a").maintenance.remove_orphan_files(
+        older_than=datetime.timedelta(days=2), dry_run=True
+    )
     assert [r.asDict() for r in called] == [dataclasses.asdict(f) for f in found] == []
     assert _listed_runs(arctic, "db.a") == []
 
 
-@pytest.mark.parametrize("act, message", [
-    (lambda t: t.maintenance.expire_snapshots(older_than=FUTURE, retain_last=-1), "retain_last must be 1 or more"),
-    (lambda t: t.maintenance.expire_snapshots(older_than=datetime.datetime(2100, 1, 1)),
-     "older_than must be a timezone-aware datetime"),
-    (lambda t: t.maintenance.remove_orphan_files(older_than=datetime.timedelta(minutes=-5)),
-     "older_than must be a duration of zero or more"),
-    (lambda t: t.optimize(mode="huge"), "Unknown optimizing mode 'huge'"),
-    (lambda t: t.rollback(to_version=2, to_timestamp=FUTURE), "exactly one of to_version and to_timestamp"),
-])
+@pytest.mark.parametrize(
+    "act, message",
+    [
+        (
+            lambda t: t.maintenance.expire_snapshots(older_than=FUTURE, retain_last=-1),
+            "retain_last must be 1 or more",
+        ),
+        (
+            lambda t: t.maintenance.expire_snapshots(older_than=datetime.datetime(2100, 1, 1)),
+            "older_than must be a timezone-aware datetime",
+        ),
+        (
+            lambda t: t.maintenance.remove_orphan_files(older_than=datetime.timedelta(minutes=-5)),
+            "older_than must be a duration of zero or more",
+        ),
+        (lambda t: t.optimize(mode="huge"), "Unknown optimizing mode 'huge'"),
+        (
+            lambda t: t.rollback(to_version=2, to_timestamp=FUTURE),
+            "exactly one of to_version and to_timestamp",
+        ),
+    ],
+)
 def test_bad_arguments_are_refused_in_one_line_and_change_nothing(arctic, act, message):
     _twins(arctic, "db.t")
     t = arctic.table("db.t")

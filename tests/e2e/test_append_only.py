@@ -23,8 +23,11 @@ def test_append_only_table_lifecycle(arctic):
     arctic.sql("UPDATE db.log SET msg = 'z' WHERE id = 1")
     arctic.sql("DELETE FROM db.log WHERE day = 'tue'")
     assert _rows(arctic, "SELECT * FROM db.log") == [(1, "z", "mon"), (1, "z", "mon")]
-    assert _rows(arctic, "SELECT * FROM db.log VERSION AS OF 2") == [(1, "a", "mon"), (1, "a", "mon"),
-                                                                   (3, "c", "tue")]
+    assert _rows(arctic, "SELECT * FROM db.log VERSION AS OF 2") == [
+        (1, "a", "mon"),
+        (1, "a", "mon"),
+        (3, "c", "tue"),
+    ]
     operations = [r[0] for r in arctic.sql("SELECT operation FROM db.log.history").collect()]
     assert operations == ["insert", "overwrite", "update", "delete"]
 
@@ -32,14 +35,18 @@ def test_append_only_table_lifecycle(arctic):
 def test_merge_needs_a_primary_key(arctic):
     arctic.sql("CREATE TABLE db.log (id BIGINT, msg STRING)")
     with pytest.raises(UnsupportedOperationError, match="primary key"):
-        arctic.sql("MERGE INTO db.log t USING (SELECT 1 AS id, 'x' AS msg) s ON t.id = s.id "
-                   "WHEN NOT MATCHED THEN INSERT *")
+        arctic.sql(
+            "MERGE INTO db.log t USING (SELECT 1 AS id, 'x' AS msg) s ON t.id = s.id "
+            "WHEN NOT MATCHED THEN INSERT *"
+        )
 
 
 def test_sources_may_be_other_arctic_tables_and_spark_tables(arctic):
     arctic.sql("CREATE TABLE db.a (id BIGINT, v STRING, PRIMARY KEY (id))")
     arctic.sql("CREATE TABLE db.b (id BIGINT, v STRING, PRIMARY KEY (id))")
-    arctic.spark.createDataFrame([(1, "s1"), (2, "s2")], "id long, v string").createOrReplaceTempView("staging")
+    arctic.spark.createDataFrame([(1, "s1"), (2, "s2")], "id long, v string").createOrReplaceTempView(
+        "staging"
+    )
     arctic.sql("INSERT INTO db.a SELECT * FROM staging")
     arctic.sql("INSERT INTO db.b SELECT id, concat(v, '!') FROM db.a WHERE id = 1")
     arctic.sql("MERGE INTO db.a t USING db.b s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
@@ -50,8 +57,10 @@ def test_sources_may_be_other_arctic_tables_and_spark_tables(arctic):
 @pytest.mark.parametrize("key", ["", ", PRIMARY KEY (id, region)"])
 def test_insert_overwrite_with_a_dynamic_partition_column_replaces_the_partitions_written(arctic, key):
     """What dbt-spark's insert_overwrite strategy sends: PARTITION (region), its values from the query."""
-    arctic.spark.sql("CREATE TABLE default.ref_parts (id INT, val STRING, region STRING) USING parquet "
-                     "PARTITIONED BY (region)")
+    arctic.spark.sql(
+        "CREATE TABLE default.ref_parts (id INT, val STRING, region STRING) USING parquet "
+        "PARTITIONED BY (region)"
+    )
     arctic.sql(f"CREATE TABLE db.parts (id INT, val STRING, region STRING{key}) PARTITIONED BY (region)")
     try:
         for table, run in (("default.ref_parts", arctic.spark.sql), ("db.parts", arctic.sql)):
@@ -76,13 +85,17 @@ def test_insert_forms_match_spark(arctic, key):
     """INSERT ... BY NAME matches columns by name (it went by position); INSERT OVERWRITE of a partition
     named in full empties it when the query has no rows (it kept the old rows); REPLACE WHERE is
     refused, as Spark refuses it for its own tables (it ran as a plain insert)."""
-    arctic.spark.sql("CREATE TABLE default.ref_forms (id BIGINT, a INT, r STRING) USING parquet PARTITIONED BY (r)")
+    arctic.spark.sql(
+        "CREATE TABLE default.ref_forms (id BIGINT, a INT, r STRING) USING parquet PARTITIONED BY (r)"
+    )
     arctic.sql(f"CREATE TABLE db.forms (id BIGINT, a INT, r STRING{key}) PARTITIONED BY (r)")
     try:
         for table, run in (("default.ref_forms", arctic.spark.sql), ("db.forms", arctic.sql)):
             run(f"INSERT INTO {table} VALUES (1, 1, 'eu'), (2, 2, 'us'), (3, 3, 'us')")
             run(f"INSERT INTO {table} BY NAME SELECT 'eu' AS r, 9 AS a, 4 AS id")
-            run(f"INSERT OVERWRITE {table} PARTITION (r = 'us') SELECT id, a FROM VALUES (0L, 0) AS v(id, a) WHERE false")
+            run(
+                f"INSERT OVERWRITE {table} PARTITION (r = 'us') SELECT id, a FROM VALUES (0L, 0) AS v(id, a) WHERE false"
+            )
         expected = sorted(map(tuple, arctic.spark.sql("SELECT * FROM default.ref_forms").collect()))
         assert expected == [(1, 1, "eu"), (4, 9, "eu")]
         assert sorted(map(tuple, arctic.sql("SELECT * FROM db.forms").collect())) == expected
@@ -100,12 +113,16 @@ def test_statements_under_a_with_clause_read_its_ctes(arctic, key):
     MERGE failed with `c` not found)."""
     arctic.sql(f"CREATE TABLE db.ctes (id BIGINT, v STRING{key})")
     try:
-        arctic.sql("WITH c AS (SELECT 1 AS id, 'x' AS v UNION ALL SELECT 2, 'y') INSERT INTO db.ctes SELECT * FROM c")
+        arctic.sql(
+            "WITH c AS (SELECT 1 AS id, 'x' AS v UNION ALL SELECT 2, 'y') INSERT INTO db.ctes SELECT * FROM c"
+        )
         arctic.sql("WITH c AS (SELECT 2 AS id) UPDATE db.ctes SET v = 'z' WHERE id IN (SELECT id FROM c)")
         arctic.sql("WITH c AS (SELECT 1 AS id) DELETE FROM db.ctes WHERE id IN (SELECT id FROM c)")
         if key:
-            arctic.sql("WITH c AS (SELECT 3 AS id, 'w' AS v) MERGE INTO db.ctes t USING c ON t.id = c.id "
-                       "WHEN NOT MATCHED THEN INSERT *")
+            arctic.sql(
+                "WITH c AS (SELECT 3 AS id, 'w' AS v) MERGE INTO db.ctes t USING c ON t.id = c.id "
+                "WHEN NOT MATCHED THEN INSERT *"
+            )
         expected = [(2, "z"), (3, "w")] if key else [(2, "z")]
         assert sorted(map(tuple, arctic.sql("SELECT * FROM db.ctes").collect())) == expected
     finally:

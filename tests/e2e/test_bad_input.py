@@ -54,19 +54,33 @@ CASES = [
     ("UPDATE db.t SET nope = 'x' WHERE id = 1", NoSuchColumnError, "nope"),
     ("UPDATE db.t SET id = 5 WHERE id = 1", InvalidArgumentError, "primary key"),
     ("UPDATE db.t SET name = 'x', NAME = 'y'", InvalidArgumentError, "sets column 'name' twice"),
-    ("MERGE INTO db.t t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = 'p', "
-     "name = 'q'", InvalidArgumentError, "sets column 'name' twice"),
-    ("MERGE INTO db.t t USING (SELECT 9 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, name, name) "
-     "VALUES (s.id, 'p', 'q')", InvalidArgumentError, "names column 'name' twice"),
+    (
+        "MERGE INTO db.t t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = 'p', "
+        "name = 'q'",
+        InvalidArgumentError,
+        "sets column 'name' twice",
+    ),
+    (
+        "MERGE INTO db.t t USING (SELECT 9 AS id) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, name, name) "
+        "VALUES (s.id, 'p', 'q')",
+        InvalidArgumentError,
+        "names column 'name' twice",
+    ),
     ("INSERT INTO db.t VALUES (NULL, 'c')", PrimaryKeyViolationError, "null primary key"),
     ("INSERT INTO db.t VALUES (3, 'c'), (3, 'd')", PrimaryKeyViolationError, "id=3"),
     ("INSERT INTO db.t VALUES ('three', 'c')", ExecutionError, "three"),
     ("INSERT INTO db.t VALUES (3)", InvalidArgumentError, "1 values per row but 2 target columns"),
     ("SELECT * FROM db.t VERSION AS OF 99", VersionNotFoundError, "available: oldest version 1 at"),
-    ("ALTER TABLE db.t SET TBLPROPERTIES ('self-optimizing.target-size' = '-5')", InvalidArgumentError,
-     "self-optimizing.target-size"),
-    ("ALTER TABLE db.t SET TBLPROPERTIES ('change.file-index.hash-bucket' = '8')", InvalidArgumentError,
-     "only be set at CREATE TABLE"),
+    (
+        "ALTER TABLE db.t SET TBLPROPERTIES ('self-optimizing.target-size' = '-5')",
+        InvalidArgumentError,
+        "self-optimizing.target-size",
+    ),
+    (
+        "ALTER TABLE db.t SET TBLPROPERTIES ('change.file-index.hash-bucket' = '8')",
+        InvalidArgumentError,
+        "only be set at CREATE TABLE",
+    ),
     ("ALTER TABLE db.t SET TBLPROPERTIES ('arctic.format' = 'x')", InvalidArgumentError, "reserved"),
     ("ALTER TABLE db.t DROP COLUMN id", InvalidArgumentError, "primary key column 'id'"),
     # A nested path is not the top-level column of its last name (`name` exists and must survive).
@@ -76,8 +90,12 @@ CASES = [
     ("ALTER TABLE db.t RENAME COLUMN nope TO other", NoSuchColumnError, "nope"),
     ("ALTER TABLE db.t UNSET TBLPROPERTIES ('not.set')", InvalidArgumentError, "not.set"),
     ("CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id))", TableAlreadyExistsError, "db.t"),
-    ("MERGE INTO db.t t USING (SELECT 1 AS id, 'z' AS name UNION ALL SELECT 1, 'y') s ON t.id = s.id "
-     "WHEN MATCHED THEN UPDATE SET name = s.name", PrimaryKeyViolationError, "id=1"),
+    (
+        "MERGE INTO db.t t USING (SELECT 1 AS id, 'z' AS name UNION ALL SELECT 1, 'y') s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET name = s.name",
+        PrimaryKeyViolationError,
+        "id=1",
+    ),
 ]
 
 
@@ -95,10 +113,15 @@ def test_bad_statement_names_the_problem_and_changes_nothing(table, warehouse, s
 @pytest.mark.parametrize(
     ("ddl", "needle"),
     [
-        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('base.file-index.hash-bucket' = '3')",
-         "power of two"),
+        (
+            "CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('base.file-index.hash-bucket' = '3')",
+            "power of two",
+        ),
         ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (nope))", "nope"),
-        ("CREATE TABLE db.u (id BIGINT, p STRING, PRIMARY KEY (id)) PARTITIONED BY (p)", "part of the primary key"),
+        (
+            "CREATE TABLE db.u (id BIGINT, p STRING, PRIMARY KEY (id)) PARTITIONED BY (p)",
+            "part of the primary key",
+        ),
         ("CREATE TABLE db.u (id BIGINT, arctic_node INT)", "reserved"),
         ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) PARTITIONED BY (days(id))", "days"),
         ("CREATE TABLE nodb.u (id BIGINT)", "nodb"),
@@ -117,18 +140,28 @@ def test_bad_create_table_creates_nothing(arctic, warehouse, ddl, needle):
 @pytest.mark.parametrize(
     ("ddl", "message"),
     [
-        ("CREATE TABLE db.u (x DOUBLE, PRIMARY KEY (x))",
-         "Primary key column 'x' has type DOUBLE; keys must be exact types (integers, DECIMAL, STRING, DATE, "
-         "TIMESTAMP, ...), not FLOAT or DOUBLE"),
-        ("CREATE TABLE db.u (k DECIMAL(30,4), PRIMARY KEY (k))",
-         "Primary key column 'k' has type DECIMAL(30,4); a DECIMAL key may have at most 18 digits"),
-        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) PARTITIONED BY (bucket(0, id))",
-         "Partition transform bucket(0, id) needs a positive number of buckets, not 0"),
-        ("CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('write.bucket.num' = '10')",
-         "Invalid value '10' for table property 'write.bucket.num': must be a power of two between 1 and 1024"),
-        ("CREATE TABLE db.u (id BIGINT) TBLPROPERTIES ('transactional' = 'true')",
-         "Table db.u sets 'transactional'='true' but has no PRIMARY KEY; transactional tables need one "
-         "(add PRIMARY KEY (...) or leave the property out)"),
+        (
+            "CREATE TABLE db.u (x DOUBLE, PRIMARY KEY (x))",
+            "Primary key column 'x' has type DOUBLE; keys must be exact types (integers, DECIMAL, STRING, DATE, "
+            "TIMESTAMP, ...), not FLOAT or DOUBLE",
+        ),
+        (
+            "CREATE TABLE db.u (k DECIMAL(30,4), PRIMARY KEY (k))",
+            "Primary key column 'k' has type DECIMAL(30,4); a DECIMAL key may have at most 18 digits",
+        ),
+        (
+            "CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) PARTITIONED BY (bucket(0, id))",
+            "Partition transform bucket(0, id) needs a positive number of buckets, not 0",
+        ),
+        (
+            "CREATE TABLE db.u (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('write.bucket.num' = '10')",
+            "Invalid value '10' for table property 'write.bucket.num': must be a power of two between 1 and 1024",
+        ),
+        (
+            "CREATE TABLE db.u (id BIGINT) TBLPROPERTIES ('transactional' = 'true')",
+            "Table db.u sets 'transactional'='true' but has no PRIMARY KEY; transactional tables need one "
+            "(add PRIMARY KEY (...) or leave the property out)",
+        ),
     ],
 )
 def test_create_table_messages_use_the_users_words(arctic, warehouse, ddl, message):
@@ -160,12 +193,20 @@ def test_a_null_in_a_not_null_column_is_refused_on_every_write_path(arctic, ware
     arctic.sql("INSERT INTO db.plain VALUES (1, 1)")
     before = _files(warehouse)
     cases = [
-        ("INSERT INTO db.nn VALUES (3, NULL, 'c')", "INSERT into db.nn writes NULL into NOT NULL column 'must' (id=3)"),
+        (
+            "INSERT INTO db.nn VALUES (3, NULL, 'c')",
+            "INSERT into db.nn writes NULL into NOT NULL column 'must' (id=3)",
+        ),
         ("UPDATE db.nn SET must = NULL WHERE id = 1", "(id=1)"),
-        ("MERGE INTO db.nn t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.must = NULL",
-         "(id=2)"),
+        (
+            "MERGE INTO db.nn t USING (SELECT 2 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.must = NULL",
+            "(id=2)",
+        ),
         ("INSERT OVERWRITE db.nn VALUES (5, NULL, 'z')", "(id=5)"),
-        ("INSERT INTO db.plain VALUES (2, NULL)", "INSERT into db.plain writes NULL into NOT NULL column 'must'"),
+        (
+            "INSERT INTO db.plain VALUES (2, NULL)",
+            "INSERT into db.plain writes NULL into NOT NULL column 'must'",
+        ),
         ("UPDATE db.plain SET must = NULL", "NOT NULL column 'must'"),
     ]
     for sql, message in cases:
@@ -174,11 +215,14 @@ def test_a_null_in_a_not_null_column_is_refused_on_every_write_path(arctic, ware
     spark = arctic.spark
     for name in ("db.nn", "db.plain"):
         with pytest.raises(Exception, match="NOT NULL column 'must'"):
-            spark.createDataFrame([(9, None)], "id int, must int").write.format("arctic").mode("append").save(name)
+            spark.createDataFrame([(9, None)], "id int, must int").write.format("arctic").mode("append").save(
+                name
+            )
     assert _files(warehouse) - before == set()  # nothing written survives
     # A delete needs only the key, even where other columns are NOT NULL.
-    spark.createDataFrame([(2, "delete")], "id int, _change_type string").write.format("arctic") \
-        .mode("append").save("db.nn")
+    spark.createDataFrame([(2, "delete")], "id int, _change_type string").write.format("arctic").mode(
+        "append"
+    ).save("db.nn")
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.nn").collect()) == [(1, 1, "a")]
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.plain").collect()) == [(1, 1)]
 

@@ -26,7 +26,8 @@ def _source(arctic, name: str, rows: int = ROWS, partitions: int = 3) -> list[tu
     """A temp view of ``rows`` rows over ``partitions`` input partitions, keys in no particular order;
     returns its rows."""
     arctic.spark.range(0, rows, 1, partitions).selectExpr(
-        "(id * 7919) % 10007 AS id", "concat('v', id) AS v",
+        "(id * 7919) % 10007 AS id",
+        "concat('v', id) AS v",
         "element_at(array('eu', 'us', 'apac'), cast(id % 3 + 1 AS INT)) AS region",
     ).createOrReplaceTempView(name)
     return _rows(arctic, f"SELECT * FROM {name}")
@@ -69,7 +70,9 @@ def _create_and_load(arctic, table: str, clauses: str) -> list[tuple]:
 
 
 def test_insert_overwrite_loads_the_rows_as_given_in_sorted_node_files(arctic):
-    expected = _create_and_load(arctic, "db.t", "PRIMARY KEY (id)) TBLPROPERTIES ('base.file-index.hash-bucket' = '8')")
+    expected = _create_and_load(
+        arctic, "db.t", "PRIMARY KEY (id)) TBLPROPERTIES ('base.file-index.hash-bucket' = '8')"
+    )
     assert _assert_node_aligned_and_sorted(arctic, "db.t", ["id"], 8) == 8  # one file per node
     # a second load replaces the first
     arctic.sql("INSERT OVERWRITE db.t SELECT id, 'again', region FROM src WHERE id < 100")
@@ -82,7 +85,8 @@ def test_duplicate_key_across_input_partitions_refuses_the_load(arctic, warehous
     files = _parquet_on_disk(warehouse)
     # the duplicate of key 5 comes from another input partition than key 5 itself
     arctic.spark.range(0, 4000, 1, 2).selectExpr("id", "'x' AS v", "'eu' AS region").unionByName(
-        arctic.spark.range(5, 6, 1, 1).selectExpr("id", "'y' AS v", "'us' AS region")).createOrReplaceTempView("dup")
+        arctic.spark.range(5, 6, 1, 1).selectExpr("id", "'y' AS v", "'us' AS region")
+    ).createOrReplaceTempView("dup")
     assert arctic.spark.table("dup").rdd.getNumPartitions() == 3
     with pytest.raises(PrimaryKeyViolationError) as error:
         arctic.sql("INSERT OVERWRITE db.t SELECT * FROM dup")
@@ -95,8 +99,9 @@ def test_duplicate_key_across_input_partitions_refuses_the_load(arctic, warehous
 def test_null_key_refuses_the_load(arctic):
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
     arctic.sql("INSERT OVERWRITE db.t VALUES (1, 'a')")
-    arctic.spark.range(0, 100, 1, 2).selectExpr("IF(id = 42, NULL, id) AS id", "'x' AS v") \
-        .createOrReplaceTempView("nulls")
+    arctic.spark.range(0, 100, 1, 2).selectExpr(
+        "IF(id = 42, NULL, id) AS id", "'x' AS v"
+    ).createOrReplaceTempView("nulls")
     with pytest.raises(ArcticError, match="null primary key") as error:
         arctic.sql("INSERT OVERWRITE db.t SELECT * FROM nulls")
     assert "\n" not in str(error.value)
@@ -111,7 +116,9 @@ def test_partitioned_overwrite_replaces_the_partitions_it_writes(arctic):
     assert _assert_node_aligned_and_sorted(arctic, "db.p", ["id", "region"], 4) == 12
     # only the partition written is replaced
     arctic.sql("INSERT OVERWRITE db.p SELECT id, 'new', region FROM src WHERE region = 'eu' AND id < 50")
-    now = [r for r in expected if r[2] != "eu"] + [(r[0], "new", "eu") for r in expected if r[2] == "eu" and r[0] < 50]
+    now = [r for r in expected if r[2] != "eu"] + [
+        (r[0], "new", "eu") for r in expected if r[2] == "eu" and r[0] < 50
+    ]
     assert _rows(arctic, "SELECT * FROM db.p") == sorted(now)
 
 
@@ -122,8 +129,10 @@ def test_ctas_loads_the_rows_and_a_duplicate_leaves_no_table(arctic):
     assert _assert_node_aligned_and_sorted(arctic, "db.c", ["id"], 4) == 4
     key = expected[-1][0]
     with pytest.raises(PrimaryKeyViolationError, match=rf"primary key \(id={key}\) 2 times"):
-        arctic.sql(f"CREATE TABLE db.d PRIMARY KEY (id) USING arctic AS "
-                   f"SELECT * FROM src UNION ALL SELECT {key}, 'again', 'eu'")
+        arctic.sql(
+            f"CREATE TABLE db.d PRIMARY KEY (id) USING arctic AS "
+            f"SELECT * FROM src UNION ALL SELECT {key}, 'again', 'eu'"
+        )
     assert [r[1] for r in arctic.sql("SHOW TABLES IN db").collect() if not r[2]] == ["c"]
 
 
@@ -144,6 +153,8 @@ def test_merge_on_read_and_optimize_after_a_bulk_load_give_the_model(arctic):
 def test_overwrite_of_a_table_without_a_key(arctic):
     arctic.sql("CREATE TABLE db.a (id BIGINT, v STRING, region STRING)")
     expected = _source(arctic, "src")
-    arctic.sql("INSERT OVERWRITE db.a SELECT * FROM src UNION ALL SELECT * FROM src")  # no key: duplicates stay
+    arctic.sql(
+        "INSERT OVERWRITE db.a SELECT * FROM src UNION ALL SELECT * FROM src"
+    )  # no key: duplicates stay
     assert _rows(arctic, "SELECT * FROM db.a") == sorted(expected + expected)
     assert sum(f["rows"] for f in _base_files(arctic, "db.a")) == 2 * len(expected)

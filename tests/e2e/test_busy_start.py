@@ -34,11 +34,19 @@ def test_change_stream_into_the_arctic_sink_starts_on_a_busy_host(arctic, tmp_pa
     arctic.sql("CREATE TABLE db.copy (id BIGINT, v STRING, PRIMARY KEY (id))")
     arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
     arctic.sql("DELETE FROM db.t WHERE id = 2")
-    feed = (arctic.spark.readStream.format("arctic").option("readChangeFeed", "true").load("db.t")
-            .select("id", "v", "_change_type"))
+    feed = (
+        arctic.spark.readStream.format("arctic")
+        .option("readChangeFeed", "true")
+        .load("db.t")
+        .select("id", "v", "_change_type")
+    )
     with busy_host(BUSY_PER_CORE) as spinners:
-        query = (feed.writeStream.format("arctic").option("checkpointLocation", str(tmp_path / "ck"))
-                 .trigger(availableNow=True).start("db.copy"))
+        query = (
+            feed.writeStream.format("arctic")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start("db.copy")
+        )
         query.awaitTermination()
         assert all(s.poll() is None for s in spinners)  # the host stayed busy throughout
     assert query.exception() is None

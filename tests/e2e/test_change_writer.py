@@ -14,8 +14,10 @@ from arctic_sql.errors import PrimaryKeyViolationError
 
 pytestmark = pytest.mark.spark
 
-CDC_MERGE = ("MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
-             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *")
+CDC_MERGE = (
+    "MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED AND s.op = 'D' THEN DELETE "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT *"
+)
 
 
 @pytest.fixture(params=["driver", "tasks"])
@@ -23,8 +25,10 @@ def way(request, arctic, spark):
     before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     if request.param == "tasks":
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
-               "TBLPROPERTIES ('change.file-index.hash-bucket' = '4')")
+    arctic.sql(
+        "CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
+        "TBLPROPERTIES ('change.file-index.hash-bucket' = '4')"
+    )
     arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
     yield request.param
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
@@ -37,7 +41,9 @@ def _rows(arctic, sql: str = "SELECT id, v FROM db.t") -> list[tuple]:
 def _source(spark, rows: list[tuple], partitions: int = 1) -> None:
     """A temp view ``src`` of ``rows`` (a LocalRelation, which Spark sizes exactly)."""
     values = ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in row) + ")" for row in rows)
-    frame = spark.sql(f"SELECT * FROM VALUES {values} AS s(id, v, op)").selectExpr("CAST(id AS BIGINT) AS id", "v", "op")
+    frame = spark.sql(f"SELECT * FROM VALUES {values} AS s(id, v, op)").selectExpr(
+        "CAST(id AS BIGINT) AS id", "v", "op"
+    )
     (frame.repartition(partitions) if partitions > 1 else frame).createOrReplaceTempView("src")
 
 
@@ -52,7 +58,9 @@ def test_a_cdc_merge_needs_one_spark_job_and_no_read_of_the_table(arctic, spark,
 def test_a_merge_whose_outcome_depends_on_the_table_is_refused_blind_and_joined(arctic, spark, way):
     # Delete what is there, insert what is not: the blind write must not guess.
     _source(spark, [(1, "x", "U"), (7, "y", "U")])
-    arctic.sql("MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *")
+    arctic.sql(
+        "MERGE INTO db.t t USING src s ON t.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *"
+    )
     assert _rows(arctic) == [(2, "b"), (3, "c"), (7, "y")]
     versions = arctic.sql("SELECT count(*) FROM db.t.history").collect()[0][0]
     assert versions == 2  # one statement, one version, whichever way it went
@@ -62,15 +70,20 @@ def test_a_merge_whose_outcome_depends_on_the_table_is_refused_blind_and_joined(
 def test_a_key_given_twice_is_one_line_naming_it_and_commits_nothing(arctic, spark, way, partitions):
     # With two partitions the two rows of key 5 go to different tasks in the tasks way: the commit finds them.
     _source(spark, [(5, "p", "U"), (6, "q", "U"), (5, "r", "U")], partitions)
-    with pytest.raises(PrimaryKeyViolationError, match=r"^MERGE into db.t writes primary key \(id=5\) 2 times in one "
-                                                        r"statement$"):
+    with pytest.raises(
+        PrimaryKeyViolationError,
+        match=r"^MERGE into db.t writes primary key \(id=5\) 2 times in one "
+        r"statement$",
+    ):
         arctic.sql(CDC_MERGE)
     assert _rows(arctic) == [(1, "a"), (2, "b"), (3, "c")]
     assert arctic.sql("SELECT count(*) FROM db.t.history").collect()[0][0] == 1
 
 
 def test_a_null_key_is_one_line_and_commits_nothing(arctic, way):
-    with pytest.raises(PrimaryKeyViolationError, match=r"^INSERT into db.t writes a null primary key \(id=NULL\)$"):
+    with pytest.raises(
+        PrimaryKeyViolationError, match=r"^INSERT into db.t writes a null primary key \(id=NULL\)$"
+    ):
         arctic.sql("INSERT INTO db.t VALUES (4, 'd'), (NULL, 'n')")
     assert _rows(arctic) == [(1, "a"), (2, "b"), (3, "c")]
 
@@ -91,8 +104,11 @@ def test_change_rows_take_the_tables_types_by_spark_casts_nested_names_quoted(sp
     from arctic_sql.table.writing.change_rows import _in_table_types
 
     rows = spark.sql("SELECT CAST(1 AS INT) AS ID, named_struct('a b', CAST(5 AS SMALLINT)) AS st, 'x' AS v")
-    fields = [t.StructField("id", t.LongType()), t.StructField("st", t.StructType([t.StructField("a b", t.IntegerType())])),
-              t.StructField("v", t.StringType())]
+    fields = [
+        t.StructField("id", t.LongType()),
+        t.StructField("st", t.StructType([t.StructField("a b", t.IntegerType())])),
+        t.StructField("v", t.StringType()),
+    ]
     upserts = _in_table_types(rows, fields, op="upsert")
     assert upserts.schema.simpleString() == "struct<id:bigint,st:struct<a b:int>,v:string,arctic_op:string>"
     assert [tuple(r) for r in upserts.collect()] == [(1, (5,), "x", "upsert")]
@@ -113,9 +129,11 @@ def test_a_delete_only_merge_takes_a_key_only_source_and_skips_null_keys(arctic,
 def test_a_merge_listing_every_column_from_the_source_is_blind(arctic, spark, way, spark_jobs):
     """Listed assignments that mean SET * / INSERT * (any order, identity casts) take the blind
     path: the same jobs as the star form (none, from a VALUES source), no read of the table. A partial update reads it."""
-    listed = ("MERGE INTO db.t AS x USING src AS b ON x.id = b.id WHEN MATCHED AND b.op = 'D' THEN DELETE "
-              "WHEN MATCHED THEN UPDATE SET x.v = CAST(b.v AS STRING) "
-              "WHEN NOT MATCHED AND b.op <> 'D' THEN INSERT (v, id) VALUES (b.v, b.id)")
+    listed = (
+        "MERGE INTO db.t AS x USING src AS b ON x.id = b.id WHEN MATCHED AND b.op = 'D' THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET x.v = CAST(b.v AS STRING) "
+        "WHEN NOT MATCHED AND b.op <> 'D' THEN INSERT (v, id) VALUES (b.v, b.id)"
+    )
     _source(spark, [(1, None, "D"), (2, "b2", "U"), (9, "i", "U"), (8, None, "D")])
     assert spark_jobs(lambda: arctic.sql(listed)) == ([] if way == "driver" else ["collect"])
     assert _rows(arctic) == [(2, "b2"), (3, "c"), (9, "i")]
@@ -135,14 +153,22 @@ def test_a_partial_update_reads_only_the_tree_nodes_of_its_keys(arctic, spark, w
     from arctic_sql.parser import parse_one, to_spark_sql
     from arctic_sql.statements.merge_plan import MergePlan
 
-    arctic.sql("CREATE TABLE db.kv (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k)) "
-               "TBLPROPERTIES ('base.file-index.hash-bucket' = '8')")
-    spark.range(200).selectExpr("id AS k", "CAST(id AS STRING) AS v", "id AS n").createOrReplaceTempView("kv_src")
+    arctic.sql(
+        "CREATE TABLE db.kv (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k)) "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '8')"
+    )
+    spark.range(200).selectExpr("id AS k", "CAST(id AS STRING) AS v", "id AS n").createOrReplaceTempView(
+        "kv_src"
+    )
     arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
-    spark.sql("SELECT * FROM VALUES (CAST(10 AS BIGINT), 'ten'), (CAST(11 AS BIGINT), 'eleven'), "
-              "(CAST(500 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
-    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
-             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    spark.sql(
+        "SELECT * FROM VALUES (CAST(10 AS BIGINT), 'ten'), (CAST(11 AS BIGINT), 'eleven'), "
+        "(CAST(500 AS BIGINT), 'new') AS s(k, v)"
+    ).createOrReplaceTempView("batch")
+    merge = (
+        "MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
+        "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)"
+    )
     plan = MergePlan.of(parse_one(merge), arctic.table("db.kv"))
     version = arctic.sql("SELECT max(version) FROM db.kv.history").collect()[0][0]
     target = to_spark_sql(plan.target_select(arctic.context, parse_one(merge).this, version))
@@ -157,7 +183,11 @@ def test_a_partial_update_reads_only_the_tree_nodes_of_its_keys(arctic, spark, w
     assert 0 < files_read(target) <= 3 < files_read("SELECT * FROM db.kv WHERE v <> ''") == 8
     arctic.sql(merge)
     assert _rows(arctic, "SELECT k, v, n FROM db.kv WHERE k IN (9, 10, 11, 500)") == [
-        (9, "9", 9), (10, "ten", 11), (11, "eleven", 12), (500, "new", 0)]
+        (9, "9", 9),
+        (10, "ten", 11),
+        (11, "eleven", 12),
+        (500, "new", 0),
+    ]
     # NOT MATCHED BY SOURCE changes rows the source does not name: the whole table is read.
     by_source = merge + " WHEN NOT MATCHED BY SOURCE AND t.k = 0 THEN DELETE"
     plan = MergePlan.of(parse_one(by_source), arctic.table("db.kv"))

@@ -75,13 +75,20 @@ class Actor:
 
     def __init__(self, script: str, *args: str) -> None:
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "ARCTIC_WRITE_LEASE_SECONDS": "20"}
-        self.proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", script, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         self.err: list[str] = []
-        self.pumps = [threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True),
-                      threading.Thread(target=self._pump, args=(self.proc.stderr, self.err.append), daemon=True)]
+        self.pumps = [
+            threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True),
+            threading.Thread(target=self._pump, args=(self.proc.stderr, self.err.append), daemon=True),
+        ]
         for pump in self.pumps:
             pump.start()
 
@@ -126,8 +133,9 @@ def _effect(before: dict[int, str], after: dict[int, str]) -> tuple[str, int, in
     target = targets.pop()
     keys = {target * 10 + j for j in range(KEYS)}
     if added:
-        assert not removed and not changed and set(added) == keys and set(added.values()) == {f"s{target}"}, \
+        assert not removed and not changed and set(added) == keys and set(added.values()) == {f"s{target}"}, (
             f"a partly applied INSERT: {added}"
+        )
         return "insert", target, target
     if removed:
         assert not changed and removed == keys, f"a partly applied DELETE: {sorted(removed)}"
@@ -140,8 +148,10 @@ def _effect(before: dict[int, str], after: dict[int, str]) -> tuple[str, int, in
 def test_chaos_kills_and_forced_orphan_removal_lose_nothing(arctic, warehouse):
     seed = int(os.environ.get("ARCTIC_CHAOS_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
-    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
-               "TBLPROPERTIES ('base.file-index.hash-bucket' = '2', 'change.file-index.hash-bucket' = '2')")
+    arctic.sql(
+        "CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '2', 'change.file-index.hash-bucket' = '2')"
+    )
     statements: dict[int, tuple[str, int]] = {}  # id -> (kind, target) of every statement begun
     acked: list[int] = []
     passes = removed = optimizes = 0
@@ -153,8 +163,11 @@ def test_chaos_kills_and_forced_orphan_removal_lose_nothing(arctic, warehouse):
         deadline = time.monotonic() + scaled(180)  # a bound: longer on a busy host
         writer_killed = optimizer_killed = False
         while not (writer_killed and optimizer_killed) and time.monotonic() < deadline:
-            removed += len(orphan_removal.remove_orphan_files(arctic.table("db.t"),
-                                                           older_than_ms=expiration.now_ms() + 1000, force=True))
+            removed += len(
+                orphan_removal.remove_orphan_files(
+                    arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1000, force=True
+                )
+            )
             passes += 1
             writer.drain(wait=0.2)  # the next pass once the writer moves on, or after a fifth of a second
             if not writer_killed and writer.count("ack") >= kill_writer_after:
@@ -166,8 +179,9 @@ def test_chaos_kills_and_forced_orphan_removal_lose_nothing(arctic, warehouse):
                 optimizer.kill()
                 optimizer_killed = True
             for actor in (writer, optimizer):
-                assert actor.proc.poll() is None or actor.proc.returncode == -signal.SIGKILL, \
+                assert actor.proc.poll() is None or actor.proc.returncode == -signal.SIGKILL, (
                     f"an actor failed on its own (seed {seed}): " + "\n".join(actor.err[-30:])
+                )
         writer.kill()
         optimizer.kill()
         assert writer_killed and optimizer_killed, f"round {run} ran out of time (seed {seed})"
@@ -188,14 +202,18 @@ def test_chaos_kills_and_forced_orphan_removal_lose_nothing(arctic, warehouse):
         after = _state(arctic, version)
         kind, target, statement = _effect(before, after)
         landed.append(deletes[target] if kind == "delete" else statement)  # type: ignore[arg-type]
-        assert statements.get(landed[-1]) == (kind, target), f"version {version} is no statement's (seed {seed})"
+        assert statements.get(landed[-1]) == (kind, target), (
+            f"version {version} is no statement's (seed {seed})"
+        )
         before = after
     assert landed == sorted(landed), f"versions out of statement order (seed {seed}): {landed}"
     assert before == _state(arctic)
     missing = sorted(set(acked) - set(landed))
     assert not missing, f"acknowledged statements missing (seed {seed}): {missing}"
     in_flight = len(statements) - len(acked)
-    print(f"chaos (seed {seed}): {len(statements)} statements tried, {len(acked)} acknowledged and all held; "
-          f"{in_flight} killed in flight, all-or-nothing held ({len(landed) - len(acked)} of them landed); "
-          f"{ROUNDS} writer and {ROUNDS} optimizer kills, {optimizes} optimizes finished; {passes} forced "
-          f"orphan removal passes deleted {removed} files; {len(versions)} versions read back whole")
+    print(
+        f"chaos (seed {seed}): {len(statements)} statements tried, {len(acked)} acknowledged and all held; "
+        f"{in_flight} killed in flight, all-or-nothing held ({len(landed) - len(acked)} of them landed); "
+        f"{ROUNDS} writer and {ROUNDS} optimizer kills, {optimizes} optimizes finished; {passes} forced "
+        f"orphan removal passes deleted {removed} files; {len(versions)} versions read back whole"
+    )

@@ -181,8 +181,12 @@ def test_bad_output_format_is_a_usage_error():
 
 def test_statements_only_spark_parses_run_and_an_unparsable_one_on_an_arctic_table_runs_nothing(setup_run):
     warehouse, _ = setup_run
-    result = run_cli(warehouse, "-e", "SET spark.sql.x.dir=/tmp/p; SET spark.sql.x.dir; "
-                                      "SELECT 7 AS seven; SELECT * FROM db.t WHERE (id = 1")
+    result = run_cli(
+        warehouse,
+        "-e",
+        "SET spark.sql.x.dir=/tmp/p; SET spark.sql.x.dir; "
+        "SELECT 7 AS seven; SELECT * FROM db.t WHERE (id = 1",
+    )
     assert result.returncode == 1
     assert result.stdout == "", result.stdout  # nothing ran, not even the SETs before it
     assert result.stderr == "Error in statement 4 (line 1): Invalid SQL: Expecting ) (line 1, column 100)\n"
@@ -194,7 +198,9 @@ def test_statements_only_spark_parses_run_and_an_unparsable_one_on_an_arctic_tab
 def test_a_syntax_error_anywhere_in_the_script_runs_nothing(tmp_path):
     result = run_cli(str(tmp_path / "warehouse"), "-e", "CREATE DATABASE made; SELECT 'unclosed")
     assert result.returncode == 1
-    assert result.stderr == "Error in statement 2 (line 1): Invalid SQL: missing closing ' (line 1, column 30)\n"
+    assert (
+        result.stderr == "Error in statement 2 (line 1): Invalid SQL: missing closing ' (line 1, column 30)\n"
+    )
     assert not (tmp_path / "warehouse").exists()  # no catalog was opened, so nothing was created
 
 
@@ -241,7 +247,9 @@ def test_a_statement_only_spark_can_judge_is_checked_before_the_first_runs(setup
     result = run_cli(warehouse, "-e", "SELECT 41 AS first; SELECT * FROM db.t GROUP BY")
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr.startswith("Error in statement 2 (line 1): Invalid SQL: [PARSE_SYNTAX_ERROR] Syntax error ")
+    assert result.stderr.startswith(
+        "Error in statement 2 (line 1): Invalid SQL: [PARSE_SYNTAX_ERROR] Syntax error "
+    )
     assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
@@ -258,7 +266,9 @@ def test_a_typo_in_a_statements_first_word_runs_nothing_and_starts_no_spark(tmp_
 def test_an_error_in_a_file_names_the_statement_its_line_and_the_file(setup_run, tmp_path):
     warehouse, _ = setup_run
     path = tmp_path / "broken.sql"
-    path.write_text("SELECT 41 AS first;\n-- the next one is broken\nSELECT id\nFROM db.t WHERE id = = 2;\nSELECT 43;\n")
+    path.write_text(
+        "SELECT 41 AS first;\n-- the next one is broken\nSELECT id\nFROM db.t WHERE id = = 2;\nSELECT 43;\n"
+    )
     result = run_cli(warehouse, "-f", str(path))
     assert result.returncode == 1
     assert result.stdout == ""
@@ -309,7 +319,10 @@ def test_the_interactive_shell_keeps_a_multi_line_statement_as_one_history_entry
     controller, terminal = os.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "arctic_sql.cli", "--warehouse", warehouse],
-        stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        close_fds=True,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "HOME": str(home)},
     )
     os.close(terminal)

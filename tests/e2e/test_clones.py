@@ -12,8 +12,8 @@ import pytest
 
 from arctic_sql.errors import NoSuchTableError, TableAlreadyExistsError, VersionNotFoundError
 from arctic_sql.table.format import layout
-from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.maintenance import expiration
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.records import clones, leases
 
 pytestmark = pytest.mark.spark
@@ -122,7 +122,11 @@ def test_writes_to_a_shallow_clone_and_its_source_never_change_each_other(arctic
     assert _rows(arctic, "SELECT * FROM db.t") == [(2, "B", 20), (4, "d", 40), (5, "e", 50)]
     # The clone's own versions follow the one it was made from.
     clone_versions = [r[0] for r in arctic.sql("SELECT version FROM db.c.history ORDER BY version").collect()]
-    assert clone_versions[0] == version and len(clone_versions) == 4 and clone_versions == sorted(set(clone_versions))
+    assert (
+        clone_versions[0] == version
+        and len(clone_versions) == 4
+        and clone_versions == sorted(set(clone_versions))
+    )
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "unkeyed"])
@@ -216,9 +220,17 @@ def test_bad_clones_fail_in_one_line_and_change_nothing(arctic):
         (NoSuchTableError, r"^Cannot clone db\.nope: no such table$", "db.c SHALLOW CLONE db.nope"),
         (TableAlreadyExistsError, r"^Table db\.taken already exists$", "db.taken SHALLOW CLONE db.t"),
         (TableAlreadyExistsError, r"^Table db\.taken already exists$", "db.taken DEEP CLONE db.t"),
-        (VersionNotFoundError, r"^Version 9 of db\.t does not exist", "db.c SHALLOW CLONE db.t VERSION AS OF 9"),
+        (
+            VersionNotFoundError,
+            r"^Version 9 of db\.t does not exist",
+            "db.c SHALLOW CLONE db.t VERSION AS OF 9",
+        ),
         (VersionNotFoundError, r"^Version 9 of db\.t does not exist", "db.c DEEP CLONE db.t VERSION AS OF 9"),
-        (VersionNotFoundError, r"^Tag 'nope' of db\.t does not exist", "db.c SHALLOW CLONE db.t VERSION AS OF 'nope'"),
+        (
+            VersionNotFoundError,
+            r"^Tag 'nope' of db\.t does not exist",
+            "db.c SHALLOW CLONE db.t VERSION AS OF 'nope'",
+        ),
     ]
     for error, message, statement in refused:
         with pytest.raises(error, match=message):
@@ -237,15 +249,20 @@ def test_an_expiration_that_finds_a_clone_in_the_making_keeps_every_version(arct
     cloning = leases.take(root, clones.CLONING)  # a clone between its lease and its claim
     monkeypatch.setattr(expiration, "TAG_WAIT_S", 0.0)
     try:
-        result = expiration.expire_snapshots(table, older_than_ms=expiration.now_ms() + 1000, retain_last=1,
-                                             change_ttl=False)
+        result = expiration.expire_snapshots(
+            table, older_than_ms=expiration.now_ms() + 1000, retain_last=1, change_ttl=False
+        )
     finally:
         leases.release(root, cloning.lease_id)
     assert result.expired_snapshots == 0
     assert _rows(arctic, "SELECT * FROM db.t VERSION AS OF 2") == V2
     # With the clone's lease gone the same expiration goes ahead.
-    assert expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1000, retain_last=1,
-                                       change_ttl=False).expired_snapshots > 0
+    assert (
+        expiration.expire_snapshots(
+            arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1000, retain_last=1, change_ttl=False
+        ).expired_snapshots
+        > 0
+    )
 
 
 def test_a_clone_whose_source_is_purged_while_it_is_made_is_refused(arctic, monkeypatch):
@@ -261,7 +278,9 @@ def test_a_clone_whose_source_is_purged_while_it_is_made_is_refused(arctic, monk
         save(table_root, claim)
 
     monkeypatch.setattr(clones, "save", save_after_a_purge)
-    with pytest.raises(NoSuchTableError, match=r"^Cannot clone db\.t: it was dropped while the clone was made$"):
+    with pytest.raises(
+        NoSuchTableError, match=r"^Cannot clone db\.t: it was dropped while the clone was made$"
+    ):
         arctic.sql("CREATE TABLE db.c SHALLOW CLONE db.t")
     assert not arctic.catalog.table_exists(TableIdentifier("db", "c"))
     assert not _files(root) and not os.listdir(os.path.join(root, clones.FOLDER))  # the claim released
@@ -270,8 +289,10 @@ def test_a_clone_whose_source_is_purged_while_it_is_made_is_refused(arctic, monk
 def test_a_clones_position_deletes_on_its_sources_files_outlive_the_sources_maintenance_and_purge(arctic):
     # With a small target size a minor optimize keeps each base file and writes a position-delete
     # file for the rows changes supersede: in a clone, deletes of the source's files, in its folder.
-    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, n INT, PRIMARY KEY (id)) "
-               "TBLPROPERTIES ('self-optimizing.target-size' = '4096')")
+    arctic.sql(
+        "CREATE TABLE db.t (id BIGINT, v STRING, n INT, PRIMARY KEY (id)) "
+        "TBLPROPERTIES ('self-optimizing.target-size' = '4096')"
+    )
     arctic.sql("INSERT INTO db.t VALUES " + ", ".join(f"({i}, 'v{i}', {i})" for i in range(40)))
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
     arctic.sql("CREATE TABLE db.c SHALLOW CLONE db.t")
@@ -280,11 +301,16 @@ def test_a_clones_position_deletes_on_its_sources_files_outlive_the_sources_main
     arctic.sql("CALL system.optimize(table => 'db.c', mode => 'minor')")
     files = arctic.sql("SELECT kind, path FROM db.c.files WHERE store = 'base'").collect()
     clone_root, source_root = _root(arctic, "db.c"), _root(arctic, "db.t")
-    assert any(r.path.removeprefix("file://").startswith(source_root) for r in files if r.kind == "base"), files
+    assert any(r.path.removeprefix("file://").startswith(source_root) for r in files if r.kind == "base"), (
+        files
+    )
     deletes = [r.path for r in files if r.kind == "position-delete"]
     assert deletes and all(p.removeprefix("file://").startswith(clone_root) for p in deletes), files
-    deleted_in = {f.removeprefix("file://") for p in deletes
-                  for f in pq.read_table(p.removeprefix("file://"), columns=["file_path"]).column(0).to_pylist()}
+    deleted_in = {
+        f.removeprefix("file://")
+        for p in deletes
+        for f in pq.read_table(p.removeprefix("file://"), columns=["file_path"]).column(0).to_pylist()
+    }
     assert any(f.startswith(source_root) for f in deleted_in), deleted_in  # rows of the source's files
     expected = sorted([(i, "c", i) for i in range(5)] + [(i, f"v{i}", i) for i in range(5, 35)])
     assert _rows(arctic, "SELECT * FROM db.c") == expected

@@ -74,23 +74,43 @@ def catalog(postgres, s3, tmp_path):
     """The deployment's catalog properties, and the same in a pyiceberg YAML file only its owner reads
     (``--catalog-config``: credentials stay off the command lines, which ``ps`` shows to anyone)."""
     endpoint, _ = s3
-    properties = {"type": "sql", "uri": postgres.uri("catalog"), "warehouse": WAREHOUSE,
-                  **storage_properties(endpoint)}
+    properties = {
+        "type": "sql",
+        "uri": postgres.uri("catalog"),
+        "warehouse": WAREHOUSE,
+        **storage_properties(endpoint),
+    }
     path = tmp_path / "catalog.yaml"
     path.touch(mode=0o600)
-    path.write_text("catalog:\n  arctic:\n" + "".join(f"    {k}: {json.dumps(v)}\n" for k, v in properties.items()))
+    path.write_text(
+        "catalog:\n  arctic:\n" + "".join(f"    {k}: {json.dumps(v)}\n" for k, v in properties.items())
+    )
     return properties, path
 
 
 def _optimizer(catalog_file: Path, log: Path) -> subprocess.Popen:
     """``arctic-sql optimizer`` on local Spark, in its own process, with the shared catalog."""
-    command = [sys.executable, "-m", "arctic_sql.cli", "optimizer", "--warehouse", WAREHOUSE,
-               "--catalog-config", str(catalog_file), "--master", "local[1]", "--interval", "0.5"]
+    command = [
+        sys.executable,
+        "-m",
+        "arctic_sql.cli",
+        "optimizer",
+        "--warehouse",
+        WAREHOUSE,
+        "--catalog-config",
+        str(catalog_file),
+        "--master",
+        "local[1]",
+        "--interval",
+        "0.5",
+    ]
     return start_driver(command, log, env=DRIVER_ENV, cwd=log.parent)
 
 
 def _local_table_files(*roots: Path) -> list[str]:
-    return [str(p) for root in roots for p in root.rglob("*") if p.is_file() and TABLE_FILE.search(p.as_posix())]
+    return [
+        str(p) for root in roots for p in root.rglob("*") if p.is_file() and TABLE_FILE.search(p.as_posix())
+    ]
 
 
 def _local_copies(names: set[str], root: str) -> list[str]:
@@ -100,7 +120,8 @@ def _local_copies(names: set[str], root: str) -> list[str]:
 
 
 def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_catalog(
-        cluster, catalog, s3, spark, tmp_path, restore_storage):
+    cluster, catalog, s3, spark, tmp_path, restore_storage
+):
     started = time.monotonic()
     properties, catalog_file = catalog
     _, client = s3
@@ -117,11 +138,25 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     drivers = {}
     try:
         for name, (parts, seed, length) in DRIVERS.items():
-            command = [sys.executable, str(WORKLOAD), cluster.master_url, WAREHOUSE, str(seed),
-                       "--catalog", str(catalog_file), "--parts", parts, "--cores", "1", *length]
+            command = [
+                sys.executable,
+                str(WORKLOAD),
+                cluster.master_url,
+                WAREHOUSE,
+                str(seed),
+                "--catalog",
+                str(catalog_file),
+                "--parts",
+                parts,
+                "--cores",
+                "1",
+                *length,
+            ]
             drivers[name] = start_driver(command, folders[name] / "log", env=DRIVER_ENV, cwd=folders[name])
-        results = {name: finish_driver(process, folders[name] / "log", timeout_s=600)
-                   for name, process in drivers.items()}
+        results = {
+            name: finish_driver(process, folders[name] / "log", timeout_s=600)
+            for name, process in drivers.items()
+        }
     finally:
         service.send_signal(signal.SIGTERM)
         service_log = finish_driver(service, folders["optimizer"] / "log", timeout_s=120).stderr
@@ -133,7 +168,7 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     assert service.returncode == 0 and "optimizer stopped" in service_log, service_log[-3000:]
     assert SECRET not in service_log + "".join(r.stdout + r.stderr for r in results.values())
 
-    for name, summary in summaries.items():
+    for summary in summaries.values():
         assert summary["master"] == cluster.master_url
         assert len(summary["block_managers"]) == 2, summary  # the driver and its executor
         assert summary["executor_aws_variables"] == [], summary
@@ -141,7 +176,9 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     # The drivers' optimizes and the service's: each drivers' partitions were optimized by someone.
     table = this.table("db.t")
     records = state.processes(table)
-    assert sum(r.status == state.SUCCESS and r.trigger == "service" for r in records) >= 1, service_log[-3000:]
+    assert sum(r.status == state.SUCCESS and r.trigger == "service" for r in records) >= 1, service_log[
+        -3000:
+    ]
     assert sum(s["optimizes_committed"] for s in summaries.values()) >= 1, summaries
 
     # Both drivers' commits are in the table: every data commit each made is a version, and their rows.
@@ -153,14 +190,19 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     # Maintenance over the shared catalog, from a third process: expire all but the last version, and
     # remove an orphan (a crashed writer's file) from the bucket; the rows stay.
     latest = max(r["version"] for r in history)
-    this.sql("CALL system.expire_snapshots(table => 'db.t', older_than => current_timestamp(), retain_last => 1)")
+    this.sql(
+        "CALL system.expire_snapshots(table => 'db.t', older_than => current_timestamp(), retain_last => 1)"
+    )
     orphan = f"{table.base.location()}/data/{'ab' * 16}/part-0.parquet"  # s3://lake/wh/db/t/base/...
     client.put_object(Bucket=BUCKET, Key=orphan.removeprefix(f"s3://{BUCKET}/"), Body=b"not a table file")
     table = this.table("db.t")
     tracked = {store.metadata_location for store in (table.base, table.change)} | {
-        entry.metadata_file for store in (table.base, table.change) for entry in store.metadata.metadata_log}
-    removed = this.sql("CALL system.remove_orphan_files(table => 'db.t', force => true, older_than => "
-                       "timestamp_millis(unix_millis(current_timestamp()) + 1000))").collect()
+        entry.metadata_file for store in (table.base, table.change) for entry in store.metadata.metadata_log
+    }
+    removed = this.sql(
+        "CALL system.remove_orphan_files(table => 'db.t', force => true, older_than => "
+        "timestamp_millis(unix_millis(current_timestamp()) + 1000))"
+    ).collect()
     # Besides the planted file, only the metadata files of commits that lost a race to another process
     # may go: pyiceberg's SQL catalog writes one before its compare-and-swap and leaves it when it loses.
     lost = [r[0] for r in removed if r[0] != orphan]
@@ -175,12 +217,18 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     stored = objects(client, "wh/db/t/", BUCKET)
     assert any(k.endswith(".parquet") for k in stored) and any(k.endswith(".metadata.json") for k in stored)
     assert _local_table_files(tmp_path, cluster.root) == []
-    assert _local_copies({os.path.basename(k) for k in stored if len(os.path.basename(k)) > 20},
-                         tempfile.gettempdir()) == []
+    assert (
+        _local_copies(
+            {os.path.basename(k) for k in stored if len(os.path.basename(k)) > 20}, tempfile.gettempdir()
+        )
+        == []
+    )
 
     this.sql("DROP TABLE db.t PURGE")
     assert objects(client, "wh/db/t/", BUCKET) == []
-    assert [r for r in this.sql("SHOW TABLES IN db").collect() if not r.isTemporary] == []  # other tests' views
+    assert [
+        r for r in this.sql("SHOW TABLES IN db").collect() if not r.isTemporary
+    ] == []  # other tests' views
 
     # Each driver's executor ran on a worker of its own and finished tasks there.
     ran = {}

@@ -39,8 +39,13 @@ def test_two_writer_processes_lose_nothing(arctic, warehouse):
     commits = 4
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, warehouse, str(first), str(commits), update],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, warehouse, str(first), str(commits), update],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for first, update in ((0, "0"), (1000, "1"))
     ]
     # Invariant 1 while they write: every read sees whole commits. Each commit of a writer adds five
@@ -72,10 +77,13 @@ def test_two_writer_processes_lose_nothing(arctic, warehouse):
     assert operations.count("insert") == 2 * commits and operations.count("update") == commits
 
 
-@pytest.mark.parametrize(("statement", "expected"), [
-    ("INSERT OVERWRITE db.race VALUES (2, 100), (5, 100)", [(2, 100), (5, 100)]),
-    ("TRUNCATE TABLE db.race", []),
-])
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("INSERT OVERWRITE db.race VALUES (2, 100), (5, 100)", [(2, 100), (5, 100)]),
+        ("TRUNCATE TABLE db.race", []),
+    ],
+)
 def test_a_change_landing_inside_an_overwrite_comes_before_it(arctic, monkeypatch, statement, expected):
     # An overwrite reserves its version in the change store, then commits to the base store. A blind
     # upsert that lands in between carries a higher number: it must not win over the overwrite's
@@ -96,15 +104,22 @@ def test_a_change_landing_inside_an_overwrite_comes_before_it(arctic, monkeypatc
     monkeypatch.setattr(commit, "reserve_transaction", reserve_then_race)
     arctic.sql(statement)
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.race").collect()) == expected
-    operations = [r[0] for r in arctic.sql("SELECT operation FROM db.race.history ORDER BY version").collect()]
+    operations = [
+        r[0] for r in arctic.sql("SELECT operation FROM db.race.history ORDER BY version").collect()
+    ]
     assert operations[-2] == "insert" and operations[-1] in ("overwrite", "truncate")
 
 
-@pytest.mark.parametrize(("statement", "expected"), [
-    ("INSERT OVERWRITE db.held VALUES (2, 100), (5, 100)", [(2, 110), (5, 100)]),
-    ("TRUNCATE TABLE db.held", []),
-])
-def test_an_update_made_while_an_overwrite_lands_runs_again_after_it(arctic, monkeypatch, statement, expected):
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("INSERT OVERWRITE db.held VALUES (2, 100), (5, 100)", [(2, 110), (5, 100)]),
+        ("TRUNCATE TABLE db.held", []),
+    ],
+)
+def test_an_update_made_while_an_overwrite_lands_runs_again_after_it(
+    arctic, monkeypatch, statement, expected
+):
     """The overwrite has looked at the change store for the last time and its base commit is on its
     way: an UPDATE that read the version before must not commit then (its row, numbered above the
     overwrite's, brought back what the overwrite removed). It waits for the overwrite and runs

@@ -19,7 +19,9 @@ def test_catalog_from_properties_and_from_a_config_file_see_the_same_tables(spar
     first.sql("INSERT INTO sales.t VALUES (1, 'a')")
 
     config = tmp_path / "catalogs.yaml"
-    config.write_text(f"catalog:\n  lake:\n    type: sql\n    uri: {uri}\n    warehouse: file://{tmp_path}/lake\n")
+    config.write_text(
+        f"catalog:\n  lake:\n    type: sql\n    uri: {uri}\n    warehouse: file://{tmp_path}/lake\n"
+    )
     second = arctic_sql.connect(spark=spark, catalog_name="lake", config_file=str(config), database="sales")
     assert [tuple(r) for r in second.sql("SELECT * FROM t").collect()] == [(1, "a")]
     assert (tmp_path / "lake" / "sales" / "t" / "base").is_dir()

@@ -29,16 +29,24 @@ def _parquet_files(root: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "statement",
-    ["INSERT INTO db.t VALUES (3, 'c'), (1, 'z')", "INSERT OVERWRITE db.t VALUES (9, 'q')",
-     "UPDATE db.t SET v = 'u' WHERE id = 2"],
+    [
+        "INSERT INTO db.t VALUES (3, 'c'), (1, 'z')",
+        "INSERT OVERWRITE db.t VALUES (9, 'q')",
+        "UPDATE db.t SET v = 'u' WHERE id = 2",
+    ],
 )
 def test_crash_before_commit_changes_nothing_but_orphans(arctic, warehouse, statement):
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
     arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
     before = sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.t").collect())
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "ARCTIC_FAULT": "before-commit"}
-    done = subprocess.run([sys.executable, "-c", CRASHING_WRITER, warehouse, statement], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_WRITER, warehouse, statement],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 86, done.stderr[-2000:]
 
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.t").collect()) == before

@@ -16,10 +16,10 @@ from host_load import scaled
 
 import arctic_sql
 from arctic_sql.errors import CommitStateUnknownError, ExecutionError
+from arctic_sql.table.format import layout
 from arctic_sql.table.maintenance import expiration, orphan_removal
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import arrow_commit, spark_files
-from arctic_sql.table.format import layout
 
 pytestmark = pytest.mark.spark
 
@@ -117,7 +117,9 @@ def test_a_file_that_vanishes_before_the_commit_fails_the_statement_and_commits_
 
     versions = _versions(table)
     monkeypatch.setattr(arrow_commit, "resolve_across_files", one_file_lost)
-    with pytest.raises(ExecutionError, match=r"INSERT into db.t wrote 4 rows in \d+ file\(s\), but .* was gone"):
+    with pytest.raises(
+        ExecutionError, match=r"INSERT into db.t wrote 4 rows in \d+ file\(s\), but .* was gone"
+    ):
         table.sql("INSERT INTO db.t VALUES (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')")
     monkeypatch.undo()
     assert _versions(table) == versions
@@ -172,16 +174,20 @@ def test_a_lease_that_ran_out_protects_nothing_and_is_cleared(table):
     assert leases.leases(root) == []
 
 
-@pytest.mark.parametrize("moment", ["after the listing", "after the leases are read", "after the metadata is read"])
+@pytest.mark.parametrize(
+    "moment", ["after the listing", "after the leases are read", "after the metadata is read"]
+)
 def test_a_write_that_commits_during_forced_orphan_removal_loses_nothing(table, monkeypatch, moment):
     # A write that begins and commits while a forced removal (older_than ahead of now) runs: its
     # files, the stores' new current metadata among them, must not be taken for orphans. The scan
     # used to read the metadata before listing; a commit in between lost its files (the chaos test
     # once found a change store whose current metadata file was gone).
     t = table.table("db.t")
-    step = {"after the listing": (orphan_removal, "running_processes"),
-            "after the leases are read": (orphan_removal, "refresh_stores"),
-            "after the metadata is read": (orphan_removal, "_referenced")}[moment]
+    step = {
+        "after the listing": (orphan_removal, "running_processes"),
+        "after the leases are read": (orphan_removal, "refresh_stores"),
+        "after the metadata is read": (orphan_removal, "_referenced"),
+    }[moment]
     real = getattr(*step)
     fired = []
 
@@ -222,15 +228,22 @@ def test_forced_orphan_removal_racing_a_writer_process_loses_nothing(table, ware
     # flight: tables that no longer read, and INSERTs that returned success without a snapshot.
     statements = 12
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, warehouse, str(statements)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, warehouse, str(statements)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         passes, removed = 0, 0
         deadline = time.monotonic() + scaled(240)  # a bound: longer on a busy host
         while proc.poll() is None and time.monotonic() < deadline:
             t = table.table("db.t")
-            removed += len(orphan_removal.remove_orphan_files(t, older_than_ms=expiration.now_ms() + 1000, force=True))
+            removed += len(
+                orphan_removal.remove_orphan_files(t, older_than_ms=expiration.now_ms() + 1000, force=True)
+            )
             passes += 1
         out, err = proc.communicate(timeout=60)
     finally:
@@ -238,8 +251,10 @@ def test_forced_orphan_removal_racing_a_writer_process_loses_nothing(table, ware
             proc.kill()
     assert proc.returncode == 0, err[-2000:]
     acknowledged = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ack")]
-    print(f"orphan race: {statements} statements acknowledged {len(acknowledged)}, {passes} forced removal "
-          f"passes deleted {removed} files")
+    print(
+        f"orphan race: {statements} statements acknowledged {len(acknowledged)}, {passes} forced removal "
+        f"passes deleted {removed} files"
+    )
     assert acknowledged == list(range(100, 100 + statements)) and passes > statements
     expected = [(1, "a")] + [(i, f"v{i}") for i in acknowledged]
     assert _rows(table, "SELECT * FROM db.t") == expected

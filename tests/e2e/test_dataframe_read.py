@@ -53,7 +53,10 @@ def table(arctic):
 
 
 def _commit_ms(arctic) -> dict[int, int]:
-    return {r[0]: r[1] for r in arctic.sql("SELECT version, unix_millis(committed_at) FROM db.t.history").collect()}
+    return {
+        r[0]: r[1]
+        for r in arctic.sql("SELECT version, unix_millis(committed_at) FROM db.t.history").collect()
+    }
 
 
 def _iso(ms: int) -> str:
@@ -79,8 +82,9 @@ def test_version_and_timestamp_as_of_equal_sql(shared, spark):
         assert _sorted(_read(spark, versionAsOf=version)) == expected
         assert _sorted(_read(spark, timestampAsOf=_iso(ms[version]))) == expected
     # Between two commits: the older one, as TIMESTAMP AS OF.
-    assert _sorted(_read(spark, timestampAsOf=_iso(ms[3] + 1))) == \
-        _sorted(table.sql(f"SELECT * FROM db.t TIMESTAMP AS OF timestamp_millis({ms[3] + 1})"))
+    assert _sorted(_read(spark, timestampAsOf=_iso(ms[3] + 1))) == _sorted(
+        table.sql(f"SELECT * FROM db.t TIMESTAMP AS OF timestamp_millis({ms[3] + 1})")
+    )
 
 
 def test_change_feed_equals_sql_between_with_inclusive_start(shared, spark):
@@ -92,21 +96,30 @@ def test_change_feed_equals_sql_between_with_inclusive_start(shared, spark):
         rows = _sorted(df)
         sql = _sorted(table.sql(f"SELECT * FROM db.t VERSION BETWEEN {start - 1} AND {end}"))
         assert [r[:5] for r in rows] == sql
-        stamps = {r[4]: int(r[5].replace(tzinfo=datetime.UTC).timestamp() * 1000) for r in rows} \
-            if spark.conf.get("spark.sql.session.timeZone") == "UTC" else None
+        stamps = (
+            {r[4]: int(r[5].replace(tzinfo=datetime.UTC).timestamp() * 1000) for r in rows}
+            if spark.conf.get("spark.sql.session.timeZone") == "UTC"
+            else None
+        )
         if stamps is not None:
             assert stamps == {v: ms[v] for v in stamps}
     deletes = [r for r in _sorted(_read(spark, readChangeFeed="true", startingVersion=3)) if r[3] == "delete"]
     assert [(r[0], r[1], r[4]) for r in deletes] == [(4, "a", 3), (5, "b", 3)]
     by_time = _read(spark, readChangeFeed="true", startingTimestamp=_iso(ms[2]), endingTimestamp=_iso(ms[3]))
-    assert [r[:5] for r in _sorted(by_time)] == _sorted(table.sql("SELECT * FROM db.t VERSION BETWEEN 1 AND 3"))
+    assert [r[:5] for r in _sorted(by_time)] == _sorted(
+        table.sql("SELECT * FROM db.t VERSION BETWEEN 1 AND 3")
+    )
 
 
 def test_change_feed_commit_timestamps_are_the_commits(shared, spark):
     table = shared
     ms = _commit_ms(table)
-    rows = _read(spark, readChangeFeed="true", startingVersion=1).selectExpr(
-        "_change_version", "unix_millis(_commit_timestamp)").distinct().collect()
+    rows = (
+        _read(spark, readChangeFeed="true", startingVersion=1)
+        .selectExpr("_change_version", "unix_millis(_commit_timestamp)")
+        .distinct()
+        .collect()
+    )
     assert {r[0]: r[1] for r in rows} == {v: ms[v] for v in (1, 2, 3, 4)}
 
 
@@ -131,11 +144,22 @@ def test_pushed_filters_prune_files_and_give_the_same_rows(shared, spark):
     by_range = _files_read(table, [sds.GreaterThan(("id",), 1000)])
     assert everything > by_partition > by_key >= 1
     assert by_range < everything
-    for where in ("p = 'a'", "id = 6 AND p = 'a'", "id IN (2, 3, 100)", "id > 30", "v = 'upd'", "v IS NULL",
-                  "p LIKE 'b%'"):
-        assert _sorted(_read(spark).where(where)) == _sorted(table.sql(f"SELECT * FROM db.t WHERE {where}")), where
+    for where in (
+        "p = 'a'",
+        "id = 6 AND p = 'a'",
+        "id IN (2, 3, 100)",
+        "id > 30",
+        "v = 'upd'",
+        "v IS NULL",
+        "p LIKE 'b%'",
+    ):
+        assert _sorted(_read(spark).where(where)) == _sorted(
+            table.sql(f"SELECT * FROM db.t WHERE {where}")
+        ), where
     # Spark hands over the filters: a key lookup plans fewer partitions than the whole table.
-    assert _read(spark).where("id = 6 AND p = 'a'").rdd.getNumPartitions() <= _read(spark).rdd.getNumPartitions()
+    assert (
+        _read(spark).where("id = 6 AND p = 'a'").rdd.getNumPartitions() <= _read(spark).rdd.getNumPartitions()
+    )
 
 
 def _error(action) -> Exception:
@@ -154,13 +178,22 @@ BAD_OPTIONS = [
     ({"maxFilesPerTrigger": "2"}, InvalidArgumentError, "only a stream"),
     ({"versionAsOf": "99"}, VersionNotFoundError, "Version 99 of db.t does not exist"),
     ({"timestampAsOf": "2000-01-01"}, VersionNotFoundError, "before the oldest retained commit"),
-    ({"readChangeFeed": "true", "startingVersion": "9"}, VersionNotFoundError,
-     "startingVersion 9 is after the newest version, 4"),
+    (
+        {"readChangeFeed": "true", "startingVersion": "9"},
+        VersionNotFoundError,
+        "startingVersion 9 is after the newest version, 4",
+    ),
     ({"readChangeFeed": "true", "startingVersion": "5"}, VersionNotFoundError, "after the newest version, 4"),
-    ({"readChangeFeed": "true", "startingVersion": "3", "endingVersion": "2"}, InvalidArgumentError,
-     "startingVersion 3 is after endingVersion 2"),
-    ({"readChangeFeed": "true", "startingVersion": "1", "endingTimestamp": "2000-01-01"}, InvalidArgumentError,
-     "startingVersion 1 is after endingTimestamp 2000-01-01"),
+    (
+        {"readChangeFeed": "true", "startingVersion": "3", "endingVersion": "2"},
+        InvalidArgumentError,
+        "startingVersion 3 is after endingVersion 2",
+    ),
+    (
+        {"readChangeFeed": "true", "startingVersion": "1", "endingTimestamp": "2000-01-01"},
+        InvalidArgumentError,
+        "startingVersion 1 is after endingTimestamp 2000-01-01",
+    ),
 ]
 
 
@@ -195,5 +228,7 @@ def test_a_table_without_a_key_reads_and_feeds_inserts(arctic, spark):
     arctic.sql("INSERT INTO db.log VALUES (2, 'b'), (3, 'c')")  # 2: duplicates stay, there is no key
     assert _sorted(_read(spark, "db.log")) == _sorted(arctic.sql("SELECT * FROM db.log"))
     feed = _read(spark, "db.log", readChangeFeed="true", startingVersion=2)
-    assert [r[:4] for r in _sorted(feed)] == _sorted(arctic.sql("SELECT * FROM db.log VERSION BETWEEN 1 AND 2"))
+    assert [r[:4] for r in _sorted(feed)] == _sorted(
+        arctic.sql("SELECT * FROM db.log VERSION BETWEEN 1 AND 2")
+    )
     assert {r[2] for r in _sorted(feed)} == {"insert"}

@@ -30,15 +30,22 @@ def _write(arctic, rows, schema=SCHEMA, mode="append", table="db.t", **options):
 
 
 def test_upserts_deletes_and_overwrite_follow_the_model(arctic):
-    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, day STRING, PRIMARY KEY (id, day)) PARTITIONED BY (day)")
+    arctic.sql(
+        "CREATE TABLE db.t (id BIGINT, v STRING, day STRING, PRIMARY KEY (id, day)) PARTITIONED BY (day)"
+    )
     model: dict[int, tuple] = {}
     first = [(i, f"a{i}", "mon" if i % 2 else "tue") for i in range(20)]
     _write(arctic, first)
     model.update({i: (v, d) for i, v, d in first})
     assert _rows(arctic) == model
-    changes = [(3, "b3", "mon", "update_postimage"), (3, "old", "mon", "update_preimage"),
-               (4, None, "tue", "delete"), (30, "new", "mon", "insert"), (5, "u5", "mon", "upsert"),
-               (6, None, "tue", "DELETE")]
+    changes = [
+        (3, "b3", "mon", "update_postimage"),
+        (3, "old", "mon", "update_preimage"),
+        (4, None, "tue", "delete"),
+        (30, "new", "mon", "insert"),
+        (5, "u5", "mon", "upsert"),
+        (6, None, "tue", "DELETE"),
+    ]
     _write(arctic, changes, schema=SCHEMA + ", _change_type string")
     model.update({3: ("b3", "mon"), 30: ("new", "mon"), 5: ("u5", "mon")})
     del model[4], model[6]
@@ -53,7 +60,9 @@ def test_upserts_deletes_and_overwrite_follow_the_model(arctic):
 def test_an_empty_overwrite_empties_an_unpartitioned_table_as_insert_overwrite_does(arctic):
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, day STRING, PRIMARY KEY (id))")
     arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
-    arctic.sql("CREATE TABLE db.parts (id BIGINT, v STRING, day STRING, PRIMARY KEY (id, day)) PARTITIONED BY (day)")
+    arctic.sql(
+        "CREATE TABLE db.parts (id BIGINT, v STRING, day STRING, PRIMARY KEY (id, day)) PARTITIONED BY (day)"
+    )
     for table in ("db.t", "db.log", "db.parts"):
         arctic.sql(f"INSERT INTO {table} SELECT 1, 'a'" + (", 'mon'" if table != "db.log" else ""))
     _write(arctic, [], mode="overwrite")
@@ -83,33 +92,48 @@ def test_a_write_of_many_tasks_is_one_version_with_unique_keys(arctic):
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
     df = arctic.spark.range(0, 5000, numPartitions=4).selectExpr("id", "cast(id * 2 as string) as v")
     df.write.format("arctic").mode("append").save("db.t")
-    assert arctic.sql("SELECT count(*), sum(id), count(distinct id) FROM db.t").collect()[0] == (5000, 12497500, 5000)
+    assert arctic.sql("SELECT count(*), sum(id), count(distinct id) FROM db.t").collect()[0] == (
+        5000,
+        12497500,
+        5000,
+    )
     assert len(_versions(arctic)) == 1
 
 
 def test_duplicate_keys_across_tasks_are_refused_and_nothing_is_written(arctic):
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
     df = arctic.spark.createDataFrame([(1, "a"), (2, "b"), (1, "c")], "id long, v string").repartition(3)
-    with pytest.raises(Exception, match=r"PrimaryKeyViolationError: WRITE into db.t writes primary key \(id=1\) 2 times"):
+    with pytest.raises(
+        Exception, match=r"PrimaryKeyViolationError: WRITE into db.t writes primary key \(id=1\) 2 times"
+    ):
         df.write.format("arctic").mode("append").save("db.t")
     assert _rows(arctic) == {}
     assert _versions(arctic) == []
     table = arctic.table("db.t")
     data = os.path.join(table.change.location().removeprefix("file://"), "data")
-    leftovers = [f for _, _, fs in os.walk(data) for f in fs if f.endswith(".parquet")] if os.path.isdir(data) else []
+    leftovers = (
+        [f for _, _, fs in os.walk(data) for f in fs if f.endswith(".parquet")] if os.path.isdir(data) else []
+    )
     assert leftovers == []
 
 
 @pytest.mark.parametrize(
     ("schema", "options", "mode", "message"),
     [
-        ("id long, v string, zzz string", {}, "append", "InvalidArgumentError: Column 'zzz' is not a column of db.t"),
+        (
+            "id long, v string, zzz string",
+            {},
+            "append",
+            "InvalidArgumentError: Column 'zzz' is not a column of db.t",
+        ),
         ("v string", {}, "append", "lack its primary key column 'id'"),
         ("id long, v string", {"colour": "red"}, "append", "Unknown option 'colour'"),
         ("id long, v string, _change_type string", {}, "overwrite", "_change_type is for appends"),
     ],
 )
-def test_bad_writes_are_refused_in_one_line_before_anything_is_written(arctic, schema, options, mode, message):
+def test_bad_writes_are_refused_in_one_line_before_anything_is_written(
+    arctic, schema, options, mode, message
+):
     arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, day STRING, PRIMARY KEY (id))")
     rows = [tuple([1, "a", "upsert"][: len(schema.split(","))])] if schema.startswith("id") else [("a",)]
     with pytest.raises(Exception, match=message):
@@ -123,8 +147,11 @@ def test_a_column_spark_would_not_write_into_the_table_is_refused_before_anythin
     numbers, and anything into a string, are written."""
     arctic.sql("CREATE TABLE db.t (id BIGINT, n INT, d DATE, s STRING, PRIMARY KEY (id))")
     refused = [
-        ([("1", 2, None, "x")], "id string, n int, d date, s string", "Column 'id' is string, which cannot be written "
-         "into db.t's bigint column 'id'"),
+        (
+            [("1", 2, None, "x")],
+            "id string, n int, d date, s string",
+            "Column 'id' is string, which cannot be written into db.t's bigint column 'id'",
+        ),
         ([(1, True, None, "x")], "id long, n boolean, d date, s string", "Column 'n' is boolean"),
         ([(1, 2, "2024-01-01", "x")], "id long, n int, d string, s string", "Column 'd' is string"),
         ([(1, 2, 3)], "id long, n int, N int", "Column 'N' appears twice"),
@@ -133,7 +160,11 @@ def test_a_column_spark_would_not_write_into_the_table_is_refused_before_anythin
         with pytest.raises(Exception, match=message):
             _write(arctic, rows, schema=schema)
     assert _versions(arctic) == []
-    _write(arctic, [(1, 2.0, datetime.datetime(2024, 1, 1, 10), 7)], schema="id int, n double, d timestamp, s long")
+    _write(
+        arctic,
+        [(1, 2.0, datetime.datetime(2024, 1, 1, 10), 7)],
+        schema="id int, n double, d timestamp, s long",
+    )
     assert arctic.sql("SELECT * FROM db.t").collect() == [(1, 2, datetime.date(2024, 1, 1), "7")]
 
 
@@ -154,8 +185,12 @@ def test_a_missing_table_is_one_line(arctic):
 def test_arrow_written_change_file_matches_sparks_layout(arctic):
     """The same rows through SQL INSERT (Spark's writer) and df.write (the Arrow writer): same folders,
     names, field ids and Parquet types."""
-    arctic.sql("CREATE TABLE db.a (id BIGINT, v STRING, ts TIMESTAMP, d DATE, PRIMARY KEY (id, ts)) PARTITIONED BY (days(ts))")
-    arctic.sql("CREATE TABLE db.b (id BIGINT, v STRING, ts TIMESTAMP, d DATE, PRIMARY KEY (id, ts)) PARTITIONED BY (days(ts))")
+    arctic.sql(
+        "CREATE TABLE db.a (id BIGINT, v STRING, ts TIMESTAMP, d DATE, PRIMARY KEY (id, ts)) PARTITIONED BY (days(ts))"
+    )
+    arctic.sql(
+        "CREATE TABLE db.b (id BIGINT, v STRING, ts TIMESTAMP, d DATE, PRIMARY KEY (id, ts)) PARTITIONED BY (days(ts))"
+    )
     arctic.sql("INSERT INTO db.a VALUES (7, 'x', TIMESTAMP '2024-05-01 10:00:00', DATE '2024-05-01')")
     arctic.sql("SELECT * FROM db.a").write.format("arctic").mode("append").save("db.b")
     a, b = (_one_file(arctic.table(t)) for t in ("db.a", "db.b"))
@@ -173,7 +208,9 @@ def _one_file(table):
     relative = path.split("/data/", 1)[1].split("/", 1)[1]
     folders, name = relative.rsplit("/", 1)
     schema = pq.read_schema(path)
-    shape = [(f.name, str(f.type), f.metadata.get(b"PARQUET:field_id") if f.metadata else None) for f in schema]
+    shape = [
+        (f.name, str(f.type), f.metadata.get(b"PARQUET:field_id") if f.metadata else None) for f in schema
+    ]
     physical = [(c.name, c.physical_type, str(c.logical_type)) for c in pq.ParquetFile(path).schema]
     return folders, name, (shape, physical)
 

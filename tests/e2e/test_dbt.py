@@ -21,11 +21,20 @@ SCHEMA = "arctic_shop"
 
 def _dbt(project: Path, port: int, *args: str) -> subprocess.CompletedProcess:
     dbt = Path(sys.executable).parent / "dbt"
-    env = {**os.environ, "ARCTIC_THRIFT_HOST": "127.0.0.1", "ARCTIC_THRIFT_PORT": str(port),
-           "ARCTIC_DBT_SCHEMA": SCHEMA, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    env = {
+        **os.environ,
+        "ARCTIC_THRIFT_HOST": "127.0.0.1",
+        "ARCTIC_THRIFT_PORT": str(port),
+        "ARCTIC_DBT_SCHEMA": SCHEMA,
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+    }
     command = [str(dbt), *args, "--project-dir", str(project), "--profiles-dir", str(project)]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=project, timeout=900, check=False)
-    assert result.returncode == 0, f"dbt {' '.join(args)} failed:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
+    result = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=project, timeout=900, check=False
+    )
+    assert result.returncode == 0, (
+        f"dbt {' '.join(args)} failed:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
+    )
     return result
 
 
@@ -95,7 +104,10 @@ def test_create_table_primary_key_as_select_and_create_or_replace(arctic):
     assert table.primary_key == ["id"]
     arctic.sql("INSERT INTO db.ctas VALUES (1, 'upserted')")
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.ctas").collect()) == [
-        (0, "v"), (1, "upserted"), (2, "v")]
+        (0, "v"),
+        (1, "upserted"),
+        (2, "v"),
+    ]
     arctic.sql("CREATE OR REPLACE TABLE db.ctas PRIMARY KEY (k) AS SELECT 7 AS k, 'new' AS w")
     assert [tuple(r) for r in arctic.sql("SELECT * FROM db.ctas").collect()] == [(7, "new")]
     assert arctic.table("db.ctas").primary_key == ["k"]
@@ -110,7 +122,7 @@ def test_create_table_primary_key_as_select_and_create_or_replace(arctic):
 
 
 def test_create_and_drop_schema_as_dbt_sends_them(arctic):
-    arctic.sql("/* {\"app\": \"dbt\"} */\ncreate schema if not exists dbt_schema")
+    arctic.sql('/* {"app": "dbt"} */\ncreate schema if not exists dbt_schema')
     assert "dbt_schema" in [r[0] for r in arctic.sql("show databases").collect()]
     arctic.sql("CREATE TABLE dbt_schema.t (id INT, PRIMARY KEY (id))")
     arctic.sql("drop schema if exists dbt_schema cascade")

@@ -26,11 +26,14 @@ def test_partition_transforms_place_rows_in_iceberg_partitions(arctic, warehouse
         "(2, TIMESTAMP '2024-01-01 23:59:59 UTC', 'alps', DATE '2024-02-01', 'y'), "
         "(3, TIMESTAMP '2024-01-02 00:00:00 UTC', 'beta', DATE '2024-02-29', 'z')"
     )
-    arctic.sql("INSERT OVERWRITE db.events SELECT id, ts, name, d, upper(payload) FROM db.events WHERE id < 3")
+    arctic.sql(
+        "INSERT OVERWRITE db.events SELECT id, ts, name, d, upper(payload) FROM db.events WHERE id < 3"
+    )
     assert [r[4] for r in sorted(arctic.sql("SELECT * FROM db.events").collect())] == ["X", "Y", "z"]
     # pyiceberg itself sees the base files in the right partitions, as any Iceberg reader would.
-    catalog = load_catalog("arctic", type="sql", uri=f"sqlite:///{warehouse}/catalog.db",
-                           warehouse=f"file://{warehouse}")
+    catalog = load_catalog(
+        "arctic", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}"
+    )
     base = catalog.load_table(("db", "events"))
     partitions = sorted(
         (f.partition[0], f.partition[2], f.partition[3]) for f in (t.file for t in base.scan().plan_files())
@@ -54,7 +57,12 @@ def test_ctas_and_schema_evolution_keep_old_files_readable(arctic):
     arctic.sql("ALTER TABLE db.t DROP COLUMN n")
     arctic.sql("INSERT INTO db.t VALUES (4, 'd', 4.5)")
     arctic.sql("UPDATE db.t SET extra = 1.0 WHERE id = 1")
-    assert _rows(arctic, "SELECT * FROM db.t") == [(1, "a", 1.0), (2, "b", None), (3, "c", None), (4, "d", 4.5)]
+    assert _rows(arctic, "SELECT * FROM db.t") == [
+        (1, "a", 1.0),
+        (2, "b", None),
+        (3, "c", None),
+        (4, "d", 4.5),
+    ]
     assert [f.name for f in arctic.table("db.t").schema.fields] == ["id", "label", "extra"]
     assert _rows(arctic, "SELECT * FROM db.src") == [(1, "a", 10), (2, "b", 20)]
 
@@ -102,29 +110,44 @@ def test_drop_purge_removes_both_stores(arctic, warehouse):
 
 
 def test_metadata_tables_describe_versions_files_and_partitions(arctic):
-    arctic.sql("CREATE TABLE db.t (id BIGINT, p STRING, PRIMARY KEY (id, p)) PARTITIONED BY (p) "
-               "TBLPROPERTIES ('change.file-index.hash-bucket' = '2')")
+    arctic.sql(
+        "CREATE TABLE db.t (id BIGINT, p STRING, PRIMARY KEY (id, p)) PARTITIONED BY (p) "
+        "TBLPROPERTIES ('change.file-index.hash-bucket' = '2')"
+    )
     arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'a'), (3, 'b')")
     arctic.sql("DELETE FROM db.t WHERE id = 3")
-    history = [tuple(r) for r in arctic.sql(
-        "SELECT version, operation, store, rows_added, rows_removed FROM db.t.history").collect()]
+    history = [
+        tuple(r)
+        for r in arctic.sql(
+            "SELECT version, operation, store, rows_added, rows_removed FROM db.t.history"
+        ).collect()
+    ]
     assert history == [(1, "insert", "change", 3, 0), (2, "delete", "change", 0, 1)]
-    files = arctic.sql("SELECT store, partition, node, kind, rows, key_min, key_max FROM db.t.files").collect()
+    files = arctic.sql(
+        "SELECT store, partition, node, kind, rows, key_min, key_max FROM db.t.files"
+    ).collect()
     assert {r["kind"] for r in files} == {"upsert", "delete"}
     assert all(r["node"] in (2, 3) for r in files)  # two change buckets: node ids 2 and 3
     assert sum(r["rows"] for r in files if r["kind"] == "upsert") == 3
-    partitions = {r["partition"]: (r["change_files"], r["change_rows"])
-                  for r in arctic.sql("SELECT * FROM db.t.partitions").collect()}
+    partitions = {
+        r["partition"]: (r["change_files"], r["change_rows"])
+        for r in arctic.sql("SELECT * FROM db.t.partitions").collect()
+    }
     assert sum(rows for _, rows in partitions.values()) == 4
     assert set(partitions) == {"p=a", "p=b"}
     snapshots = arctic.sql("SELECT store, operation FROM db.t.snapshots").collect()
-    assert [(r[0], r[1]) for r in snapshots if r[0] == "change"] == [("change", "insert"), ("change", "delete")]
+    assert [(r[0], r[1]) for r in snapshots if r[0] == "change"] == [
+        ("change", "insert"),
+        ("change", "delete"),
+    ]
 
 
 def test_column_and_table_comments_are_kept(arctic):
     """CREATE TABLE's COMMENTs (dbt's persist_docs writes them) were dropped without a word."""
-    arctic.sql("CREATE TABLE db.commented (id INT COMMENT 'the key', v STRING COMMENT 'it''s a value', "
-               "PRIMARY KEY (id)) COMMENT 'a table'")
+    arctic.sql(
+        "CREATE TABLE db.commented (id INT COMMENT 'the key', v STRING COMMENT 'it''s a value', "
+        "PRIMARY KEY (id)) COMMENT 'a table'"
+    )
     rows = [tuple(r) for r in arctic.sql("DESCRIBE TABLE EXTENDED db.commented").collect()]
     assert rows[:2] == [("id", "int", "the key"), ("v", "string", "it's a value")]
     assert ("Comment", "a table", "") in rows

@@ -68,8 +68,13 @@ SPARK_DDL = textwrap.dedent(
 
 def _crash(warehouse: str, script: str, argument: str, fault: str) -> None:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "ARCTIC_FAULT": fault}
-    done = subprocess.run([sys.executable, "-c", script, warehouse, argument], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", script, warehouse, argument],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == EXIT_CODE, f"did not die at {fault}: {done.stderr[-2000:]}"
 
 
@@ -118,7 +123,9 @@ def test_drop_table_removes_what_a_crashed_create_left(arctic, warehouse):
 
 
 @pytest.mark.parametrize("fault", ["drop-between-stores", "purge-before-metadata"])
-def test_crash_during_drop_purge_leaves_no_table_and_the_next_create_finishes_the_purge(arctic, warehouse, fault):
+def test_crash_during_drop_purge_leaves_no_table_and_the_next_create_finishes_the_purge(
+    arctic, warehouse, fault
+):
     _keyed_table_with_rows(arctic)
     root = arctic.table("db.t").base.location().removeprefix("file://").removesuffix("/base")
     old_files = _files(root)
@@ -168,8 +175,9 @@ def test_crash_between_the_stores_of_alter_is_finished_by_the_next_statement(arc
         arctic.sql("INSERT INTO db.t VALUES (3)")
         assert _rows(arctic, "SELECT * FROM db.t") == [(1,), (2,), (3,)]
     table = arctic.table("db.t")
-    assert [(f.field_id, f.name) for f in table.change.schema().fields] == \
-        [(f.field_id, f.name) for f in table.base.schema().fields]
+    assert [(f.field_id, f.name) for f in table.change.schema().fields] == [
+        (f.field_id, f.name) for f in table.base.schema().fields
+    ]
 
 
 @pytest.mark.parametrize("fault", ["ctas-before-data", "ctas-before-publish"])
@@ -181,8 +189,12 @@ def test_crash_during_ctas_leaves_no_table(arctic, warehouse, fault):
         _crash(warehouse, SPARK_DDL, ctas, fault)
     else:  # what CTAS does before its query runs, without starting Spark in the subprocess
         staged = "catalog.create_table(t, keyed, UNPARTITIONED_PARTITION_SPEC, {}, staged=True)\n"
-        _crash(warehouse, CATALOG_DDL, staged + f"from arctic_sql.faults import fault_point; fault_point('{fault}')",
-               fault)
+        _crash(
+            warehouse,
+            CATALOG_DDL,
+            staged + f"from arctic_sql.faults import fault_point; fault_point('{fault}')",
+            fault,
+        )
         assert _stores(arctic) == ["src", "t" + CHANGE_SUFFIX, "t__creating"]
     assert [tuple(r) for r in arctic.sql("SHOW TABLES IN db").collect()] == [("db", "src", False)]
     with pytest.raises(NoSuchTableError):
@@ -203,7 +215,9 @@ def test_failed_ctas_leaves_nothing(arctic):
 def test_a_table_that_lost_its_change_store_fails_clearly_and_drops(arctic):
     _keyed_table_with_rows(arctic)
     arctic.catalog.iceberg.drop_table(("db", "t" + CHANGE_SUFFIX))  # as another tool might
-    with pytest.raises(IncompleteTableError, match=r"^Table db.t is incomplete: its change store db.t__change is "):
+    with pytest.raises(
+        IncompleteTableError, match=r"^Table db.t is incomplete: its change store db.t__change is "
+    ):
         arctic.sql("SELECT * FROM db.t")
     arctic.sql("DROP TABLE db.t PURGE")
     _gone(arctic)
@@ -221,8 +235,9 @@ def test_create_at_a_location_with_files_is_refused(arctic, tmp_path):
     folder = tmp_path / "shared"
     folder.mkdir()
     (folder / "report.csv").write_text("not a table's\n")
-    with pytest.raises(InvalidArgumentError,
-                       match=f"^Cannot create table db.t at '{folder}': the location is not empty$"):
+    with pytest.raises(
+        InvalidArgumentError, match=f"^Cannot create table db.t at '{folder}': the location is not empty$"
+    ):
         arctic.sql(f"CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id)) LOCATION '{folder}'")
     assert _stores(arctic) == []
 
@@ -233,8 +248,11 @@ def test_create_inside_another_tables_folder_is_refused(arctic):
     arctic.sql("INSERT INTO db.host VALUES (1)")
     store = arctic.table("db.host").change.location().removeprefix("file://")
     inner = f"{store}/data/{'ef' * 16}/k=1/nested"
-    with pytest.raises(InvalidArgumentError, match=f"^Cannot create table db.t at '{inner}': it is inside the folder "
-                                                   f"of another table \\(.*{store}\\)$"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=f"^Cannot create table db.t at '{inner}': it is inside the folder "
+        f"of another table \\(.*{store}\\)$",
+    ):
         arctic.sql(f"CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id)) LOCATION '{inner}'")
     assert "t" not in [r[1] for r in arctic.sql("SHOW TABLES IN db").collect()]
 
@@ -249,8 +267,13 @@ def test_drop_purge_deletes_the_tables_files_and_nothing_else(arctic, tmp_path):
     default_root = arctic.table("db.u").base.location().removeprefix("file://").removesuffix("/base")
     table_files = _files(str(folder)) | _files(default_root)
     assert any(f.endswith(".parquet") for f in table_files)
-    unrelated = [folder / "notes.txt", folder / "base" / "data" / "keep.parquet", folder / "change" / "x" / "y.txt",
-                 Path(default_root) / "readme.md", Path(default_root) / "base" / "data" / "z.parquet"]
+    unrelated = [
+        folder / "notes.txt",
+        folder / "base" / "data" / "keep.parquet",
+        folder / "change" / "x" / "y.txt",
+        Path(default_root) / "readme.md",
+        Path(default_root) / "base" / "data" / "z.parquet",
+    ]
     for path in unrelated:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("mine")
@@ -278,11 +301,15 @@ def test_commit_retry_and_format_version_properties_are_refused(arctic):
     with pytest.raises(InvalidArgumentError, match="^Table property 'format-version' cannot be '1': "):
         arctic.sql("CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('format-version' = '1')")
     arctic.sql("CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id)) TBLPROPERTIES ('format-version' = '2')")
-    for statement in ("ALTER TABLE db.t SET TBLPROPERTIES ('commit.retry.num-retries' = '4')",
-                      "ALTER TABLE db.t SET TBLPROPERTIES ('commit.retry.min-wait-ms' = '10')",
-                      "ALTER TABLE db.t UNSET TBLPROPERTIES IF EXISTS ('commit.retry.num-retries')",
-                      "ALTER TABLE db.t SET TBLPROPERTIES ('format-version' = '3')"):
-        with pytest.raises(InvalidArgumentError, match="^Table property '(commit.retry|format-version).*' cannot be"):
+    for statement in (
+        "ALTER TABLE db.t SET TBLPROPERTIES ('commit.retry.num-retries' = '4')",
+        "ALTER TABLE db.t SET TBLPROPERTIES ('commit.retry.min-wait-ms' = '10')",
+        "ALTER TABLE db.t UNSET TBLPROPERTIES IF EXISTS ('commit.retry.num-retries')",
+        "ALTER TABLE db.t SET TBLPROPERTIES ('format-version' = '3')",
+    ):
+        with pytest.raises(
+            InvalidArgumentError, match="^Table property '(commit.retry|format-version).*' cannot be"
+        ):
             arctic.sql(statement)
     table = arctic.table("db.t")
     for store in (table.base, table.change):

@@ -30,8 +30,9 @@ def test_the_getting_started_example_is_marked_runnable():
 @pytest.mark.parametrize("code", BLOCKS)
 def test_a_runnable_block_runs(code, tmp_path):
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     output = f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     assert result.returncode == 0, f"the block failed:\n{code}\n{output}"
     assert (tmp_path / "warehouse" / "catalog.db").is_file()  # ./warehouse: here, the test's folder

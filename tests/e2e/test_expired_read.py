@@ -29,12 +29,18 @@ def test_a_read_whose_version_expired_under_it_names_the_version_and_the_file(ar
     assert expiration.purge(arctic.table("db.t")).deleted_change_files > 0
 
     error, raised = _error_of(by_node)
-    assert re.fullmatch(r"Version 1 of db\.t is no longer readable: file file:/\S+\.parquet was removed by "
-                        r"snapshot expiration", str(error)), str(error)
+    assert re.fullmatch(
+        r"Version 1 of db\.t is no longer readable: file file:/\S+\.parquet was removed by "
+        r"snapshot expiration",
+        str(error),
+    ), str(error)
     assert str(error) in str(raised)  # the Python API shows the same line in Spark's error
     error, _ = _error_of(as_spark_plan)
-    assert re.fullmatch(r"The version read is no longer readable: file file:/\S+\.parquet was removed by "
-                        r"snapshot expiration", str(error)), str(error)
+    assert re.fullmatch(
+        r"The version read is no longer readable: file file:/\S+\.parquet was removed by "
+        r"snapshot expiration",
+        str(error),
+    ), str(error)
 
 
 def _error_of(df) -> tuple[VersionNotFoundError, BaseException]:

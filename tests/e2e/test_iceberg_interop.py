@@ -38,14 +38,20 @@ def test_icebergs_spark_runtime_reads_an_optimized_base_store_as_a_plain_table(a
     jars = spark_jars("iceberg", root=os.environ.get("ARCTIC_SQL_JARS") or ROOT / "jars")
     if not PEER_PYTHON.exists():
         raise MissingJarsError(f"No {PEER_PYTHON}: make it with 'bash scripts/jars.sh venv-spark4.1'")
-    arctic.sql("CREATE TABLE db.t (id BIGINT, p STRING, amount DOUBLE, day DATE, note STRING, PRIMARY KEY (id, p)) "
-               "PARTITIONED BY (p)")
-    arctic.sql("INSERT INTO db.t SELECT id, CASE WHEN id % 3 = 0 THEN 'a' ELSE 'b' END, id * 1.5, "
-               "date_add(DATE'2026-01-01', CAST(id AS INT)), CASE WHEN id % 5 = 0 THEN NULL ELSE concat('n', id) END "
-               "FROM range(1, 301)")
+    arctic.sql(
+        "CREATE TABLE db.t (id BIGINT, p STRING, amount DOUBLE, day DATE, note STRING, PRIMARY KEY (id, p)) "
+        "PARTITIONED BY (p)"
+    )
+    arctic.sql(
+        "INSERT INTO db.t SELECT id, CASE WHEN id % 3 = 0 THEN 'a' ELSE 'b' END, id * 1.5, "
+        "date_add(DATE'2026-01-01', CAST(id AS INT)), CASE WHEN id % 5 = 0 THEN NULL ELSE concat('n', id) END "
+        "FROM range(1, 301)"
+    )
     arctic.sql("UPDATE db.t SET amount = -amount, note = 'updated' WHERE id % 7 = 0")
     arctic.sql("DELETE FROM db.t WHERE id % 11 = 0")
-    arctic.sql("INSERT INTO db.t VALUES (1, 'b', 99.0, DATE'2027-01-01', 'upserted'), (1000, 'a', 0.5, NULL, 'new')")
+    arctic.sql(
+        "INSERT INTO db.t VALUES (1, 'b', 99.0, DATE'2027-01-01', 'upserted'), (1000, 'a', 0.5, NULL, 'new')"
+    )
     arctic.sql("UPDATE db.t SET note = 'twice' WHERE id = 14")
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
     expected = _rows(arctic.sql(ROWS).collect())
@@ -58,9 +64,21 @@ def test_icebergs_spark_runtime_reads_an_optimized_base_store_as_a_plain_table(a
 
     started = time.monotonic()
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONSAFEPATH": "1"}
-    done = subprocess.run([str(PEER_PYTHON), str(READER), jars, catalog.name, "/" + sqlite_file.lstrip("/"),
-                           catalog.properties["warehouse"], "db.t"],
-                          capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [
+            str(PEER_PYTHON),
+            str(READER),
+            jars,
+            catalog.name,
+            "/" + sqlite_file.lstrip("/"),
+            catalog.properties["warehouse"],
+            "db.t",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     header = json.loads(lines[0])

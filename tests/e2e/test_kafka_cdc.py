@@ -42,8 +42,14 @@ def kafka(tmp_path_factory):
 
 def _driver(warehouse, bootstrap, checkpoint, *extra):
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "ARCTIC_DRIVER_MEMORY": "1g"}
-    return subprocess.Popen([sys.executable, DRIVER, warehouse, bootstrap, TOPIC, checkpoint, *extra], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, DRIVER, warehouse, bootstrap, TOPIC, checkpoint, *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _table(warehouse):
@@ -51,7 +57,9 @@ def _table(warehouse):
     from arctic_sql.table.catalog import ArcticCatalog
     from arctic_sql.table.model.identifiers import TableIdentifier
 
-    return ArcticCatalog(load_catalog(warehouse, "arctic", None, None)).load_table(TableIdentifier("db", "orders"))
+    return ArcticCatalog(load_catalog(warehouse, "arctic", None, None)).load_table(
+        TableIdentifier("db", "orders")
+    )
 
 
 def _committed_batches(warehouse) -> list[int]:
@@ -107,5 +115,7 @@ def test_debezium_events_from_kafka_survive_sigkills_and_land_once(kafka, spark,
     committed = _committed_batches(warehouse)
     assert committed == logged == list(range(len(logged))), (committed, logged)  # each batch exactly once
     assert _rows(spark, warehouse) == model
-    print(f"Kafka CDC: {len(first) + len(second)} events, {len(logged)} batches, "
-          f"{time.monotonic() - started:.1f} s")
+    print(
+        f"Kafka CDC: {len(first) + len(second)} events, {len(logged)} batches, "
+        f"{time.monotonic() - started:.1f} s"
+    )

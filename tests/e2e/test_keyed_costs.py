@@ -39,17 +39,27 @@ def _node(key: int, buckets: int) -> DataTreeNode:
 def _holding(arctic, keys: list[int]) -> int:
     """The live, unmerged files whose node lies on a key's path and whose key bounds hold it."""
     rows = arctic.sql("SELECT node, key_min, key_max FROM db.kv.files WHERE NOT merged").collect()
-    return sum(1 for r in rows if any(
-        int(r.key_min) <= k <= int(r.key_max) and DataTreeNode.of_id(r.node).is_related(_node(k, BASE_BUCKETS))
-        for k in keys))
+    return sum(
+        1
+        for r in rows
+        if any(
+            int(r.key_min) <= k <= int(r.key_max)
+            and DataTreeNode.of_id(r.node).is_related(_node(k, BASE_BUCKETS))
+            for k in keys
+        )
+    )
 
 
 @pytest.fixture
 def kv(arctic, spark):
     """2,000 keys in 8 base nodes, then two change commits over every change node."""
-    arctic.sql("CREATE TABLE db.kv (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k)) TBLPROPERTIES ("
-               f"'base.file-index.hash-bucket' = '{BASE_BUCKETS}', 'change.file-index.hash-bucket' = '{CHANGE_BUCKETS}')")
-    spark.range(2000).selectExpr("id AS k", "CAST(id AS STRING) AS v", "id AS n").createOrReplaceTempView("kv_src")
+    arctic.sql(
+        "CREATE TABLE db.kv (k BIGINT, v STRING, n BIGINT, PRIMARY KEY (k)) TBLPROPERTIES ("
+        f"'base.file-index.hash-bucket' = '{BASE_BUCKETS}', 'change.file-index.hash-bucket' = '{CHANGE_BUCKETS}')"
+    )
+    spark.range(2000).selectExpr("id AS k", "CAST(id AS STRING) AS v", "id AS n").createOrReplaceTempView(
+        "kv_src"
+    )
     arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
     arctic.sql("INSERT INTO db.kv SELECT k, 'c1', n FROM kv_src WHERE k % 7 = 0")
     arctic.sql("INSERT INTO db.kv SELECT k, 'c2', n FROM kv_src WHERE k % 11 = 0")
@@ -80,7 +90,9 @@ def test_an_update_of_ten_keys_reads_only_the_files_that_can_hold_them(kv, spark
     sql = f"UPDATE db.kv SET v = 'u' WHERE k IN ({listed}) AND n >= 0"
     statement = parse_one(sql)
     table = kv.table("db.kv")
-    rows = dml.updated_rows(kv.context, statement, table, statement.this, _version(kv), {"v": parse_one("'u'")})
+    rows = dml.updated_rows(
+        kv.context, statement, table, statement.this, _version(kv), {"v": parse_one("'u'")}
+    )
     # The keys' rows were read in the driver: Spark's plan is a local relation, no file scan.
     assert rows._jdf.queryExecution().executedPlan().getClass().getSimpleName() == "LocalTableScanExec"
     opened = _read_by_lookup(kv, keys)
@@ -88,7 +100,8 @@ def test_an_update_of_ten_keys_reads_only_the_files_that_can_hold_them(kv, spark
     assert 0 < opened <= _holding(kv, keys) < everything, (opened, everything)
     assert spark_jobs(lambda: kv.sql(sql)) == []
     assert sorted(tuple(r) for r in kv.sql("SELECT k, v FROM db.kv WHERE v = 'u'").collect()) == [
-        (k, "u") for k in sorted(keys)]
+        (k, "u") for k in sorted(keys)
+    ]
     assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 2000
 
 
@@ -112,48 +125,71 @@ def test_explain_of_a_point_lookup_shows_the_one_node_and_its_files(kv, spark_jo
     assert "Read by key in the driver" in plan and "LocalTableScan" in plan, plan
     assert 0 < _files_read(plan) <= _holding(kv, [key])
     assert [tuple(r) for r in kv.sql(f"SELECT k, v FROM db.kv WHERE k = {key}").collect()] == [
-        (key, "c2" if key % 11 == 0 else "c1" if key % 7 == 0 else str(key))]
+        (key, "c2" if key % 11 == 0 else "c1" if key % 7 == 0 else str(key))
+    ]
 
 
 def test_an_insert_of_a_few_values_runs_no_spark_job(arctic, spark_jobs):
-    arctic.sql("CREATE TABLE db.typed (id BIGINT, amount DECIMAL(10, 2), at TIMESTAMP, day DATE, tags ARRAY<STRING>, "
-               "PRIMARY KEY (id))")
-    insert = ("INSERT INTO db.typed VALUES (1, 12.50, TIMESTAMP '2024-03-31 01:30:00 UTC', DATE '2024-02-29', "
-              "array('a', 'b')), (2, NULL, NULL, NULL, NULL)")
+    arctic.sql(
+        "CREATE TABLE db.typed (id BIGINT, amount DECIMAL(10, 2), at TIMESTAMP, day DATE, tags ARRAY<STRING>, "
+        "PRIMARY KEY (id))"
+    )
+    insert = (
+        "INSERT INTO db.typed VALUES (1, 12.50, TIMESTAMP '2024-03-31 01:30:00 UTC', DATE '2024-02-29', "
+        "array('a', 'b')), (2, NULL, NULL, NULL, NULL)"
+    )
     assert spark_jobs(lambda: arctic.sql(insert)) == []
-    rows = sorted(tuple(r) for r in arctic.sql(
-        "SELECT id, amount, unix_micros(at), day, tags FROM db.typed").collect())
-    at = datetime.datetime(2024, 3, 31, 1, 30, tzinfo=datetime.timezone.utc)
-    assert rows == [(1, decimal.Decimal("12.50"), int(at.timestamp()) * 1_000_000, datetime.date(2024, 2, 29),
-                     ["a", "b"]), (2, None, None, None, None)]
+    rows = sorted(
+        tuple(r) for r in arctic.sql("SELECT id, amount, unix_micros(at), day, tags FROM db.typed").collect()
+    )
+    at = datetime.datetime(2024, 3, 31, 1, 30, tzinfo=datetime.UTC)
+    assert rows == [
+        (
+            1,
+            decimal.Decimal("12.50"),
+            int(at.timestamp()) * 1_000_000,
+            datetime.date(2024, 2, 29),
+            ["a", "b"],
+        ),
+        (2, None, None, None, None),
+    ]
     # A bad row is still one line, and nothing is written.
     with pytest.raises(Exception, match="null primary key"):
         arctic.sql("INSERT INTO db.typed VALUES (3, 1.00, NULL, NULL, NULL), (NULL, 2.00, NULL, NULL, NULL)")
     assert arctic.sql("SELECT count(*) FROM db.typed").collect()[0][0] == 2
     # Rows Spark must compute (a query over a table) still take a Spark job.
-    assert spark_jobs(lambda: arctic.sql("INSERT INTO db.typed SELECT id + 10, amount, at, day, tags FROM db.typed"))
+    assert spark_jobs(
+        lambda: arctic.sql("INSERT INTO db.typed SELECT id + 10, amount, at, day, tags FROM db.typed")
+    )
 
 
 def test_a_partial_merge_broadcasts_its_keys_rows_instead_of_shuffling_both_sides(kv, spark):
     from arctic_sql.statements.merge_plan import MergePlan
 
     keys = _same_node_keys(3)
-    spark.sql("SELECT * FROM VALUES " + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys) +
-              ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
-    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v "
-             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    spark.sql(
+        "SELECT * FROM VALUES "
+        + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys)
+        + ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)"
+    ).createOrReplaceTempView("batch")
+    merge = (
+        "MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v "
+        "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)"
+    )
     before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # Spark's own sizing would never broadcast
     try:
         changes = MergePlan.of(parse_one(merge), kv.table("db.kv")).joined_changes(
-            kv.context, parse_one(merge).this, _version(kv))
+            kv.context, parse_one(merge).this, _version(kv)
+        )
         plan = changes._jdf.queryExecution().executedPlan().toString()
         assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
         kv.sql(merge)
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
-    assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
-        *[(k, f"m{k}", k) for k in sorted(keys)], (5000, "new", 0)]
+    assert sorted(
+        tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()
+    ) == [*[(k, f"m{k}", k) for k in sorted(keys)], (5000, "new", 0)]
 
 
 def test_lookups_by_a_key_that_is_also_the_partition_find_their_rows(arctic):
@@ -162,7 +198,9 @@ def test_lookups_by_a_key_that_is_also_the_partition_find_their_rows(arctic):
     arctic.sql("CREATE TABLE db.pk (id BIGINT, p STRING, v INT, PRIMARY KEY (id, p)) PARTITIONED BY (p)")
     arctic.sql("INSERT INTO db.pk VALUES (1, 'a', 10), (2, 'a', 20), (3, 'b', 30), (4, 'b', 40)")
     arctic.sql("CALL system.optimize(table => 'db.pk', mode => 'full')")
-    assert [tuple(r) for r in arctic.sql("SELECT * FROM db.pk WHERE id = 3 AND p = 'b'").collect()] == [(3, "b", 30)]
+    assert [tuple(r) for r in arctic.sql("SELECT * FROM db.pk WHERE id = 3 AND p = 'b'").collect()] == [
+        (3, "b", 30)
+    ]
     arctic.sql("DELETE FROM db.pk WHERE id IN (1, 3, 4) AND p IN ('a', 'b')")
     arctic.sql("UPDATE db.pk SET v = 21 WHERE id IN (2) AND p IN ('a')")
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.pk").collect()) == [(2, "a", 21)]
@@ -179,9 +217,13 @@ def test_a_lookup_whose_keys_miss_a_node_group_between_others_finds_all_its_rows
     def bucket(i: int, p: str) -> int:
         return spark_xxhash64((i, p), (LongType(), StringType())) & 1
 
-    arctic.sql("CREATE TABLE db.pk2 (id BIGINT, p STRING, v INT, PRIMARY KEY (id, p)) PARTITIONED BY (p) "
-               "TBLPROPERTIES ('base.file-index.hash-bucket' = '2', 'change.file-index.hash-bucket' = '2')")
-    arctic.sql("INSERT INTO db.pk2 VALUES " + ", ".join(f"({i}, '{p}', {i})" for i in range(40) for p in "ab"))
+    arctic.sql(
+        "CREATE TABLE db.pk2 (id BIGINT, p STRING, v INT, PRIMARY KEY (id, p)) PARTITIONED BY (p) "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '2', 'change.file-index.hash-bucket' = '2')"
+    )
+    arctic.sql(
+        "INSERT INTO db.pk2 VALUES " + ", ".join(f"({i}, '{p}', {i})" for i in range(40) for p in "ab")
+    )
     # Gone from partition a, within its second bucket's bounds: that group is read and holds none.
     gone = [i for i in range(10, 30) if bucket(i, "a") == 1][:3]
     held = [i for i in range(40) if bucket(i, "a") == 0][:3]
@@ -204,10 +246,15 @@ def test_a_partial_merge_reads_its_keys_rows_here_in_no_spark_job(kv, spark, spa
     from arctic_sql.table.reading import lookup
 
     keys = _same_node_keys(10)
-    spark.sql("SELECT * FROM VALUES " + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys) +
-              ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)").createOrReplaceTempView("batch")
-    merge = ("MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
-             "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)")
+    spark.sql(
+        "SELECT * FROM VALUES "
+        + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys)
+        + ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)"
+    ).createOrReplaceTempView("batch")
+    merge = (
+        "MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
+        "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)"
+    )
     table = kv.table("db.kv")
     plan = MergePlan.of(parse_one(merge), table)
     source_keys = plan.source_keys(kv.context)
@@ -218,8 +265,11 @@ def test_a_partial_merge_reads_its_keys_rows_here_in_no_spark_job(kv, spark, spa
     changes = plan.changes_by_lookup(kv.context, table, _version(kv), source_keys)
     assert "LocalTableScan" in changes._jdf.queryExecution().executedPlan().toString()
     jobs = spark_jobs(lambda: kv.sql(merge))
-    assert jobs and all(j in ("collect", "toArrow") for j in jobs), jobs  # no mapInArrow task, no broadcast read
+    assert jobs and all(j in ("collect", "toArrow") for j in jobs), (
+        jobs
+    )  # no mapInArrow task, no broadcast read
     assert "toArrow" in jobs and len(jobs) <= 3, jobs
-    assert sorted(tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()) == [
-        *[(k, f"m{k}", k + 1) for k in sorted(keys)], (5000, "new", 0)]
+    assert sorted(
+        tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()
+    ) == [*[(k, f"m{k}", k + 1) for k in sorted(keys)], (5000, "new", 0)]
     assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 2001

@@ -31,8 +31,12 @@ class Facts:
     def add(self, **columns: list) -> None:
         first = self.count * 1000
         count = len(next(iter(columns.values())))
-        table = pa.table({"fid": pa.array(range(first, first + count), pa.int64()),
-                          **{k: pa.array(v, pa.int64()) for k, v in columns.items()}})
+        table = pa.table(
+            {
+                "fid": pa.array(range(first, first + count), pa.int64()),
+                **{k: pa.array(v, pa.int64()) for k, v in columns.items()},
+            }
+        )
         path = os.path.join(self.folder, f"f{self.count:04d}.parquet")
         pq.write_table(table, path + ".tmp")
         os.rename(path + ".tmp", path)  # the file source must never see half a file
@@ -43,9 +47,12 @@ class Facts:
 
 
 def _start(joined, checkpoint: str, batches: list):
-    return (joined.writeStream.option("checkpointLocation", checkpoint).trigger(processingTime="100 milliseconds")
-            .foreachBatch(lambda df, batch_id: batches.append((batch_id, sorted(tuple(r) for r in df.collect()))))
-            .start())
+    return (
+        joined.writeStream.option("checkpointLocation", checkpoint)
+        .trigger(processingTime="100 milliseconds")
+        .foreachBatch(lambda df, batch_id: batches.append((batch_id, sorted(tuple(r) for r in df.collect()))))
+        .start()
+    )
 
 
 def _rows(batches: list) -> list[tuple]:
@@ -56,8 +63,13 @@ def test_a_running_stream_meets_every_dimension_change(arctic, spark, tmp_path):
     arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, tier INT, PRIMARY KEY (id)) USING arctic")
     facts = Facts(spark, str(tmp_path / "facts"))
     batches: list = []
-    query = _start(lookup_join(facts.stream(), "db.dim", on="id", how="left", version_column="v",
-                               options={"lookup.buckets": "4"}), str(tmp_path / "ck"), batches)
+    query = _start(
+        lookup_join(
+            facts.stream(), "db.dim", on="id", how="left", version_column="v", options={"lookup.buckets": "4"}
+        ),
+        str(tmp_path / "ck"),
+        batches,
+    )
     try:
         facts.add(id=[1, 2, 3])
         waiting = threading.Thread(target=query.processAllAvailable)
@@ -81,8 +93,12 @@ def test_a_running_stream_meets_every_dimension_change(arctic, spark, tmp_path):
         facts.add(id=[1, 2, 3, 4])
         query.processAllAvailable()
         later = sorted(r for r in _rows(batches) if r[0] >= 1000)
-        assert later == [(1000, 1, "a2", 10, newest), (1001, 2, None, None, newest), (1002, 3, "c", 3, newest),
-                         (1003, 4, None, None, newest)]
+        assert later == [
+            (1000, 1, "a2", 10, newest),
+            (1001, 2, None, None, newest),
+            (1002, 3, "c", 3, newest),
+            (1003, 4, None, None, newest),
+        ]
     finally:
         query.stop()
 
@@ -96,13 +112,21 @@ def test_two_tasks_catch_up_together_and_an_overwrite_reloads_the_caches(arctic,
     facts = Facts(spark, str(tmp_path / "facts"))
     batches: list = []
     stream = spark.readStream.schema(facts.schema).option("maxFilesPerTrigger", 2).parquet(facts.folder)
-    query = _start(lookup_join(stream, "db.dim", on="id", how="left", version_column="v",
-                               options={"lookup.buckets": "8"}), str(tmp_path / "ck"), batches)
+    query = _start(
+        lookup_join(
+            stream, "db.dim", on="id", how="left", version_column="v", options={"lookup.buckets": "8"}
+        ),
+        str(tmp_path / "ck"),
+        batches,
+    )
     try:
-        for step, change in enumerate([
+        for step, change in enumerate(
+            [
                 "INSERT INTO db.dim SELECT id, concat('b', id) FROM range(0, 100, 3)",
                 "INSERT OVERWRITE db.dim SELECT id, concat('c', id) FROM range(50, 150)",
-                "DELETE FROM db.dim WHERE id % 2 = 0"]):
+                "DELETE FROM db.dim WHERE id % 2 = 0",
+            ]
+        ):
             arctic.sql(change)
             version = arctic.sql("SELECT max(version) FROM db.dim.history").collect()[0][0]
             expected = {r.id: r.name for r in arctic.sql("SELECT id, name FROM db.dim").collect()}
@@ -111,7 +135,9 @@ def test_two_tasks_catch_up_together_and_an_overwrite_reloads_the_caches(arctic,
             before = len(batches)
             query.processAllAvailable()
             rows = [row for _, rows in batches[before:] for row in rows]
-            assert sorted((r[1], r[2], r[3]) for r in rows) == [(k, expected.get(k), version) for k in range(150)], step
+            assert sorted((r[1], r[2], r[3]) for r in rows) == [
+                (k, expected.get(k), version) for k in range(150)
+            ], step
     finally:
         query.stop()
 
@@ -121,8 +147,13 @@ def test_a_join_on_other_columns_finds_every_matching_row(arctic, spark, tmp_pat
     arctic.sql("INSERT INTO db.products VALUES (1, 10, 'p1'), (2, 10, 'p2'), (3, 20, 'p3')")
     facts = Facts(spark, str(tmp_path / "facts"), "fid BIGINT, grp BIGINT")
     batches: list = []
-    query = _start(lookup_join(facts.stream(), "db.products", on="grp", columns=["name"],
-                               options={"lookup.buckets": "2"}), str(tmp_path / "ck"), batches)
+    query = _start(
+        lookup_join(
+            facts.stream(), "db.products", on="grp", columns=["name"], options={"lookup.buckets": "2"}
+        ),
+        str(tmp_path / "ck"),
+        batches,
+    )
     try:
         facts.add(grp=[10, 20, 30])
         query.processAllAvailable()
@@ -131,8 +162,11 @@ def test_a_join_on_other_columns_finds_every_matching_row(arctic, spark, tmp_pat
         arctic.sql("UPDATE db.products SET grp = 20 WHERE id = 1")  # p1 leaves group 10 for group 20
         facts.add(grp=[10, 20])
         query.processAllAvailable()
-        assert sorted(r for r in _rows(batches) if r[0] >= 1000) == [(1000, 10, "p2"), (1001, 20, "p1"),
-                                                                       (1001, 20, "p3")]
+        assert sorted(r for r in _rows(batches) if r[0] >= 1000) == [
+            (1000, 10, "p2"),
+            (1001, 20, "p1"),
+            (1001, 20, "p3"),
+        ]
     finally:
         query.stop()
 
@@ -140,15 +174,26 @@ def test_a_join_on_other_columns_finds_every_matching_row(arctic, spark, tmp_pat
 def test_a_composite_key_of_a_date_and_a_string_meets_its_own_rows(arctic, spark, tmp_path):
     """Keys that SQLite does not store as they are (a date) encode alike on both sides: the facts'
     values cast to the dimension's types, the dimension's read from its files and its changes."""
-    arctic.sql("CREATE TABLE db.rates (day DATE, cur STRING, rate DOUBLE, PRIMARY KEY (day, cur)) USING arctic")
-    arctic.sql("INSERT INTO db.rates VALUES (DATE'2026-01-30', 'EUR', 1.0), (DATE'2026-01-31', 'EUR', 1.1), "
-               "(DATE'2026-01-31', 'USD', 0.9)")
+    arctic.sql(
+        "CREATE TABLE db.rates (day DATE, cur STRING, rate DOUBLE, PRIMARY KEY (day, cur)) USING arctic"
+    )
+    arctic.sql(
+        "INSERT INTO db.rates VALUES (DATE'2026-01-30', 'EUR', 1.0), (DATE'2026-01-31', 'EUR', 1.1), "
+        "(DATE'2026-01-31', 'USD', 0.9)"
+    )
     folder = str(tmp_path / "facts")
     os.makedirs(folder)
     batches: list = []
-    stream = spark.readStream.schema("fid BIGINT, day STRING, cur STRING").option("maxFilesPerTrigger", 1).json(folder)
-    query = _start(lookup_join(stream, "db.rates", on=["day", "cur"], how="left", options={"lookup.buckets": "2"}),
-                   str(tmp_path / "ck"), batches)
+    stream = (
+        spark.readStream.schema("fid BIGINT, day STRING, cur STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(folder)
+    )
+    query = _start(
+        lookup_join(stream, "db.rates", on=["day", "cur"], how="left", options={"lookup.buckets": "2"}),
+        str(tmp_path / "ck"),
+        batches,
+    )
 
     def land(name, facts):
         with open(os.path.join(folder, name + ".tmp"), "w") as f:
@@ -161,9 +206,13 @@ def test_a_composite_key_of_a_date_and_a_string_meets_its_own_rows(arctic, spark
         arctic.sql("UPDATE db.rates SET rate = 1.2 WHERE day = DATE'2026-01-31' AND cur = 'EUR'")
         land("b.json", [(4, "2026-01-31", "EUR"), (5, "2026-01-31", "USD")])
         query.processAllAvailable()
-        assert _rows(batches) == [(1, "2026-01-31", "EUR", 1.1), (2, "2026-01-31", "GBP", None),
-                                  (3, "2026-01-30", "EUR", 1.0), (4, "2026-01-31", "EUR", 1.2),
-                                  (5, "2026-01-31", "USD", 0.9)]
+        assert _rows(batches) == [
+            (1, "2026-01-31", "EUR", 1.1),
+            (2, "2026-01-31", "GBP", None),
+            (3, "2026-01-30", "EUR", 1.0),
+            (4, "2026-01-31", "EUR", 1.2),
+            (5, "2026-01-31", "USD", 0.9),
+        ]
     finally:
         query.stop()
 
@@ -176,13 +225,23 @@ def test_a_restart_from_the_checkpoint_joins_against_the_pinned_versions(arctic,
     facts = Facts(spark, str(tmp_path / "facts"))
     checkpoint, batches = str(tmp_path / "ck"), []
     for run in range(2):
-        query = _start(lookup_join(facts.stream(), "db.dim", on="id", version_column="v",
-                                   options={"lookup.buckets": "4", "lookup.cache-dir": str(tmp_path / f"cache{run}")}),
-                       checkpoint, batches)
+        query = _start(
+            lookup_join(
+                facts.stream(),
+                "db.dim",
+                on="id",
+                version_column="v",
+                options={"lookup.buckets": "4", "lookup.cache-dir": str(tmp_path / f"cache{run}")},
+            ),
+            checkpoint,
+            batches,
+        )
         try:
             for step in range(2):
-                arctic.sql(f"INSERT INTO db.dim SELECT id, concat('r{run}s{step}_', id) FROM range({run * 50}, "
-                           f"{run * 50 + 40})")
+                arctic.sql(
+                    f"INSERT INTO db.dim SELECT id, concat('r{run}s{step}_', id) FROM range({run * 50}, "
+                    f"{run * 50 + 40})"
+                )
                 arctic.sql(f"DELETE FROM db.dim WHERE id = {152 + run * 10 + step}")
                 facts.add(id=list(range(0, 200, 7)) + [152 + run * 10 + step])
                 query.processAllAvailable()
@@ -192,7 +251,9 @@ def test_a_restart_from_the_checkpoint_joins_against_the_pinned_versions(arctic,
     assert sorted({r[0] for r in rows}) == sorted(r[0] for r in rows)  # every fact once (inner: matches only)
     assert len(rows) == 4 * len(range(0, 200, 7))  # every fact met a dimension that had its key
     for version in sorted({r[3] for r in rows}):
-        expected = {r.id: r.name for r in arctic.sql(f"SELECT id, name FROM db.dim VERSION AS OF {version}").collect()}
+        expected = {
+            r.id: r.name for r in arctic.sql(f"SELECT id, name FROM db.dim VERSION AS OF {version}").collect()
+        }
         assert all(expected[r[1]] == r[2] for r in rows if r[3] == version)
 
 
@@ -203,20 +264,46 @@ def test_bad_input_is_a_one_line_error(arctic, spark, tmp_path):
     cases = [
         (lambda: lookup_join(spark.range(3), "db.dim", on="id"), InvalidArgumentError, "must be a streaming"),
         (lambda: lookup_join(stream, "db.dim", on="id", how="right"), InvalidArgumentError, 'how="inner"'),
-        (lambda: lookup_join(stream, "db.dim", on="nope"), InvalidArgumentError, "nope is not a column of db.dim"),
-        (lambda: lookup_join(stream, "db.dim", on="id", columns=["id", "fid"]), InvalidArgumentError,
-         "fid is not a column"),
-        (lambda: lookup_join(stream.withColumnRenamed("fid", "name"), "db.dim", on="id"), InvalidArgumentError,
-         "name is in both"),
-        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.bucket": "4"}), InvalidArgumentError,
-         "Unknown lookup_join option lookup.bucket"),
-        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.buckets": "6"}), InvalidArgumentError,
-         "power of two"),
-        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.reloading.interval": "soon"}),
-         InvalidArgumentError, "duration"),
-        (lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.buckets": str(2 ** 20)}),
-         InvalidArgumentError, "power of two up to 4096"),
-        (lambda: lookup_join(stream, "db.dim", on=None), InvalidArgumentError, "must name one or more columns"),
+        (
+            lambda: lookup_join(stream, "db.dim", on="nope"),
+            InvalidArgumentError,
+            "nope is not a column of db.dim",
+        ),
+        (
+            lambda: lookup_join(stream, "db.dim", on="id", columns=["id", "fid"]),
+            InvalidArgumentError,
+            "fid is not a column",
+        ),
+        (
+            lambda: lookup_join(stream.withColumnRenamed("fid", "name"), "db.dim", on="id"),
+            InvalidArgumentError,
+            "name is in both",
+        ),
+        (
+            lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.bucket": "4"}),
+            InvalidArgumentError,
+            "Unknown lookup_join option lookup.bucket",
+        ),
+        (
+            lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.buckets": "6"}),
+            InvalidArgumentError,
+            "power of two",
+        ),
+        (
+            lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.reloading.interval": "soon"}),
+            InvalidArgumentError,
+            "duration",
+        ),
+        (
+            lambda: lookup_join(stream, "db.dim", on="id", options={"lookup.buckets": str(2**20)}),
+            InvalidArgumentError,
+            "power of two up to 4096",
+        ),
+        (
+            lambda: lookup_join(stream, "db.dim", on=None),
+            InvalidArgumentError,
+            "must name one or more columns",
+        ),
         (lambda: lookup_join(stream, "db.plain", on="id"), UnsupportedOperationError, "primary key"),
     ]
     for action, kind, words in cases:
@@ -234,42 +321,59 @@ def test_a_fact_key_the_dimension_type_cannot_hold_exactly_matches_nothing(arcti
     arctic.sql("INSERT INTO db.narrow VALUES (1, 'one')")
     folder = tmp_path / "facts"
     folder.mkdir()
-    pq.write_table(pa.table({"fid": pa.array([1, 2, 3], pa.int64()), "k": pa.array([1.0, 1.7, 2.0])}),
-                   str(folder / "f0.parquet"))
+    pq.write_table(
+        pa.table({"fid": pa.array([1, 2, 3], pa.int64()), "k": pa.array([1.0, 1.7, 2.0])}),
+        str(folder / "f0.parquet"),
+    )
     wide = tmp_path / "wide"
     wide.mkdir()
-    pq.write_table(pa.table({"fid": pa.array([1, 2], pa.int64()), "k": pa.array([1, 2 ** 32 + 1], pa.int64())}),
-                   str(wide / "f0.parquet"))
+    pq.write_table(
+        pa.table({"fid": pa.array([1, 2], pa.int64()), "k": pa.array([1, 2**32 + 1], pa.int64())}),
+        str(wide / "f0.parquet"),
+    )
     doubles = spark.readStream.schema("fid BIGINT, k DOUBLE").parquet(str(folder))
     bigints = spark.readStream.schema("fid BIGINT, k BIGINT").parquet(str(wide))
     batches: list = []
-    for joined, checkpoint in [(lookup_join(doubles, "db.dim", on="k"), "ck1"),
-                               (lookup_join(bigints, "db.narrow", on="k", how="left"), "ck2")]:
+    for joined, checkpoint in [
+        (lookup_join(doubles, "db.dim", on="k"), "ck1"),
+        (lookup_join(bigints, "db.narrow", on="k", how="left"), "ck2"),
+    ]:
         query = _start(joined, str(tmp_path / checkpoint), batches)
         try:
             query.processAllAvailable()
         finally:
             query.stop()
-    assert _rows(batches) == [(1, 1, "one"), (1, 1.0, "one"), (2, 2 ** 32 + 1, None), (3, 2.0, "two")]
+    assert _rows(batches) == [(1, 1, "one"), (1, 1.0, "one"), (2, 2**32 + 1, None), (3, 2.0, "two")]
 
 
-def test_a_dimension_dropped_and_created_again_or_with_a_renamed_column_fails_the_query(arctic, spark, tmp_path):
+def test_a_dimension_dropped_and_created_again_or_with_a_renamed_column_fails_the_query(
+    arctic, spark, tmp_path
+):
     """The caches hold the old table's rows in the old columns: a batch after either change would
     join wrong rows, or NULLs, so the query fails in one line; restarted, it joins the table as it is."""
     from pyspark.errors import StreamingQueryException
 
-    for change in (["DROP TABLE db.dim PURGE", "CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id))",
-                    "INSERT INTO db.dim VALUES (1, 'new1')", "INSERT INTO db.dim VALUES (4, 'new4')",
-                    "INSERT INTO db.dim VALUES (4, 'new4b')"],
-                   ["ALTER TABLE db.dim RENAME COLUMN name TO title", "UPDATE db.dim SET title = 'A' WHERE id = 1"]):
+    for change in (
+        [
+            "DROP TABLE db.dim PURGE",
+            "CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id))",
+            "INSERT INTO db.dim VALUES (1, 'new1')",
+            "INSERT INTO db.dim VALUES (4, 'new4')",
+            "INSERT INTO db.dim VALUES (4, 'new4b')",
+        ],
+        ["ALTER TABLE db.dim RENAME COLUMN name TO title", "UPDATE db.dim SET title = 'A' WHERE id = 1"],
+    ):
         arctic.sql("DROP TABLE IF EXISTS db.dim PURGE")
         arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, PRIMARY KEY (id)) USING arctic")
         arctic.sql("INSERT INTO db.dim VALUES (1, 'old1'), (2, 'old2')")
         arctic.sql("INSERT INTO db.dim VALUES (3, 'old3')")
         facts = Facts(spark, str(tmp_path / f"facts{len(change)}"))
         batches: list = []
-        query = _start(lookup_join(facts.stream(), "db.dim", on="id", how="left", options={"lookup.buckets": "1"}),
-                       str(tmp_path / f"ck{len(change)}"), batches)
+        query = _start(
+            lookup_join(facts.stream(), "db.dim", on="id", how="left", options={"lookup.buckets": "1"}),
+            str(tmp_path / f"ck{len(change)}"),
+            batches,
+        )
         try:
             facts.add(id=[1, 2])
             query.processAllAvailable()
@@ -277,8 +381,10 @@ def test_a_dimension_dropped_and_created_again_or_with_a_renamed_column_fails_th
             for statement in change:
                 arctic.sql(statement)
             facts.add(id=[1, 2])
-            with pytest.raises(StreamingQueryException,
-                               match="dropped and created again" if len(change) > 2 else "column name .* was renamed"):
+            with pytest.raises(
+                StreamingQueryException,
+                match="dropped and created again" if len(change) > 2 else "column name .* was renamed",
+            ):
                 query.processAllAvailable()
             assert len(batches) == 1
         finally:
@@ -293,6 +399,11 @@ def test_the_enrich_example_meets_each_customer_as_it_stood(arctic, spark, tmp_p
     runpy.run_path(script)["main"](str(tmp_path / "shop"))
     rows = spark.read.format("arctic").load("shop.enriched_orders").orderBy("order_id").collect()
     assert [(r.order_id, r.name, r.tier) for r in rows] == [
-        (100, "Ada", "gold"), (101, "Grace", "silver"), (102, None, None),  # customer 3 does not exist yet
-        (103, None, None), (104, "Grace", "gold"), (105, "Linus", "bronze")]  # 1 deleted, 2 promoted, 3 new
+        (100, "Ada", "gold"),
+        (101, "Grace", "silver"),
+        (102, None, None),  # customer 3 does not exist yet
+        (103, None, None),
+        (104, "Grace", "gold"),
+        (105, "Linus", "bronze"),
+    ]  # 1 deleted, 2 promoted, 3 new
     assert rows[0].customer_version < rows[3].customer_version

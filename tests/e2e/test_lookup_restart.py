@@ -34,8 +34,13 @@ SEED = 14
 def _driver(warehouse, facts, checkpoint, cache, log):
     environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     with open(log, "a") as out:
-        return subprocess.Popen([sys.executable, DRIVER, warehouse, facts, checkpoint, cache], env=environment,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, DRIVER, warehouse, facts, checkpoint, cache],
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _planned(checkpoint):
@@ -92,8 +97,9 @@ def _wait(condition, process, log, what, timeout=240):
         time.sleep(0.1)  # polling the checkpoint, not timing anything
 
 
-def test_a_killed_driver_restarted_from_the_checkpoint_joins_each_fact_with_its_batch_version(arctic, warehouse,
-                                                                                               tmp_path):
+def test_a_killed_driver_restarted_from_the_checkpoint_joins_each_fact_with_its_batch_version(
+    arctic, warehouse, tmp_path
+):
     """How this can fail: a replayed batch that joined a newer dimension than its planned version
     (the dimension changes every key's name while the driver is down, so such a fact gets another
     name and another ``v``), a fact lost or joined twice (a missing fid; a fid twice in one batch
@@ -105,8 +111,10 @@ def test_a_killed_driver_restarted_from_the_checkpoint_joins_each_fact_with_its_
     facts, checkpoint, cache, log = (str(tmp_path / n) for n in ("facts", "ck", "cache", "driver.log"))
     os.makedirs(facts)
     arctic.sql("CREATE TABLE db.dim (id BIGINT, name STRING, tier INT, PRIMARY KEY (id)) USING arctic")
-    arctic.sql("CREATE TABLE db.out (fid BIGINT, id BIGINT, name STRING, tier INT, v BIGINT, PRIMARY KEY (fid)) "
-               "USING arctic")
+    arctic.sql(
+        "CREATE TABLE db.out (fid BIGINT, id BIGINT, name STRING, tier INT, v BIGINT, PRIMARY KEY (fid)) "
+        "USING arctic"
+    )
     model: dict[int, tuple[str, int]] = {}
     at_version: dict[int, dict] = {}  # dimension version -> the model's rows then
 
@@ -116,23 +124,33 @@ def test_a_killed_driver_restarted_from_the_checkpoint_joins_each_fact_with_its_
         for k in deletes:
             del model[k]
         rows = [(k, n, t, "upsert") for k, n, t in upserts] + [(k, None, None, "delete") for k in deletes]
-        (arctic.spark.createDataFrame(rows, "id BIGINT, name STRING, tier INT, _change_type STRING")
-         .write.format("arctic").mode("append").save("db.dim"))
+        (
+            arctic.spark.createDataFrame(rows, "id BIGINT, name STRING, tier INT, _change_type STRING")
+            .write.format("arctic")
+            .mode("append")
+            .save("db.dim")
+        )
         dim = arctic.table("db.dim")
         at_version[versions.history(dim.base, dim.change).latest] = dict(model)
 
     def change(step):
         present, absent = sorted(model), sorted(set(range(KEYS)) - set(model))
         updated = rng.sample(present, 3)
-        commit([(k, f"s{step}-{k}", step) for k in updated + rng.sample(absent, min(2, len(absent)))],
-               rng.sample(sorted(set(present) - set(updated)), 2))
+        commit(
+            [(k, f"s{step}-{k}", step) for k in updated + rng.sample(absent, min(2, len(absent)))],
+            rng.sample(sorted(set(present) - set(updated)), 2),
+        )
 
     def step(number):
         """A fact file and a dimension change that come together: usually one micro-batch takes both
         (else the change comes a batch earlier); either way the offsets log says what each batch met."""
         ids = [rng.randrange(KEYS) for _ in range(FACTS)]
-        table = pa.table({"fid": pa.array(range(number * 100, number * 100 + FACTS), pa.int64()),
-                          "id": pa.array(ids, pa.int64())})
+        table = pa.table(
+            {
+                "fid": pa.array(range(number * 100, number * 100 + FACTS), pa.int64()),
+                "id": pa.array(ids, pa.int64()),
+            }
+        )
         name = f"f{number:03d}.parquet"
         pq.write_table(table, os.path.join(facts, name + ".tmp"))
         change(number)
@@ -152,8 +170,12 @@ def test_a_killed_driver_restarted_from_the_checkpoint_joins_each_fact_with_its_
             # The next change waits until this file's batch is planned, so the dimension moves between
             # batches. The kill comes while the kill step's batch runs: at a seeded random moment after it
             # was planned (its offsets logged); it may or may not have committed by then.
-            _wait(lambda name=name: name in _batches_of_files(checkpoint, committed_only=False), process, log,
-                  f"the plan of {name}")
+            _wait(
+                lambda name=name: name in _batches_of_files(checkpoint, committed_only=False),
+                process,
+                log,
+                f"the plan of {name}",
+            )
             if number != KILLED_STEP:
                 continue
             time.sleep(kill_delay)  # the random kill moment, not a timing assumption

@@ -21,10 +21,17 @@ def shell(arctic):
 
 
 def test_cell_magic_runs_extended_sql_and_renders_a_table(shell):
-    assert shell.run_cell_magic("sql", "", """
+    assert (
+        shell.run_cell_magic(
+            "sql",
+            "",
+            """
         CREATE TABLE db.m (id BIGINT, v STRING, PRIMARY KEY (id));
         INSERT INTO db.m VALUES (1, 'a'), (2, '<b>')
-    """) is None  # no columns, nothing to show
+    """,
+        )
+        is None
+    )  # no columns, nothing to show
     shell.run_cell_magic("sql", "", "INSERT INTO db.m VALUES (1, 'a2')")
     result = shell.run_cell_magic("sql", "--out df", "SELECT id, v FROM db.m ORDER BY id")
     assert result.columns == ["id", "v"] and result.rows == [(1, "a2"), (2, "<b>")]
@@ -63,7 +70,9 @@ def test_session_is_picked_explicitly_when_there_are_several(shell, spark, tmp_p
     with pytest.raises(UsageError, match="Several arctic-sql sessions"):
         shell.run_cell_magic("sql", "", "SHOW TABLES IN db")
     shell.run_cell_magic("sql", "--session other", "CREATE DATABASE db2")
-    shell.run_cell_magic("sql", "--session other", "CREATE TABLE db2.only_in_other (id INT, PRIMARY KEY (id))")
+    shell.run_cell_magic(
+        "sql", "--session other", "CREATE TABLE db2.only_in_other (id INT, PRIMARY KEY (id))"
+    )
     shown = shell.run_cell_magic("sql", "", "SHOW TABLES IN db2")  # the session used last
     assert [r[1] for r in shown.rows] == ["only_in_other"]
     assert shell.run_cell_magic("sql", "--session s", "SHOW TABLES IN db2").rows == []  # not s's table

@@ -16,8 +16,8 @@ from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, VersionNot
 from arctic_sql.optimizer import committer, executor, planner, process
 from arctic_sql.optimizer.inputs import Settings
 from arctic_sql.table.maintenance import expiration, orphan_removal
-from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.reading.scan import live_files
+from arctic_sql.table.records import optimizing_processes as state
 
 pytestmark = pytest.mark.spark
 
@@ -65,7 +65,9 @@ def _states(arctic, name: str = "db.t") -> dict[int, list[tuple]]:
 
 
 def _ms(arctic, version: int) -> int:
-    return arctic.sql(f"SELECT unix_millis(committed_at) FROM db.t.history WHERE version = {version}").collect()[0][0]
+    return arctic.sql(
+        f"SELECT unix_millis(committed_at) FROM db.t.history WHERE version = {version}"
+    ).collect()[0][0]
 
 
 @pytest.fixture
@@ -90,8 +92,10 @@ def test_expiration_keeps_what_retained_versions_and_readers_need(table_with_his
     # Optimizing again replaces the base files version 3 reads; only its older base snapshot has them.
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
     # Keep the versions committed at or after version 3; its base snapshot (the optimize) is older.
-    result = arctic.sql(f"CALL system.expire_snapshots(table => 'db.t', older_than => timestamp_millis("
-                        f"{_ms(arctic, 3)}), retain_last => 1)").collect()[0]
+    result = arctic.sql(
+        f"CALL system.expire_snapshots(table => 'db.t', older_than => timestamp_millis("
+        f"{_ms(arctic, 3)}), retain_last => 1)"
+    ).collect()[0]
     assert result.oldest_version == 3 and result.expired_snapshots_count >= 2
     # Fast appends keep their parents' manifests, so only manifest lists and metadata files go here.
     assert result.deleted_metadata_files_count > 0 and result.deleted_manifest_files_count == 0
@@ -103,7 +107,9 @@ def test_expiration_keeps_what_retained_versions_and_readers_need(table_with_his
     assert all(os.path.exists(p) for p in _referenced(arctic))
     with pytest.raises(VersionNotFoundError, match=r"Version 2 of db.t has expired.*oldest version 3"):
         arctic.sql("SELECT * FROM db.t VERSION AS OF 2")
-    with pytest.raises(VersionNotFoundError, match="changes after version 1 have expired; start at version 3"):
+    with pytest.raises(
+        VersionNotFoundError, match="changes after version 1 have expired; start at version 3"
+    ):
         arctic.sql("SELECT * FROM db.t VERSION BETWEEN 1 AND 5")
     with pytest.raises(VersionNotFoundError, match="oldest version 3"):
         arctic.sql(f"SELECT * FROM db.t TIMESTAMP AS OF timestamp_millis({_ms(arctic, 3) - 1})")
@@ -146,8 +152,9 @@ def test_expiration_and_orphan_removal_while_an_optimize_runs(table_with_history
     state.heartbeat(table, record)
     expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     _age(warehouse)  # even old files of a running optimize stay
-    orphans = orphan_removal.remove_orphan_files(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1,
-                                              force=True)
+    orphans = orphan_removal.remove_orphan_files(
+        arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, force=True
+    )
     written = {_local(f.file_path) for f in outputs[""]}
     assert written and all(os.path.exists(p) for p in written)
     assert not any(_local(p) in written for p in orphans)
@@ -185,10 +192,12 @@ def test_orphan_removal_deletes_only_old_unreferenced_files(table_with_history, 
     # Files the table's writes never make are not its own, however old: someone else's.
     # Nor are files below a write folder in a folder the writers never make (only column=value ones),
     # such as another table a client put there.
-    foreign = [f"{_local(table.base.location())}/data/exports/report.parquet",
-               f"{_local(table.base.location())}/data/{'cd' * 16}/nested/base/data/x=1/part-0.parquet",
-               f"{_local(table.base.location())}/data/notes.txt",
-               f"{_local(table.change.location())}/metadata/README.txt"]
+    foreign = [
+        f"{_local(table.base.location())}/data/exports/report.parquet",
+        f"{_local(table.base.location())}/data/{'cd' * 16}/nested/base/data/x=1/part-0.parquet",
+        f"{_local(table.base.location())}/data/notes.txt",
+        f"{_local(table.change.location())}/metadata/README.txt",
+    ]
     for path in foreign:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
@@ -201,14 +210,20 @@ def test_orphan_removal_deletes_only_old_unreferenced_files(table_with_history, 
     with pytest.raises(InvalidArgumentError, match="safety window of 2880 minutes.*force => true"):
         arctic.sql(f"CALL system.remove_orphan_files(table => 'db.t', older_than => {now})")
     assert os.path.exists(stray)
-    listed = [r[0] for r in arctic.sql(f"CALL system.remove_orphan_files('db.t', {now}, dry_run => true)").collect()]
+    listed = [
+        r[0] for r in arctic.sql(f"CALL system.remove_orphan_files('db.t', {now}, dry_run => true)").collect()
+    ]
     assert {_local(p) for p in listed} >= {stray, stray_metadata}
     assert not {_local(p) for p in listed} & set(foreign)
     assert os.path.exists(stray)  # a dry run deletes nothing
     referenced = _referenced(arctic)
     assert not {_local(p) for p in listed} & referenced
-    removed = [r[0] for r in arctic.sql(
-        f"CALL system.remove_orphan_files(table => 'db.t', older_than => {now}, force => true)").collect()]
+    removed = [
+        r[0]
+        for r in arctic.sql(
+            f"CALL system.remove_orphan_files(table => 'db.t', older_than => {now}, force => true)"
+        ).collect()
+    ]
     assert sorted(removed) == sorted(listed)
     assert not os.path.exists(stray) and not os.path.exists(stray_metadata) and os.path.exists(record_file)
     assert all(os.path.exists(p) for p in foreign)
@@ -228,8 +243,9 @@ def test_change_data_ttl_drops_merged_change_files_only(arctic):
     assert merged > 0
     # The default TTL (change.data.ttl.minutes, 7 days) keeps young files.
     assert arctic.sql("CALL system.expire_change_data('db.t')").collect()[0][0] == 0
-    dropped = arctic.sql("CALL system.expire_change_data('db.t', timestamp_millis(unix_millis(current_timestamp()) "
-                         "+ 1000))").collect()[0][0]
+    dropped = arctic.sql(
+        "CALL system.expire_change_data('db.t', timestamp_millis(unix_millis(current_timestamp()) + 1000))"
+    ).collect()[0][0]
     assert dropped == merged
     files = arctic.sql("SELECT sequence_number, merged FROM db.t.files WHERE store = 'change'").collect()
     assert files and all(r.sequence_number == 3 and not r.merged for r in files)
@@ -247,14 +263,18 @@ def test_rollback_is_a_new_commit_and_keeps_history(table_with_history):
     assert _rows(arctic, "SELECT * FROM db.t") == states[2]
     assert _rows(arctic, f"SELECT * FROM db.t VERSION AS OF {row.current_version}") == states[2]
     assert _states(arctic) == {**states, row.current_version: states[2]}
-    assert arctic.sql("SELECT operation FROM db.t.history ORDER BY version DESC LIMIT 1").collect()[0][0] == "rollback"
+    assert (
+        arctic.sql("SELECT operation FROM db.t.history ORDER BY version DESC LIMIT 1").collect()[0][0]
+        == "rollback"
+    )
     with pytest.raises(VersionNotFoundError, match="crosses the ROLLBACK"):
         arctic.sql(f"SELECT * FROM db.t VERSION BETWEEN 4 AND {row.current_version}")
     arctic.sql("INSERT INTO db.t VALUES (7, 'g')")
     assert (7, "g") in _rows(arctic, "SELECT * FROM db.t")
     # By timestamp, with an expression argument: version 4 is change data over that base, written again.
-    at = arctic.sql(f"CALL system.rollback_to_timestamp(table => 'db.t', timestamp => timestamp_millis("
-                    f"{_ms(arctic, 4)}))").collect()[0]
+    at = arctic.sql(
+        f"CALL system.rollback_to_timestamp(table => 'db.t', timestamp => timestamp_millis({_ms(arctic, 4)}))"
+    ).collect()[0]
     assert at.restored_version == 4 and _rows(arctic, "SELECT * FROM db.t") == states[4]
     last = arctic.sql("CALL system.rollback_to_version('db.t', get_latest_version('db.t', 2))").collect()[0]
     assert (7, "g") in _rows(arctic, "SELECT * FROM db.t") and last.restored_version == at.previous_version
@@ -310,8 +330,14 @@ def test_crash_during_expiration_leaves_a_readable_table(table_with_history, war
     arctic = table_with_history
     states = _states(arctic)
     env = {**os.environ, "ARCTIC_FAULT": fault}
-    done = subprocess.run([sys.executable, "-c", CRASHING_EXPIRY, warehouse], check=False, env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_EXPIRY, warehouse],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 86, done.stderr[-2000:]
     left = _versions(arctic)
     assert left and left[-1] == 5
@@ -321,7 +347,9 @@ def test_crash_during_expiration_leaves_a_readable_table(table_with_history, war
     # Finishing the job afterwards: expiration again, then the orphans the crash left.
     expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     _age(warehouse)
-    orphan_removal.remove_orphan_files(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1000, force=True)
+    orphan_removal.remove_orphan_files(
+        arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1000, force=True
+    )
     assert _versions(arctic) == [5]
     assert _rows(arctic, "SELECT * FROM db.t") == states[5]
     assert _parquet_files(warehouse) == {p for p in _referenced(arctic) if p.endswith(".parquet")}

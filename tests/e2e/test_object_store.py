@@ -48,8 +48,11 @@ def rows(df) -> list[tuple]:
 
 def test_a_keyed_table_lives_in_the_bucket(spark, tmp_path, s3, no_aws_environment):
     endpoint, client = s3
-    session = arctic_sql.connect(warehouse="s3://lake/wh", spark=spark,
-                                 catalog_properties=catalog_properties(tmp_path, endpoint, "s3://lake/wh"))
+    session = arctic_sql.connect(
+        warehouse="s3://lake/wh",
+        spark=spark,
+        catalog_properties=catalog_properties(tmp_path, endpoint, "s3://lake/wh"),
+    )
     session.sql("CREATE DATABASE db")
     session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
     session.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
@@ -74,12 +77,18 @@ def test_a_keyed_table_lives_in_the_bucket(spark, tmp_path, s3, no_aws_environme
     assert [p.name for p in tmp_path.iterdir()] == ["catalog.db"]  # nothing else on the local disk
 
 
-def test_a_warehouse_whose_endpoint_does_not_answer_is_named_and_nothing_is_written(spark, tmp_path,
-                                                                                  no_aws_environment):
+def test_a_warehouse_whose_endpoint_does_not_answer_is_named_and_nothing_is_written(
+    spark, tmp_path, no_aws_environment
+):
     dead = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(ExecutionError, match=rf"^Cannot reach the warehouse s3://lake/wh at {dead[7:]}: ") as raised:
-        arctic_sql.connect(warehouse="s3://lake/wh", spark=spark,
-                           catalog_properties=catalog_properties(tmp_path, dead, "s3://lake/wh"))
+    with pytest.raises(
+        ExecutionError, match=rf"^Cannot reach the warehouse s3://lake/wh at {dead[7:]}: "
+    ) as raised:
+        arctic_sql.connect(
+            warehouse="s3://lake/wh",
+            spark=spark,
+            catalog_properties=catalog_properties(tmp_path, dead, "s3://lake/wh"),
+        )
     assert SECRET not in str(raised.value) and KEY_ID not in str(raised.value)
     assert list(tmp_path.iterdir()) == []
 
@@ -89,8 +98,9 @@ def in_bucket(spark, tmp_path, s3, no_aws_environment):
     """A session whose warehouse is in the bucket, and a function listing the bucket under it."""
     endpoint, client = s3
     warehouse = f"s3://{BUCKET}/{tmp_path.name}"
-    session = arctic_sql.connect(warehouse=warehouse, spark=spark,
-                                 catalog_properties=catalog_properties(tmp_path, endpoint, warehouse))
+    session = arctic_sql.connect(
+        warehouse=warehouse, spark=spark, catalog_properties=catalog_properties(tmp_path, endpoint, warehouse)
+    )
     session.sql("CREATE DATABASE db")
     yield session, lambda table: objects(client, f"{tmp_path.name}/db/{table}/")
     assert [p.name for p in tmp_path.iterdir()] == ["catalog.db"]
@@ -107,15 +117,21 @@ def test_base_files_written_by_overwrite_ctas_and_full_optimize_are_read_from_th
     session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
     assert rows(session.sql("SELECT id, v FROM db.t")) == [(5, "E"), (6, "f"), (7, "g")]
     assert rows(session.sql("SELECT v FROM db.t VERSION AS OF 2")) == [("e",), ("f",)]
-    session.sql("CREATE TABLE db.c (id BIGINT, v STRING, PRIMARY KEY (id)) AS SELECT * FROM db.t WHERE id > 5")
+    session.sql(
+        "CREATE TABLE db.c (id BIGINT, v STRING, PRIMARY KEY (id)) AS SELECT * FROM db.t WHERE id > 5"
+    )
     assert rows(session.sql("SELECT id, v FROM db.c")) == [(6, "f"), (7, "g")]
     assert any("/base/" in k and k.endswith(".parquet") for k in listed("t"))
     session.sql("DELETE FROM db.t WHERE id = 6")
     session.sql("UPDATE db.t SET v = 'G' WHERE id = 7")
-    assert rows(session.sql("SELECT * FROM db.t VERSION BETWEEN 3 AND 5")) == [(6, None, "delete", 4),
-                                                                            (7, "G", "upsert", 5)]
+    assert rows(session.sql("SELECT * FROM db.t VERSION BETWEEN 3 AND 5")) == [
+        (6, None, "delete", 4),
+        (7, "G", "upsert", 5),
+    ]
     spark = session.spark
-    spark.createDataFrame([(8, "h"), (5, "e5")], "id long, v string").write.format("arctic").mode("append").save("db.t")
+    spark.createDataFrame([(8, "h"), (5, "e5")], "id long, v string").write.format("arctic").mode(
+        "append"
+    ).save("db.t")
     assert rows(spark.read.format("arctic").load("db.t").select("id", "v")) == [(5, "e5"), (7, "G"), (8, "h")]
     assert any("/base/" in k and k.endswith(".parquet") for k in listed("c"))
 
@@ -145,9 +161,11 @@ def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writ
     spark = session.spark
     with pytest.raises(Exception, match="s3"):  # the premise: Spark itself cannot reach the bucket
         spark.read.parquet("s3://lake/none").collect()
-    session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) PARTITIONED BY (bucket(2, id)) "
-                "TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1', "
-                "'self-optimizing.execute.in-memory-max-bytes' = '1')")
+    session.sql(
+        "CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id)) PARTITIONED BY (bucket(2, id)) "
+        "TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1', "
+        "'self-optimizing.execute.in-memory-max-bytes' = '1')"
+    )
     session.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')")
     session.sql("CALL system.optimize(table => 'db.t', mode => 'full')")  # base files, written in tasks
     session.sql("INSERT INTO db.t VALUES (2, 'B'), (5, 'e')")
@@ -156,7 +174,10 @@ def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writ
     assert rows(session.sql("SELECT id, v FROM db.t")) == expected
     assert rows(session.sql("SELECT v FROM db.t VERSION AS OF 1")) == [("a",), ("b",), ("c",), ("d",)]
     assert rows(session.sql("SELECT id, v, _change_type FROM db.t VERSION BETWEEN 1 AND 3")) == [
-        (2, "B", "upsert"), (3, None, "delete"), (5, "e", "upsert")]
+        (2, "B", "upsert"),
+        (3, None, "delete"),
+        (5, "e", "upsert"),
+    ]
     session.sql("CALL system.optimize(table => 'db.t', mode => 'minor')")  # position deletes on base files
     session.sql("UPDATE db.t SET v = 'E' WHERE id = 5")
     assert rows(session.sql("SELECT id, v FROM db.t")) == [(1, "a"), (2, "B"), (4, "d"), (5, "E")]
@@ -166,8 +187,10 @@ def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writ
     assert files and all(r["path"].startswith("s3://lake/") for r in files)
     assert any("/base/" in k and k.endswith(".parquet") for k in listed("t"))
 
-    session.sql("CREATE TABLE db.p (id BIGINT, v STRING) "
-                "TBLPROPERTIES ('self-optimizing.execute.in-memory-max-bytes' = '1')")
+    session.sql(
+        "CREATE TABLE db.p (id BIGINT, v STRING) "
+        "TBLPROPERTIES ('self-optimizing.execute.in-memory-max-bytes' = '1')"
+    )
     session.sql("INSERT INTO db.p VALUES (1, 'x'), (2, 'y')")
     session.sql("INSERT INTO db.p VALUES (3, 'z')")
     assert rows(session.sql("SELECT * FROM db.p VERSION BETWEEN 1 AND 2")) == [(3, "z", "insert", 2)]
@@ -199,12 +222,19 @@ def test_an_upsert_commit_and_a_full_read_make_few_requests(in_bucket, s3_counti
     spark.range(0, 3000).selectExpr("id", "cast(id AS STRING) AS v").createOrReplaceTempView("load")
     session.sql("INSERT OVERWRITE db.t SELECT * FROM load")
     spark.range(2500, 3500).selectExpr("id", "concat('u', id) AS v").createOrReplaceTempView("batch")
-    session.sql("INSERT INTO db.t SELECT * FROM batch")  # change files for the read; its first commit warms up
+    session.sql(
+        "INSERT INTO db.t SELECT * FROM batch"
+    )  # change files for the read; its first commit warms up
     spark.range(2000, 3000).selectExpr("id", "concat('w', id) AS v").createOrReplaceTempView("batch")
     with s3_counting.log.measure() as commit:
         session.sql("INSERT INTO db.t SELECT * FROM batch")  # 1,000 rows, all of their keys exist
     assert len(commit) <= 20, commit.table()
-    assert commit.count("PUT", "/writes/") + commit.count("DELETE", "/writes/") + commit.count("HEAD", "/writes/") <= 3
+    assert (
+        commit.count("PUT", "/writes/")
+        + commit.count("DELETE", "/writes/")
+        + commit.count("HEAD", "/writes/")
+        <= 3
+    )
     assert not [r for r in commit.requests if r.path.endswith("/")], commit.table()  # no folder markers
 
     data_files = [k for k in listed("t") if k.endswith(".parquet")]  # nothing was optimized: all are live

@@ -43,8 +43,19 @@ def test_writer_loop_with_the_optimizer_in_another_process(arctic, warehouse, tm
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     with open(log_path, "w") as log:
         service = subprocess.Popen(
-            [sys.executable, "-m", "arctic_sql.cli", "optimizer", "--warehouse", warehouse, "--interval", "0.5"],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "arctic_sql.cli",
+                "optimizer",
+                "--warehouse",
+                warehouse,
+                "--interval",
+                "0.5",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     rng, model = random.Random(7), Model(False)
     states: dict[int, list[tuple]] = {}

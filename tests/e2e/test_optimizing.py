@@ -41,13 +41,19 @@ def _version(arctic) -> int:
 
 # Change files below the target node merge in memory (node_merge); change files above it (one change
 # bucket under two base buckets) and any task over in-memory-max-bytes (0: all) run as a Spark query.
-@pytest.mark.parametrize(("buckets", "change_buckets", "partitioned", "seed", "in_memory_max_bytes"),
-                         [(4, 8, False, 11, 0), (2, 1, True, 12, None), (2, 4, True, 13, None)])
-def test_optimizing_interleaved_never_changes_what_readers_see(arctic, buckets, change_buckets, partitioned, seed,
-                                                               in_memory_max_bytes):
+@pytest.mark.parametrize(
+    ("buckets", "change_buckets", "partitioned", "seed", "in_memory_max_bytes"),
+    [(4, 8, False, 11, 0), (2, 1, True, 12, None), (2, 4, True, 13, None)],
+)
+def test_optimizing_interleaved_never_changes_what_readers_see(
+    arctic, buckets, change_buckets, partitioned, seed, in_memory_max_bytes
+):
     rng = random.Random(seed)
-    extra = "" if in_memory_max_bytes is None else \
-        f", 'self-optimizing.execute.in-memory-max-bytes' = '{in_memory_max_bytes}'"
+    extra = (
+        ""
+        if in_memory_max_bytes is None
+        else f", 'self-optimizing.execute.in-memory-max-bytes' = '{in_memory_max_bytes}'"
+    )
     _create(arctic, buckets, change_buckets, partitioned, extra)
     model = Model(partitioned)
     states: dict[int, list[tuple]] = {}
@@ -110,8 +116,8 @@ def _planned(arctic, mode: str = "full"):
     record = state.new_record(table, mode, "test", snap.base_snapshot_id, snap.change_snapshot_id)
     tasks = [t for p in plan.partitions for t in p.tasks]
     execution = executor.run_tasks(arctic.spark, table, tasks, record.output_prefix, retries=0)
-    from arctic_sql.table.writing.commit import data_files
     from arctic_sql.table.format.partitioning import partition_path
+    from arctic_sql.table.writing.commit import data_files
 
     outputs: dict[str, list] = {}
     for f in data_files(table.base, execution.paths):
@@ -162,8 +168,14 @@ def test_crash_between_execute_and_commit_leaves_the_table_as_it_was(arctic, war
     before = _rows(arctic, ROWS)
     snapshots_before = len(arctic.table("db.t").base.snapshots())
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "ARCTIC_FAULT": "before-commit"}
-    done = subprocess.run([sys.executable, "-c", CRASHING_OPTIMIZER, warehouse], check=False, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHING_OPTIMIZER, warehouse],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 86, done.stderr[-2000:]
 
     table = arctic.table("db.t")
@@ -171,8 +183,12 @@ def test_crash_between_execute_and_commit_leaves_the_table_as_it_was(arctic, war
     assert _rows(arctic, ROWS) == before
     [record] = state.processes(table)
     assert record.status == state.COMMITTING  # it died there; after the heartbeat timeout: ABANDONED
-    written = [os.path.join(d, n) for d, _, names in os.walk(record.output_prefix.removeprefix("file://"))
-               for n in names if n.endswith(".parquet")]
+    written = [
+        os.path.join(d, n)
+        for d, _, names in os.walk(record.output_prefix.removeprefix("file://"))
+        for n in names
+        if n.endswith(".parquet")
+    ]
     live = {r["path"].removeprefix("file://") for r in arctic.sql("SELECT path FROM db.t.files").collect()}
     assert written and not set(written) & live  # what it wrote is unreferenced: orphans only
     # The next optimize does the work.

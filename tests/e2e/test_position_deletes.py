@@ -35,7 +35,9 @@ def _create(arctic, partitioned: bool, buckets: int = 2, extra: str = "") -> Non
 
 
 def _base_store(warehouse):
-    catalog = load_catalog("arctic", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+    catalog = load_catalog(
+        "arctic", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}"
+    )
     return catalog.load_table(("db", "t"))
 
 
@@ -58,12 +60,14 @@ def _segments_with_deletes(arctic, rows: int, update: str) -> None:
 
 
 @pytest.mark.parametrize(("partitioned", "seed", "in_memory_reads"), [(False, 21, True), (True, 22, False)])
-def test_minor_and_major_with_position_deletes_match_the_model(arctic, warehouse, partitioned, seed,
-                                                               in_memory_reads):
+def test_minor_and_major_with_position_deletes_match_the_model(
+    arctic, warehouse, partitioned, seed, in_memory_reads
+):
     rng = random.Random(seed)
     # in_memory_reads=False: merge-on-read runs as a Spark plan (the anti-join on file and row index).
-    _create(arctic, partitioned, extra="" if in_memory_reads else
-            ", 'merge-on-read.in-memory-max-bytes' = '0'")
+    _create(
+        arctic, partitioned, extra="" if in_memory_reads else ", 'merge-on-read.in-memory-max-bytes' = '0'"
+    )
     model = Model(partitioned)
     states: dict[int, list[tuple]] = {}
     log, previous, deletes_seen = Log(), 0, 0
@@ -101,7 +105,9 @@ def test_a_minor_rewrites_only_the_changed_rows(arctic, warehouse):
     arctic.sql("UPDATE db.t SET v = -v WHERE id % 100 = 0")
     arctic.sql("DELETE FROM db.t WHERE id % 100 = 1")
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'minor')").collect()
-    files = arctic.sql("SELECT kind, path, rows, sequence_number FROM db.t.files WHERE store = 'base'").collect()
+    files = arctic.sql(
+        "SELECT kind, path, rows, sequence_number FROM db.t.files WHERE store = 'base'"
+    ).collect()
     base = {r["path"]: r["rows"] for r in files if r["kind"] == "base"}
     # A delete file applies to data files of lower sequence numbers (Iceberg's rule): those the full wrote.
     full = max(r["sequence_number"] for r in files if r["path"] in before)
@@ -117,8 +123,14 @@ def test_a_minor_rewrites_only_the_changed_rows(arctic, warehouse):
     files = arctic.sql("SELECT kind, path, rows FROM db.t.files WHERE store = 'base'").collect()
     deletes = [r for r in files if r["kind"] == "position-delete"]
     assert sum(r["rows"] for r in deletes) == 60
-    named = [next(b for b in _base_store(warehouse).scan().plan_files() if d["path"] in
-                  {x.file_path for x in b.delete_files}).file.file_path for d in deletes]
+    named = [
+        next(
+            b
+            for b in _base_store(warehouse).scan().plan_files()
+            if d["path"] in {x.file_path for x in b.delete_files}
+        ).file.file_path
+        for d in deletes
+    ]
     assert len(named) == len(set(named)), "a data file with two delete files"
     expected = [(i, "a", v, "y" if i % 100 == 2 else s) for i, _, v, s in expected]
     assert _rows(arctic, ROWS) == expected == _pyiceberg_rows(warehouse)
@@ -130,8 +142,10 @@ def test_position_deletes_survive_schema_evolution(arctic, warehouse):
     arctic.sql("ALTER TABLE db.t RENAME COLUMN s TO label")
     arctic.sql("ALTER TABLE db.t ADD COLUMN w DOUBLE")
     arctic.sql("UPDATE db.t SET w = 1.5, label = 'z' WHERE id BETWEEN 5 AND 14")
-    expected = [(i, "a", 0 if i < 10 else i, "z" if 5 <= i <= 14 else "x", 1.5 if 5 <= i <= 14 else None)
-                for i in range(500)]
+    expected = [
+        (i, "a", 0 if i < 10 else i, "z" if 5 <= i <= 14 else "x", 1.5 if 5 <= i <= 14 else None)
+        for i in range(500)
+    ]
     query = "SELECT id, p, v, label, w FROM db.t"
     assert _rows(arctic, query) == expected
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'minor')").collect()
@@ -144,16 +158,22 @@ def test_position_deletes_survive_schema_evolution(arctic, warehouse):
 
 def test_expiration_and_orphan_removal_keep_the_delete_files_a_version_needs(arctic, warehouse):
     _segments_with_deletes(arctic, 1000, "v = -1 WHERE id < 5")
-    first = {r["path"] for r in arctic.sql("SELECT path FROM db.t.files WHERE kind = 'position-delete'").collect()}
+    first = {
+        r["path"] for r in arctic.sql("SELECT path FROM db.t.files WHERE kind = 'position-delete'").collect()
+    }
     arctic.sql("UPDATE db.t SET v = -2 WHERE id BETWEEN 5 AND 9")
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'minor')").collect()
-    second = {r["path"] for r in arctic.sql("SELECT path FROM db.t.files WHERE kind = 'position-delete'").collect()}
+    second = {
+        r["path"] for r in arctic.sql("SELECT path FROM db.t.files WHERE kind = 'position-delete'").collect()
+    }
     assert first and second and not first & second  # the second minor replaced the delete file
     expected = [(i, "a", -1 if i < 5 else -2 if i < 10 else i, "x") for i in range(1000)]
     local = [p.removeprefix("file://") for p in first | second]
     assert all(os.path.exists(p) for p in local)
     expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
-    orphan_removal.remove_orphan_files(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, force=True)
+    orphan_removal.remove_orphan_files(
+        arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, force=True
+    )
     # The replaced delete file went with the versions that needed it; the live one stays.
     assert not any(os.path.exists(p.removeprefix("file://")) for p in first)
     assert all(os.path.exists(p.removeprefix("file://")) for p in second)

@@ -11,8 +11,10 @@ pytestmark = pytest.mark.spark
 QUERIES = [
     "SELECT status, count(*) AS n, sum(amount) AS amount FROM db.o GROUP BY status",
     "SELECT count(*), count(note), sum(qty), min(qty), max(note), min(day), max(ts) FROM db.o",
-    ("SELECT o.region, status, sum(qty) / count(*) AS mean, max(qty) FROM db.o o GROUP BY o.region, status "
-     "HAVING count(*) > 1 ORDER BY mean DESC, region, status LIMIT 5"),
+    (
+        "SELECT o.region, status, sum(qty) / count(*) AS mean, max(qty) FROM db.o o GROUP BY o.region, status "
+        "HAVING count(*) > 1 ORDER BY mean DESC, region, status LIMIT 5"
+    ),
     "SELECT region, sum(big), min(big) FROM db.o GROUP BY region",
 ]
 
@@ -22,9 +24,11 @@ def _rows(arctic, sql):
 
 
 def test_pushed_aggregates_agree_with_spark_aggregating_the_merged_rows(arctic):
-    arctic.sql("CREATE TABLE db.o (id BIGINT, region STRING, status STRING, amount DOUBLE, qty INT, big BIGINT, "
-               "note STRING, day DATE, ts TIMESTAMP, PRIMARY KEY (id, region)) PARTITIONED BY (region) "
-               "TBLPROPERTIES ('base.file-index.hash-bucket' = '4', 'change.file-index.hash-bucket' = '2')")
+    arctic.sql(
+        "CREATE TABLE db.o (id BIGINT, region STRING, status STRING, amount DOUBLE, qty INT, big BIGINT, "
+        "note STRING, day DATE, ts TIMESTAMP, PRIMARY KEY (id, region)) PARTITIONED BY (region) "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '4', 'change.file-index.hash-bucket' = '2')"
+    )
     rng = random.Random(5)
 
     def values(ids):
@@ -32,10 +36,12 @@ def test_pushed_aggregates_agree_with_spark_aggregating_the_merged_rows(arctic):
         for i in ids:
             status, note = rng.choice(["NULL", "'new'", "'paid'"]), rng.choice(["NULL", "'a'", "'b'"])
             amount = rng.choice(["NULL", str(round(rng.uniform(0, 100), 2))])
-            rows.append(f"({i}, '{rng.choice(['eu', 'us'])}', {status}, {amount}, {rng.randint(-9, 9)}, "
-                        f"{rng.choice([4_000_000_000_000_000, -5])}, {note}, "
-                        f"DATE '2024-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}', "
-                        f"TIMESTAMP '2024-03-0{rng.randint(1, 9)} 1{rng.randint(0, 9)}:00:00 UTC')")
+            rows.append(
+                f"({i}, '{rng.choice(['eu', 'us'])}', {status}, {amount}, {rng.randint(-9, 9)}, "
+                f"{rng.choice([4_000_000_000_000_000, -5])}, {note}, "
+                f"DATE '2024-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}', "
+                f"TIMESTAMP '2024-03-0{rng.randint(1, 9)} 1{rng.randint(0, 9)}:00:00 UTC')"
+            )
         return ", ".join(rows)
 
     arctic.sql(f"INSERT OVERWRITE db.o VALUES {values(range(60))}")  # the base
@@ -48,8 +54,15 @@ def test_pushed_aggregates_agree_with_spark_aggregating_the_merged_rows(arctic):
         assert "arctic_aggregate_by_node" in plan, sql
         pushed[sql] = arctic.sql(sql)
     # An unaliased aggregate keeps the name Spark gives it.
-    assert pushed[QUERIES[1]].columns == ["count(1)", "count(note)", "sum(qty)", "min(qty)", "max(note)", "min(day)",
-                                          "max(ts)"]
+    assert pushed[QUERIES[1]].columns == [
+        "count(1)",
+        "count(note)",
+        "sum(qty)",
+        "min(qty)",
+        "max(note)",
+        "min(day)",
+        "max(ts)",
+    ]
     got = {sql: sorted((tuple(r) for r in df.collect()), key=repr) for sql, df in pushed.items()}
     # The same statements over the merged rows, aggregated by Spark: the Spark plan merges them.
     arctic.sql("ALTER TABLE db.o SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '0')")

@@ -125,7 +125,7 @@ def _step(rng: random.Random, model: Model) -> str:
         return f"DELETE FROM db.t WHERE id % {m} = {r % m}"
     if kind == "update":
         limit = rng.randint(0, 99)
-        for k, row in list(model.rows.items()):
+        for row in list(model.rows.values()):
             if row[2] < limit:
                 model.upsert([(row[0], row[1], row[2] + 1, "u")])
         return f"UPDATE db.t SET v = v + 1, s = 'u' WHERE v < {limit}"
@@ -184,11 +184,16 @@ def _blind_merge(rng: random.Random, model: Model, shape: str) -> str:
         names = ["id", "p", "v", "s"]
         rng.shuffle(names)
         insert = f"({', '.join(names)}) VALUES ({', '.join(f's.{c}' for c in names)})"
-    clauses = (f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT {insert}" if shape == "toggle" else
-               f"WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET {update} "
-               f"WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT {insert}")
-    return (f"MERGE INTO db.t AS t USING (SELECT * FROM VALUES {_values(source)} AS src(id, p, v, s, op)) AS s "
-            f"ON {on} {clauses}")
+    clauses = (
+        f"WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT {insert}"
+        if shape == "toggle"
+        else f"WHEN MATCHED AND s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET {update} "
+        f"WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT {insert}"
+    )
+    return (
+        f"MERGE INTO db.t AS t USING (SELECT * FROM VALUES {_values(source)} AS src(id, p, v, s, op)) AS s "
+        f"ON {on} {clauses}"
+    )
 
 
 def _rows(arctic, sql: str) -> list[tuple]:
@@ -201,8 +206,16 @@ def _latest_version(arctic) -> int:
 
 @pytest.mark.parametrize(
     ("buckets", "partitioned", "seed"),
-    [(1, False, 1), (2, True, 2), (4, False, 3), (8, True, 4), (2, False, 5), (4, True, 6), (8, False, 7),
-     (1, True, 8)],
+    [
+        (1, False, 1),
+        (2, True, 2),
+        (4, False, 3),
+        (8, True, 4),
+        (2, False, 5),
+        (4, True, 6),
+        (8, False, 7),
+        (1, True, 8),
+    ],
 )
 def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bool, seed: int) -> None:
     rng = random.Random(seed)
@@ -228,15 +241,19 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
         assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted(), sql
         if step % 2:  # filters skip base row groups by v and change files by id: never a row of the answer
             low, high = filters.randint(0, 99), filters.randint(1, 24)
-            assert _rows(arctic, f"SELECT id, p, v, s FROM db.t WHERE v >= {low} AND id < {high}") == \
-                [r for r in model.sorted() if r[2] >= low and r[0] < high], (sql, low, high)
+            assert _rows(arctic, f"SELECT id, p, v, s FROM db.t WHERE v >= {low} AND id < {high}") == [
+                r for r in model.sorted() if r[2] >= low and r[0] < high
+            ], (sql, low, high)
         else:  # a point or small-set lookup by key: read in the driver, some keys absent
             ids, parts = _some_keys(filters)
             parts = parts if model.partitioned else list(PARTS)
-            assert _rows(arctic, f"SELECT id, p, v, s FROM db.t WHERE {_key_condition(ids, parts, model)}") == \
-                [r for r in model.sorted() if r[0] in ids and r[1] in parts], (sql, ids, parts)
+            assert _rows(
+                arctic, f"SELECT id, p, v, s FROM db.t WHERE {_key_condition(ids, parts, model)}"
+            ) == [r for r in model.sorted() if r[0] in ids and r[1] in parts], (sql, ids, parts)
         version = _latest_version(arctic)
-        assert version > before or (not model.changes and not model.overwrote), sql  # no-op statements commit nothing
+        assert version > before or (not model.changes and not model.overwrote), (
+            sql
+        )  # no-op statements commit nothing
         states[version] = model.sorted()
         if version > before:
             log.record(version, model)
@@ -257,10 +274,14 @@ def check_a_tag_outlives_expiration(arctic, rng: random.Random, states: dict[int
         return
     tagged = rng.choice(committed)
     arctic.sql(f"ALTER TABLE db.t CREATE TAG audit AS OF VERSION {tagged}")
-    arctic.sql("CALL system.expire_snapshots(table => 'db.t', older_than => now() + INTERVAL 1 DAY, retain_last => 1)")
+    arctic.sql(
+        "CALL system.expire_snapshots(table => 'db.t', older_than => now() + INTERVAL 1 DAY, retain_last => 1)"
+    )
     assert _rows(arctic, "SELECT id, p, v, s FROM db.t VERSION AS OF 'audit'") == states[tagged], tagged
     for version in (v for v in committed if v > tagged):
-        assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == states[version], version
+        assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == states[version], (
+            version
+        )
 
 
 def check_a_shallow_clone_stays_apart(arctic, rng: random.Random, model: Model) -> None:
@@ -320,8 +341,9 @@ def _apply(state: list[tuple], changes: list[tuple], model: Model) -> list[tuple
     return sorted(rows.values(), key=lambda r: (r[0], r[1]))
 
 
-def check_incremental_reads(arctic, rng: random.Random, model: Model, states: dict[int, list[tuple]],
-                            log: Log) -> None:
+def check_incremental_reads(
+    arctic, rng: random.Random, model: Model, states: dict[int, list[tuple]], log: Log
+) -> None:
     """Random ``VERSION BETWEEN`` ranges against the model's log (start exclusive, end inclusive)."""
     states = {0: [], **states}  # before the first commit the table is empty
     versions = sorted(states)
@@ -330,7 +352,9 @@ def check_incremental_reads(arctic, rng: random.Random, model: Model, states: di
         sql = f"SELECT id, p, v, s, _change_type, _change_version FROM db.t VERSION BETWEEN {start} AND {end}"
         crossed = [v for v in log.overwrites if start < v <= end]
         if crossed:
-            with pytest.raises(VersionNotFoundError, match=f"crosses the OVERWRITE at version {min(crossed)}"):
+            with pytest.raises(
+                VersionNotFoundError, match=f"crosses the OVERWRITE at version {min(crossed)}"
+            ):
                 arctic.sql(sql).collect()
             continue
         got = sorted((tuple(r) for r in arctic.sql(sql).collect()), key=lambda r: (r[0], r[1] or ""))

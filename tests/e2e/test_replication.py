@@ -15,8 +15,12 @@ pytestmark = pytest.mark.spark
 def _replicate(spark, checkpoint: str) -> None:
     """One availableNow run of source -> sink from ``checkpoint``."""
     changes = spark.readStream.format("arctic").option("readChangeFeed", "true").load("db.src")
-    query = (changes.writeStream.format("arctic").option("checkpointLocation", checkpoint)
-             .trigger(availableNow=True).start("db.copy"))
+    query = (
+        changes.writeStream.format("arctic")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start("db.copy")
+    )
     query.awaitTermination()
 
 
@@ -29,8 +33,10 @@ def _round(arctic, rng: random.Random) -> None:
         if rng.random() < 0.7:
             keys = rng.sample(range(40), 5)
             rows = ", ".join(f"({k}, 'v{rng.randrange(1000)}', {rng.randrange(100)})" for k in keys)
-            arctic.sql(f"MERGE INTO db.src t USING (SELECT * FROM VALUES {rows} AS s(id, v, n)) s "
-                       "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+            arctic.sql(
+                f"MERGE INTO db.src t USING (SELECT * FROM VALUES {rows} AS s(id, v, n)) s "
+                "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+            )
         else:
             doomed = ", ".join(str(k) for k in rng.sample(range(40), 4))
             arctic.sql(f"DELETE FROM db.src WHERE id IN ({doomed})")
@@ -66,8 +72,11 @@ def test_a_table_without_a_key_replicates_through_its_insert_changes(arctic, spa
 
     def rows(table: str) -> list[tuple]:
         return sorted(tuple(r) for r in arctic.sql(f"SELECT id, v, n FROM {table}").collect())
+
     assert rows("db.copy") == rows("db.src") == [(1, "a", 1)] * 3 + [(2, "b", 2), (3, "c", 3)]
-    deletes = spark.createDataFrame([(9, "z", 9, "delete")], "id BIGINT, v STRING, n INT, _change_type STRING")
+    deletes = spark.createDataFrame(
+        [(9, "z", 9, "delete")], "id BIGINT, v STRING, n INT, _change_type STRING"
+    )
     with pytest.raises(Exception, match="db.copy has no primary key: _change_type 'delete' needs one"):
         deletes.write.format("arctic").mode("append").save("db.copy")
     assert rows("db.copy") == rows("db.src")

@@ -18,7 +18,9 @@ def _rows(arctic, table="db.e"):
 
 
 def _columns(arctic, table="db.e"):
-    return [(r[0], r[1]) for r in arctic.sql(f"DESCRIBE {table}").collect() if r[0] and not r[0].startswith("#")]
+    return [
+        (r[0], r[1]) for r in arctic.sql(f"DESCRIBE {table}").collect() if r[0] and not r[0].startswith("#")
+    ]
 
 
 def _write(arctic, rows, schema, table="db.e", **options):
@@ -37,14 +39,25 @@ def evolving(arctic):
 
 def test_merge_schema_adds_columns_and_widens_types_in_both_stores(evolving):
     arctic = evolving
-    _write(arctic, [(2, BIG, "B", 2.5), (3, 30, "c", 3.5)], "id long, n long, v string, score double",
-           mergeSchema="true")
+    _write(
+        arctic,
+        [(2, BIG, "B", 2.5), (3, 30, "c", 3.5)],
+        "id long, n long, v string, score double",
+        mergeSchema="true",
+    )
     assert _columns(arctic) == [("id", "bigint"), ("n", "bigint"), ("v", "string"), ("score", "double")]
     assert _rows(arctic) == [(1, 10, "a", None), (2, BIG, "B", 2.5), (3, 30, "c", 3.5)]
     table = arctic.table("db.e")
-    assert table.change.schema().find_field("score").field_type == table.base.schema().find_field("score").field_type
+    assert (
+        table.change.schema().find_field("score").field_type
+        == table.base.schema().find_field("score").field_type
+    )
     # Later writes may leave the new column out (NULL for an upsert) or delete by key alone.
-    _write(arctic, [(4, 40, "d", "upsert"), (1, None, None, "delete")], "id long, n long, v string, _change_type string")
+    _write(
+        arctic,
+        [(4, 40, "d", "upsert"), (1, None, None, "delete")],
+        "id long, n long, v string, _change_type string",
+    )
     arctic.sql("CALL system.optimize(table => 'db.e', mode => 'full')")
     assert _rows(arctic) == [(2, BIG, "B", 2.5), (3, 30, "c", 3.5), (4, 40, "d", None)]
     assert _rows(arctic, "db.e VERSION AS OF 1") == [(1, 10, "a", None), (2, 20, "b", None)]
@@ -55,9 +68,13 @@ def test_without_merge_schema_or_with_a_bad_write_nothing_changes(evolving):
     before, columns = _rows(arctic), _columns(arctic)
     with pytest.raises(Exception, match="Column 'score' is not a column of db.e"):
         _write(arctic, [(3, 30, "c", 3.5)], "id long, n int, v string, score double")
-    with pytest.raises(Exception, match="lack its primary key column 'id'"):  # checked before any column is added
+    with pytest.raises(
+        Exception, match="lack its primary key column 'id'"
+    ):  # checked before any column is added
         _write(arctic, [(30, "c", 3.5)], "n int, v string, score double", mergeSchema="true")
-    with pytest.raises(Exception, match="Column 'n' is string, which cannot be written into db.e's int column 'n'"):
+    with pytest.raises(
+        Exception, match="Column 'n' is string, which cannot be written into db.e's int column 'n'"
+    ):
         _write(arctic, [(3, "30", "c", 3.5)], "id long, n string, v string, score double", mergeSchema="true")
     with pytest.raises(Exception, match="Option mergeSchema must be true or false, got 'yes'"):
         _write(arctic, [(3, 30, "c", 3.5)], "id long, n int, v string, score double", mergeSchema="yes")
@@ -78,21 +95,36 @@ def test_a_stream_whose_source_gained_a_column_writes_it_with_merge_schema(evolv
     arctic = evolving
     source = tmp_path / "source"
     source.mkdir()
-    (source / "1.json").write_text("\n".join(json.dumps(r) for r in [
-        {"id": 2, "n": 21, "v": "b2", "region": "eu"}, {"id": 5, "n": 50, "v": "e", "region": "us"}]))
+    (source / "1.json").write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"id": 2, "n": 21, "v": "b2", "region": "eu"},
+                {"id": 5, "n": 50, "v": "e", "region": "us"},
+            ]
+        )
+    )
     stream = arctic.spark.readStream.schema("id long, n int, v string, region string").json(str(source))
-    query = (stream.writeStream.format("arctic").option("mergeSchema", "true").trigger(availableNow=True)
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).start("db.e"))
+    query = (
+        stream.writeStream.format("arctic")
+        .option("mergeSchema", "true")
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start("db.e")
+    )
     query.awaitTermination()
     assert _rows(arctic) == [(1, 10, "a", None), (2, 21, "b2", "eu"), (5, 50, "e", "us")]
 
 
 def test_merge_with_schema_evolution_takes_the_source_columns_of_star_clauses_only(evolving):
     arctic = evolving
-    arctic.spark.createDataFrame([(2, BIG, "B", "eu"), (3, 30, "c", "us")],
-                                 "id long, n long, v string, region string").createOrReplaceTempView("src")
-    plain = ("MERGE INTO db.e t USING src s ON t.id = s.id "
-             "WHEN MATCHED THEN UPDATE SET t.v = s.v WHEN NOT MATCHED THEN INSERT (id, n, v) VALUES (s.id, 0, s.v)")
+    arctic.spark.createDataFrame(
+        [(2, BIG, "B", "eu"), (3, 30, "c", "us")], "id long, n long, v string, region string"
+    ).createOrReplaceTempView("src")
+    plain = (
+        "MERGE INTO db.e t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET t.v = s.v WHEN NOT MATCHED THEN INSERT (id, n, v) VALUES (s.id, 0, s.v)"
+    )
     arctic.sql(plain.replace("MERGE INTO", "MERGE WITH SCHEMA EVOLUTION INTO"))  # listed: nothing evolves
     assert _columns(arctic) == [("id", "bigint"), ("n", "int"), ("v", "string")]
     assert _rows(arctic) == [(1, 10, "a"), (2, 20, "B"), (3, 0, "c")]
@@ -105,8 +137,10 @@ def test_merge_with_schema_evolution_takes_the_source_columns_of_star_clauses_on
         arctic.sql(stars.format("src"))
     assert _rows(arctic) == [(1, 10, "a"), (2, 20, "B"), (3, 31, "c3")]
 
-    arctic.sql("MERGE WITH SCHEMA EVOLUTION INTO db.e t USING src s ON t.id = s.id "
-               "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    arctic.sql(
+        "MERGE WITH SCHEMA EVOLUTION INTO db.e t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
     assert _columns(arctic) == [("id", "bigint"), ("n", "bigint"), ("v", "string"), ("region", "string")]
     assert _rows(arctic) == [(1, 10, "a", None), (2, BIG, "B", "eu"), (3, 30, "c", "us")]
 
@@ -118,12 +152,18 @@ def test_insert_with_schema_evolution_by_position_by_name_and_by_column_list(evo
     arctic.sql("INSERT WITH SCHEMA EVOLUTION INTO db.e BY NAME SELECT 'd' AS v, 4 AS id, true AS vip")
     arctic.sql("INSERT WITH SCHEMA EVOLUTION INTO db.e (id, score) VALUES (5, 0.5D)")
     assert _columns(arctic)[-2:] == [("vip", "boolean"), ("score", "double")]
-    assert _rows(arctic) == [(1, 10, "a", None, None, None), (2, 20, "b", None, None, None),
-                             (3, BIG, "c", "eu", None, None), (4, None, "d", None, True, None),
-                             (5, None, None, None, None, 0.5)]
+    assert _rows(arctic) == [
+        (1, 10, "a", None, None, None),
+        (2, 20, "b", None, None, None),
+        (3, BIG, "c", "eu", None, None),
+        (4, None, "d", None, True, None),
+        (5, None, None, None, None, 0.5),
+    ]
     columns = _columns(arctic)
     with pytest.raises(Exception, match="has 2 values per row but 3 target columns"):  # checked first
         arctic.sql("INSERT WITH SCHEMA EVOLUTION INTO db.e (id, v, extra) SELECT 6, 'f'")
-    with pytest.raises(Exception, match="Column 'extra' is not|Column 'extra' does not exist"):  # no evolution asked
+    with pytest.raises(
+        Exception, match="Column 'extra' is not|Column 'extra' does not exist"
+    ):  # no evolution asked
         arctic.sql("INSERT INTO db.e (id, extra) VALUES (6, 1)")
     assert _columns(arctic) == columns and len(_rows(arctic)) == 5

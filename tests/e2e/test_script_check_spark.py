@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from arctic_sql.parser import parse
 from sqlglot import exp
 
+from arctic_sql.parser import parse
 from arctic_sql.script_check import (
     STATEMENT_WORDS,
     ScriptError,
@@ -34,7 +34,9 @@ def test_every_statement_the_parser_must_take_passes_the_check_with_sparks_parse
     _check(spark, ";\n".join(statements))
 
 
-@pytest.mark.parametrize("lenient", ["SELECT * FROM db.t GROUP BY", "INSERT INTO db.t SELECT", "UPDATE db.t SET"])
+@pytest.mark.parametrize(
+    "lenient", ["SELECT * FROM db.t GROUP BY", "INSERT INTO db.t SELECT", "UPDATE db.t SET"]
+)
 def test_plain_spark_sql_that_only_sqlglot_accepts_fails_with_sparks_reason(spark, lenient):
     with pytest.raises(ScriptError) as raised:
         _check(spark, f"SELECT 1;\n\n{lenient};\nSELECT 3")

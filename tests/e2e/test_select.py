@@ -15,11 +15,14 @@ def orders(arctic):
         "CREATE TABLE db.orders (id BIGINT, region STRING, amount DOUBLE, PRIMARY KEY (id, region)) "
         "PARTITIONED BY (region)"
     )
-    arctic.sql("INSERT OVERWRITE db.orders VALUES (1, 'eu', 10.0), (2, 'us', 20.0), (3, 'eu', 30.0), (4, 'ap', 5.0)")
+    arctic.sql(
+        "INSERT OVERWRITE db.orders VALUES (1, 'eu', 10.0), (2, 'us', 20.0), (3, 'eu', 30.0), (4, 'ap', 5.0)"
+    )
     arctic.sql("INSERT INTO db.orders VALUES (1, 'eu', 11.0), (5, 'us', 50.0)")
     arctic.sql("DELETE FROM db.orders WHERE id = 2")
-    arctic.spark.createDataFrame([("eu", "Europe"), ("us", "Americas")], "code string, name string") \
-        .createOrReplaceTempView("regions")
+    arctic.spark.createDataFrame(
+        [("eu", "Europe"), ("us", "Americas")], "code string, name string"
+    ).createOrReplaceTempView("regions")
     return arctic
 
 
@@ -62,17 +65,23 @@ def _merged_files(plan: str) -> int:
 
 def test_explain_shows_the_files_a_merge_by_node_reads_after_pruning(orders):
     everything = orders.sql("EXPLAIN SELECT * FROM db.orders").collect()[0][0]
-    pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][0]
+    pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][
+        0
+    ]
     assert "MapInArrow" in pruned and not _scanned_paths(pruned)  # merged by node, no Parquet scan in Spark
     assert 0 < _merged_files(pruned) < _merged_files(everything)
-    assert [r[0] for r in orders.sql("SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()] == [3]
+    assert [
+        r[0] for r in orders.sql("SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()
+    ] == [3]
 
 
 def test_explain_shows_partition_pruning_and_pushed_filters_in_the_spark_plan(orders):
     # Node groups over merge-on-read.in-memory-max-bytes merge in a Spark plan with Parquet scans.
     orders.sql("ALTER TABLE db.orders SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '0')")
     everything = orders.sql("EXPLAIN SELECT * FROM db.orders WHERE amount > 0").collect()[0][0]
-    pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][0]
+    pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][
+        0
+    ]
     # Fewer files are handed to Spark when the partition predicate is known...
     assert sum(_scanned_paths(pruned)) < sum(_scanned_paths(everything))
     # ...and the remaining predicate reaches the Parquet reader for row-group skipping,
@@ -102,8 +111,11 @@ def test_python_key_hash_matches_spark_xxhash64(arctic):
         ((5,), (it.LongType(),), "CAST(5 AS BIGINT)"),
         ((-7,), (it.IntegerType(),), "CAST(-7 AS INT)"),
         (("abc",), (it.StringType(),), "'abc'"),
-        (("a string longer than thirty-two bytes, with ünïcode",), (it.StringType(),),
-         "'a string longer than thirty-two bytes, with ünïcode'"),
+        (
+            ("a string longer than thirty-two bytes, with ünïcode",),
+            (it.StringType(),),
+            "'a string longer than thirty-two bytes, with ünïcode'",
+        ),
         ((1, "eu"), (it.LongType(), it.StringType()), "CAST(1 AS BIGINT), 'eu'"),
         ((None, "x"), (it.LongType(), it.StringType()), "CAST(NULL AS BIGINT), 'x'"),
         ((datetime.date(2024, 1, 2),), (it.DateType(),), "DATE '2024-01-02'"),
@@ -114,8 +126,10 @@ def test_python_key_hash_matches_spark_xxhash64(arctic):
 
 
 def test_point_lookups_read_only_their_tree_nodes(arctic):
-    arctic.sql("CREATE TABLE db.kv (k BIGINT, v STRING, PRIMARY KEY (k)) "
-               "TBLPROPERTIES ('base.file-index.hash-bucket' = '8', 'change.file-index.hash-bucket' = '4')")
+    arctic.sql(
+        "CREATE TABLE db.kv (k BIGINT, v STRING, PRIMARY KEY (k)) "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '8', 'change.file-index.hash-bucket' = '4')"
+    )
     arctic.spark.range(200).selectExpr("id AS k", "CAST(id AS STRING) AS v").createOrReplaceTempView("kv_src")
     arctic.sql("INSERT OVERWRITE db.kv SELECT * FROM kv_src")
     arctic.sql("INSERT INTO db.kv SELECT k, concat(v, '!') FROM kv_src WHERE k % 2 = 0")
@@ -127,15 +141,20 @@ def test_point_lookups_read_only_their_tree_nodes(arctic):
 
 
 def test_full_scans_merge_by_node_in_memory_and_agree_with_the_spark_plan(orders):
-    query = "SELECT region, count(*) AS n, sum(amount) AS total FROM db.orders GROUP BY region ORDER BY region"
+    query = (
+        "SELECT region, count(*) AS n, sum(amount) AS total FROM db.orders GROUP BY region ORDER BY region"
+    )
     in_memory = orders.sql("EXPLAIN " + query).collect()[0][0]
     assert "MapInArrow" in in_memory and not _scanned_paths(in_memory)  # no Parquet scan, no shuffle of rows
     by_node = [tuple(r) for r in orders.sql(query).collect()]
     orders.sql("ALTER TABLE db.orders SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '0')")
     spark_plan = orders.sql("EXPLAIN " + query).collect()[0][0]
     assert "MapInArrow" not in spark_plan and _scanned_paths(spark_plan)
-    assert [tuple(r) for r in orders.sql(query).collect()] == by_node == [("ap", 1, 5.0), ("eu", 2, 41.0),
-                                                                          ("us", 1, 50.0)]
+    assert (
+        [tuple(r) for r in orders.sql(query).collect()]
+        == by_node
+        == [("ap", 1, 5.0), ("eu", 2, 41.0), ("us", 1, 50.0)]
+    )
 
 
 def test_files_written_before_a_column_was_added_read_it_as_null_in_a_full_scan(orders):
@@ -162,8 +181,10 @@ def test_unparsable_statements_on_arctic_tables_keep_arctics_error(orders, tmp_p
     # Spark would parse this one (an INSERT OVERWRITE DIRECTORY reading an arctic table), but it
     # names an arctic table, so arctic's own error stands and nothing runs, not even the first statement.
     with pytest.raises(SqlParseError, match=r"line 2, column \d+"):
-        orders.sql(f"DELETE FROM db.orders WHERE id = 1;\nINSERT OVERWRITE DIRECTORY '{tmp_path}/o' USING csv "
-                   "SELECT * FROM db.orders")
+        orders.sql(
+            f"DELETE FROM db.orders WHERE id = 1;\nINSERT OVERWRITE DIRECTORY '{tmp_path}/o' USING csv "
+            "SELECT * FROM db.orders"
+        )
     assert sorted(tuple(r) for r in orders.sql("SELECT * FROM db.orders").collect()) == before
     with pytest.raises(SqlParseError, match=r"line 1, column \d+"):
         orders.sql("CALL system.optimize(table => ")
@@ -177,7 +198,9 @@ def test_a_join_broadcasts_a_merged_read_only_if_its_files_are_under_the_thresho
     # Spark sizes a merge by node from the task numbers it runs over: it used to look like a few bytes
     # whatever the table held, and a join broadcast it, pulling the whole table into the driver.
     arctic.sql("CREATE TABLE db.big (id BIGINT, v STRING, PRIMARY KEY (id))")
-    spark.range(50_000).selectExpr("id", "uuid() AS v").write.format("arctic").mode("overwrite").save("db.big")
+    spark.range(50_000).selectExpr("id", "uuid() AS v").write.format("arctic").mode("overwrite").save(
+        "db.big"
+    )
     arctic.sql("INSERT INTO db.big VALUES (1, 'changed')")  # a change file: the read merges by node
     spark.range(200_000).createOrReplaceTempView("facts")  # sized at 1.6 MB: over the threshold too
     query = "SELECT count(*), max(b.v) FROM facts f JOIN db.big b ON f.id = b.id"
@@ -197,21 +220,33 @@ def test_a_join_broadcasts_a_merged_read_only_if_its_files_are_under_the_thresho
 def test_nested_columns_of_a_keyed_table_merge_read_and_optimize(arctic):
     # A struct, an array and a map beside the key: merged reads select top-level columns, and a
     # MERGE may name the target by its full name (`db.t.id`) when it has no alias.
-    arctic.sql("CREATE TABLE db.nested (id INT, st STRUCT<a: INT, b: STRING>, arr ARRAY<INT>, m MAP<STRING, INT>, "
-               "PRIMARY KEY (id))")
-    arctic.sql("INSERT INTO db.nested VALUES (1, named_struct('a', 1, 'b', 'x'), array(1, 2), map('k', 1)), "
-               "(2, named_struct('a', 2, 'b', 'y'), array(3), map('j', 2))")
+    arctic.sql(
+        "CREATE TABLE db.nested (id INT, st STRUCT<a: INT, b: STRING>, arr ARRAY<INT>, m MAP<STRING, INT>, "
+        "PRIMARY KEY (id))"
+    )
+    arctic.sql(
+        "INSERT INTO db.nested VALUES (1, named_struct('a', 1, 'b', 'x'), array(1, 2), map('k', 1)), "
+        "(2, named_struct('a', 2, 'b', 'y'), array(3), map('j', 2))"
+    )
     arctic.sql("UPDATE db.nested SET st = named_struct('a', 9, 'b', 'z') WHERE id = 1")
     arctic.sql("DELETE FROM db.nested WHERE id = 2")
     arctic.sql("INSERT INTO db.nested VALUES (3, named_struct('a', 3, 'b', 'w'), array(7), map('q', 3))")
-    arctic.sql("MERGE INTO db.nested USING (SELECT 3 AS id, named_struct('a', 30, 'b', 'v') AS st) src "
-               "ON db.nested.id = src.id WHEN MATCHED THEN UPDATE SET st = src.st")
-    arctic.sql("CREATE TABLE db.nested_src (id INT, st STRUCT<a: INT, b: STRING>, arr ARRAY<INT>, "
-               "m MAP<STRING, INT>, PRIMARY KEY (id))")
-    arctic.sql("INSERT INTO db.nested_src VALUES (3, NULL, NULL, NULL), (4, named_struct('a', 4, 'b', 'u'), "
-               "array(4), map('r', 4))")
-    arctic.sql("MERGE INTO db.nested USING db.nested_src ON db.nested.id = db.nested_src.id "
-               "WHEN NOT MATCHED AND db.nested_src.id > 3 THEN INSERT *")
+    arctic.sql(
+        "MERGE INTO db.nested USING (SELECT 3 AS id, named_struct('a', 30, 'b', 'v') AS st) src "
+        "ON db.nested.id = src.id WHEN MATCHED THEN UPDATE SET st = src.st"
+    )
+    arctic.sql(
+        "CREATE TABLE db.nested_src (id INT, st STRUCT<a: INT, b: STRING>, arr ARRAY<INT>, "
+        "m MAP<STRING, INT>, PRIMARY KEY (id))"
+    )
+    arctic.sql(
+        "INSERT INTO db.nested_src VALUES (3, NULL, NULL, NULL), (4, named_struct('a', 4, 'b', 'u'), "
+        "array(4), map('r', 4))"
+    )
+    arctic.sql(
+        "MERGE INTO db.nested USING db.nested_src ON db.nested.id = db.nested_src.id "
+        "WHEN NOT MATCHED AND db.nested_src.id > 3 THEN INSERT *"
+    )
     expected = [(1, (9, "z"), [1, 2], {"k": 1}), (3, (30, "v"), [7], {"q": 3}), (4, (4, "u"), [4], {"r": 4})]
 
     def rows(sql: str) -> list[tuple]:
@@ -220,7 +255,9 @@ def test_nested_columns_of_a_keyed_table_merge_read_and_optimize(arctic):
     assert rows("SELECT * FROM db.nested ORDER BY id") == expected
     assert rows("SELECT id, st.b FROM db.nested WHERE st.a > 5 ORDER BY id") == [(1, "z"), (3, "v")]
     assert rows("SELECT * FROM db.nested VERSION AS OF 2 ORDER BY id") == [
-        (1, (9, "z"), [1, 2], {"k": 1}), (2, (2, "y"), [3], {"j": 2})]
+        (1, (9, "z"), [1, 2], {"k": 1}),
+        (2, (2, "y"), [3], {"j": 2}),
+    ]
     arctic.sql("ALTER TABLE db.nested COMPACT MINOR")
     assert rows("SELECT * FROM db.nested ORDER BY id") == expected
     arctic.sql("ALTER TABLE db.nested COMPACT FULL")
@@ -229,8 +266,9 @@ def test_nested_columns_of_a_keyed_table_merge_read_and_optimize(arctic):
 
 def test_columns_may_name_their_table_in_full(orders):
     # What BI tools and generated SQL write: `db.orders.id`, even `spark_catalog.db.orders.id`.
-    rows = orders.sql("SELECT db.orders.id FROM db.orders WHERE db.orders.region = 'eu' "
-                      "ORDER BY spark_catalog.db.orders.id").collect()
+    rows = orders.sql(
+        "SELECT db.orders.id FROM db.orders WHERE db.orders.region = 'eu' ORDER BY spark_catalog.db.orders.id"
+    ).collect()
     assert [r[0] for r in rows] == [1, 3]
     orders.sql("UPDATE db.orders SET amount = 12.0 WHERE db.orders.id = 1")
     orders.sql("DELETE FROM db.orders WHERE db.orders.id = 3")
@@ -252,7 +290,10 @@ def test_cache_uncache_refresh_and_analyze_of_an_arctic_table(orders):
     orders.sql("CACHE TABLE eu_orders AS SELECT id, amount FROM db.orders WHERE region = 'eu'")
     orders.sql("INSERT INTO db.orders VALUES (6, 'eu', 60.0)")
     try:
-        assert sorted(tuple(r) for r in orders.sql("SELECT * FROM eu_orders").collect()) == [(1, 11.0), (3, 30.0)]
+        assert sorted(tuple(r) for r in orders.sql("SELECT * FROM eu_orders").collect()) == [
+            (1, 11.0),
+            (3, 30.0),
+        ]
     finally:
         orders.sql("UNCACHE TABLE eu_orders")
 
@@ -260,13 +301,18 @@ def test_cache_uncache_refresh_and_analyze_of_an_arctic_table(orders):
 def test_nan_matches_spark_comparisons_before_and_after_optimizing(arctic):
     # Spark orders NaN above every number; file and row-group bounds leave NaN out, so they must not
     # prune FLOAT or DOUBLE filters (nor may the optimizer's files carry such bounds for Spark's reader).
-    arctic.sql("CREATE TABLE db.nan (id INT, d DOUBLE, f FLOAT, PRIMARY KEY (id)) "
-               "TBLPROPERTIES ('base.file-index.hash-bucket' = '1', 'change.file-index.hash-bucket' = '1')")
+    arctic.sql(
+        "CREATE TABLE db.nan (id INT, d DOUBLE, f FLOAT, PRIMARY KEY (id)) "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '1', 'change.file-index.hash-bucket' = '1')"
+    )
     arctic.sql("INSERT INTO db.nan VALUES (1, double('NaN'), float('NaN')), (2, 0.5, 0.5), (3, -0.0, 1.0)")
     queries = ["d > 1.0", "d = double('NaN')", "d IN (double('NaN'), 7.0)", "f >= 2"]
     for step in ("merge on read", "optimized"):
         for where in queries:
-            assert [r[0] for r in arctic.sql(f"SELECT id FROM db.nan WHERE {where}").collect()] == [1], (step, where)
+            assert [r[0] for r in arctic.sql(f"SELECT id FROM db.nan WHERE {where}").collect()] == [1], (
+                step,
+                where,
+            )
             rows = arctic.spark.read.format("arctic").load("db.nan").where(where).collect()
             assert [r["id"] for r in rows] == [1], (step, where)
         arctic.sql("ALTER TABLE db.nan COMPACT FULL")

@@ -43,15 +43,25 @@ def test_a_cancel_stops_a_running_optimize_and_commits_nothing(spark, tmp_path):
     warehouse = str(tmp_path / "warehouse")
     s = arctic_sql.connect(warehouse=warehouse, spark=spark)
     s.sql("CREATE DATABASE IF NOT EXISTS db")
-    s.sql("CREATE TABLE db.busy (id BIGINT, v STRING, PRIMARY KEY (id)) "
-          "TBLPROPERTIES ('self-optimizing.execute.num-retries' = '2')")  # a retry would undo a cancel
+    s.sql(
+        "CREATE TABLE db.busy (id BIGINT, v STRING, PRIMARY KEY (id)) "
+        "TBLPROPERTIES ('self-optimizing.execute.num-retries' = '2')"
+    )  # a retry would undo a cancel
     s.sql(f"INSERT INTO db.busy SELECT id, CAST(id AS STRING) FROM range({ROWS})")
     s.sql("INSERT INTO db.busy SELECT id, 'updated' FROM range(0, 100)")
     expected = sorted(tuple(r) for r in s.sql("SELECT id, v FROM db.busy").collect())
 
-    with service_process(warehouse, "--token-file", token_file(str(tmp_path)), "--master", "local[1]",
-                         env={"ARCTIC_FAULT": "stall:optimize-task-wrote", "ARCTIC_FAULT_STALL_S": "600"}
-                         ) as running, httpx.Client(base_url=running.url, timeout=60) as client:
+    with (
+        service_process(
+            warehouse,
+            "--token-file",
+            token_file(str(tmp_path)),
+            "--master",
+            "local[1]",
+            env={"ARCTIC_FAULT": "stall:optimize-task-wrote", "ARCTIC_FAULT_STALL_S": "600"},
+        ) as running,
+        httpx.Client(base_url=running.url, timeout=60) as client,
+    ):
         before = client.get("/api/v1/tables/db/busy").json()
         started = client.post("/api/v1/tables/db/busy/optimize", json={"mode": "full"}, headers=AUTH)
         assert started.status_code == 202, started.text
@@ -60,7 +70,11 @@ def test_a_cancel_stops_a_running_optimize_and_commits_nothing(spark, tmp_path):
             for r in client.get("/api/v1/tables/db/busy/optimizing").json()["items"]:
                 detail = client.get(f"/api/v1/tables/db/busy/optimizing/{r['process_id']}").json()
                 folder = _local(detail["output_prefix"])
-                if r["status"] == "EXECUTING" and folder.exists() and any(p.is_file() for p in folder.rglob("*")):
+                if (
+                    r["status"] == "EXECUTING"
+                    and folder.exists()
+                    and any(p.is_file() for p in folder.rglob("*"))
+                ):
                     return detail
             return None
 
@@ -68,7 +82,9 @@ def test_a_cancel_stops_a_running_optimize_and_commits_nothing(spark, tmp_path):
         process = _wait("the optimize task wrote a file", 300, stalled_after_writing)
         pid = process["process_id"]
         assert client.get("/api/v1/tables/db/busy").json()["optimizing_status"] == "full"
-        assert client.post(f"/api/v1/tables/db/busy/optimizing/{pid}/cancel").status_code == 401  # token needed
+        assert (
+            client.post(f"/api/v1/tables/db/busy/optimizing/{pid}/cancel").status_code == 401
+        )  # token needed
         cancel = client.post(f"/api/v1/tables/db/busy/optimizing/{pid}/cancel", headers=AUTH)
         assert cancel.status_code == 202 and cancel.json()["cancelling"] is True, cancel.text
 
@@ -85,15 +101,21 @@ def test_a_cancel_stops_a_running_optimize_and_commits_nothing(spark, tmp_path):
         after = client.get("/api/v1/tables/db/busy").json()
         assert after["snapshots"] == before["snapshots"]  # nothing committed to either store
         assert after["base_files"] == 0 and after["latest_version"] == before["latest_version"]
-        assert after["optimizing_status"] != "failed" and after["last_failure"] is None  # cancelled is not failed
-        referenced = {f["path"] for f in client.get("/api/v1/tables/db/busy/files",
-                                                     params={"page_size": 1000}).json()["items"]}
+        assert (
+            after["optimizing_status"] != "failed" and after["last_failure"] is None
+        )  # cancelled is not failed
+        referenced = {
+            f["path"]
+            for f in client.get("/api/v1/tables/db/busy/files", params={"page_size": 1000}).json()["items"]
+        }
         assert not [p for p in referenced if p.startswith(process["output_prefix"])]
 
     assert sorted(tuple(r) for r in s.sql("SELECT id, v FROM db.busy").collect()) == expected
     # Whatever the killed task left under its folder is an orphan: forced cleaning takes it all.
-    s.sql("CALL system.remove_orphan_files(table => 'db.busy', older_than => TIMESTAMP '2100-01-01 00:00:00', "
-          "force => true)").collect()
+    s.sql(
+        "CALL system.remove_orphan_files(table => 'db.busy', older_than => TIMESTAMP '2100-01-01 00:00:00', "
+        "force => true)"
+    ).collect()
     folder = _local(process["output_prefix"])
     assert not folder.exists() or not any(p.is_file() for p in folder.rglob("*"))
     assert sorted(tuple(r) for r in s.sql("SELECT id, v FROM db.busy").collect()) == expected

@@ -17,8 +17,10 @@ pytestmark = pytest.mark.spark
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
-    pytest.skip("no system Chromium (scripts/setup.sh test installs it with apt-get where it can)",
-                allow_module_level=True)
+    pytest.skip(
+        "no system Chromium (scripts/setup.sh test installs it with apt-get where it can)",
+        allow_module_level=True,
+    )
 sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 
@@ -64,7 +66,10 @@ def test_overview_tables_and_groups_pages(site, page):
     assert page.title() == "Overview · arctic-sql"
     assert page.locator(".card .label", has_text="tables").first.is_visible()
     assert page.locator("svg.chart").count() >= 2
-    assert page.locator('#data-size svg.chart[aria-label="Data size of all tables over time"] circle').count() >= 2
+    assert (
+        page.locator('#data-size svg.chart[aria-label="Data size of all tables over time"] circle').count()
+        >= 2
+    )
     page.wait_for_load_state("networkidle")  # the favicon and the script came (or failed) by now
     _shot(page, "overview")
 
@@ -147,4 +152,3 @@ def test_optimize_from_the_page_shows_in_the_optimizing_tab(site, page):
     # The refusal asked for above: the response and Chromium's console line about it.
     page.problems = [p for p in page.problems if "/optimize: 401" not in p and "status of 401" not in p]
     assert page.problems == []
-

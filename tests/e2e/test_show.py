@@ -29,7 +29,9 @@ def test_show_tblproperties_lists_the_users_properties_and_one_key(events):
     result = events.sql("SHOW TBLPROPERTIES db.events")
     assert result.columns == ["key", "value"]
     assert [tuple(r) for r in result.collect()] == [
-        ("base.file-index.hash-bucket", "8"), ("self-optimizing.enabled", "false"), ("team", "it's ours"),
+        ("base.file-index.hash-bucket", "8"),
+        ("self-optimizing.enabled", "false"),
+        ("team", "it's ours"),
     ]
     assert _rows(events, "SHOW TBLPROPERTIES db.events ('team')") == [("team", "it's ours")]
     # The alias the user typed finds the key it is stored under.
@@ -49,7 +51,9 @@ def test_show_columns_in_table_and_database(events):
 
 
 def test_show_partitions_lists_partitions_holding_data(arctic):
-    arctic.sql("CREATE TABLE db.p (id BIGINT, region STRING, PRIMARY KEY (id, region)) PARTITIONED BY (region)")
+    arctic.sql(
+        "CREATE TABLE db.p (id BIGINT, region STRING, PRIMARY KEY (id, region)) PARTITIONED BY (region)"
+    )
     assert _rows(arctic, "SHOW PARTITIONS db.p") == []
     arctic.sql("INSERT OVERWRITE db.p VALUES (1, 'eu'), (2, 'us')")
     arctic.sql("INSERT INTO db.p VALUES (3, 'ap')")  # change data only
@@ -97,8 +101,9 @@ def test_show_create_table_of_an_append_only_table(arctic):
 
 
 def test_show_statements_on_spark_tables_pass_to_spark(arctic):
-    arctic.sql("CREATE TABLE db.plain (id INT, p STRING) USING parquet PARTITIONED BY (p) "
-               "TBLPROPERTIES ('k' = 'v')")
+    arctic.sql(
+        "CREATE TABLE db.plain (id INT, p STRING) USING parquet PARTITIONED BY (p) TBLPROPERTIES ('k' = 'v')"
+    )
     assert ("k", "v") in _rows(arctic, "SHOW TBLPROPERTIES db.plain")
     assert _rows(arctic, "SHOW COLUMNS IN db.plain") == [("id",), ("p",)]
     assert "USING parquet" in arctic.sql("SHOW CREATE TABLE db.plain").collect()[0][0]

@@ -27,7 +27,11 @@ def _write_files(folder, batches, first=0):
     for number, rows in enumerate(batches, start=first):
         path = os.path.join(folder, f"b{number:04d}.json")
         with open(path, "w") as f:
-            f.write("\n".join(json.dumps(dict(zip(("id", "v", "seq", "_change_type"), r, strict=True))) for r in rows))
+            f.write(
+                "\n".join(
+                    json.dumps(dict(zip(("id", "v", "seq", "_change_type"), r, strict=True))) for r in rows
+                )
+            )
         os.utime(path, (1_700_000_000 + number, 1_700_000_000 + number))
 
 
@@ -50,7 +54,9 @@ def _batches(count, keys=40, first_seq=0):
     out = []
     for b in range(count):
         ids = rng.sample(range(keys), 12)
-        out.append([(i, f"v{b}-{i}", first_seq + b, "delete" if n % 4 == 3 else "upsert") for n, i in enumerate(ids)])
+        out.append(
+            [(i, f"v{b}-{i}", first_seq + b, "delete" if n % 4 == 3 else "upsert") for n, i in enumerate(ids)]
+        )
     return out
 
 
@@ -58,7 +64,11 @@ def _run(arctic, source, checkpoint, *, sequence=True, partitions=None, table="d
     stream = arctic.spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(source)
     if partitions:
         stream = stream.repartition(partitions)
-    writer = stream.writeStream.format("arctic").option("checkpointLocation", checkpoint).trigger(availableNow=True)
+    writer = (
+        stream.writeStream.format("arctic")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+    )
     if sequence:
         writer = writer.option("sequenceColumn", "seq")
     query = writer.start(table)
@@ -73,8 +83,11 @@ def _rows(arctic, table="db.t"):
 def _stream_commits(arctic, table="db.t"):
     store = arctic.table(table).change
     summaries = [versions.summary_of(s) for s in versions.snapshots_in_order(store)]
-    return [(s[versions.STREAM_QUERY_ID], int(s[versions.STREAM_BATCH_ID])) for s in summaries
-            if versions.STREAM_QUERY_ID in s]
+    return [
+        (s[versions.STREAM_QUERY_ID], int(s[versions.STREAM_BATCH_ID]))
+        for s in summaries
+        if versions.STREAM_QUERY_ID in s
+    ]
 
 
 @pytest.fixture
@@ -107,8 +120,14 @@ def test_stream_follows_the_model_one_version_per_batch_and_a_replay_is_skipped(
 
 def test_sequence_column_keeps_the_newest_change_of_a_key_across_tasks(keyed, tmp_path):
     source = str(tmp_path / "in")
-    rows = [(1, "old", 5, "upsert"), (1, "newest", 9, "upsert"), (1, "middle", 7, "upsert"),
-            (2, "kept", 3, "upsert"), (3, "gone", 1, "upsert"), (3, None, 2, "delete")]
+    rows = [
+        (1, "old", 5, "upsert"),
+        (1, "newest", 9, "upsert"),
+        (1, "middle", 7, "upsert"),
+        (2, "kept", 3, "upsert"),
+        (3, "gone", 1, "upsert"),
+        (3, None, 2, "delete"),
+    ]
     _write_files(source, [rows])
     _run(keyed, source, str(tmp_path / "ck"), partitions=3)
     assert _rows(keyed) == {1: ("newest", 9), 2: ("kept", 3)}
@@ -117,13 +136,21 @@ def test_sequence_column_keeps_the_newest_change_of_a_key_across_tasks(keyed, tm
 @pytest.mark.parametrize(
     ("rows", "sequence", "message"),
     [
-        ([(1, "a", 1, "upsert"), (1, "b", 2, "upsert")], False,
-         r"STREAM into db.t writes primary key \(id=1\) 2 times in one micro-batch"),
-        ([(1, "a", 4, "upsert"), (1, "b", 4, "upsert")], True,
-         r"primary key \(id=1\) has two changes with the same sequence value 4"),
+        (
+            [(1, "a", 1, "upsert"), (1, "b", 2, "upsert")],
+            False,
+            r"STREAM into db.t writes primary key \(id=1\) 2 times in one micro-batch",
+        ),
+        (
+            [(1, "a", 4, "upsert"), (1, "b", 4, "upsert")],
+            True,
+            r"primary key \(id=1\) has two changes with the same sequence value 4",
+        ),
     ],
 )
-def test_ambiguous_changes_of_a_key_stop_the_stream_and_write_nothing(keyed, tmp_path, rows, sequence, message):
+def test_ambiguous_changes_of_a_key_stop_the_stream_and_write_nothing(
+    keyed, tmp_path, rows, sequence, message
+):
     source = str(tmp_path / "in")
     _write_files(source, [rows])
     with pytest.raises(Exception, match=message):
@@ -147,9 +174,16 @@ def test_a_table_without_a_key_gets_appends_and_a_replay_is_skipped_too(arctic, 
     _write_files(source, [[(1, "a", 1, "upsert")], [(1, "a", 2, "upsert")]])
 
     def run():
-        stream = arctic.spark.readStream.schema("id BIGINT, v STRING").option("maxFilesPerTrigger", 1).json(source)
-        query = stream.writeStream.format("arctic").option("checkpointLocation", checkpoint) \
-            .option("path", "db.log").trigger(availableNow=True).start()
+        stream = (
+            arctic.spark.readStream.schema("id BIGINT, v STRING").option("maxFilesPerTrigger", 1).json(source)
+        )
+        query = (
+            stream.writeStream.format("arctic")
+            .option("checkpointLocation", checkpoint)
+            .option("path", "db.log")
+            .trigger(availableNow=True)
+            .start()
+        )
         query.awaitTermination()
 
     run()
@@ -157,16 +191,30 @@ def test_a_table_without_a_key_gets_appends_and_a_replay_is_skipped_too(arctic, 
         os.remove(os.path.join(checkpoint, "commits", name))
     run()
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.log").collect()) == [(1, "a"), (1, "a")]
-    assert [r[0] for r in arctic.sql("SELECT operation FROM db.log.history").collect()] == ["stream", "stream"]
+    assert [r[0] for r in arctic.sql("SELECT operation FROM db.log.history").collect()] == [
+        "stream",
+        "stream",
+    ]
 
 
 def test_complete_mode_is_refused(keyed, tmp_path):
     source = str(tmp_path / "in")
     _write_files(source, [[(1, "a", 1, "upsert")]])
-    counts = keyed.spark.readStream.schema(SCHEMA).json(source).groupBy("id").count().withColumnRenamed("count", "seq")
+    counts = (
+        keyed.spark.readStream.schema(SCHEMA)
+        .json(source)
+        .groupBy("id")
+        .count()
+        .withColumnRenamed("count", "seq")
+    )
     with pytest.raises(Exception, match="output mode append or update, not complete"):
-        query = counts.writeStream.format("arctic").outputMode("complete") \
-            .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start("db.t")
+        query = (
+            counts.writeStream.format("arctic")
+            .outputMode("complete")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start("db.t")
+        )
         query.awaitTermination()
 
 
@@ -178,12 +226,18 @@ def test_debezium_envelopes_stream_into_the_table(keyed, tmp_path):
 
     row = lambda i, v, seq: {"id": i, "v": v, "seq": seq}  # noqa: E731
     files = [
-        [event("r", None, row(1, "one", 1), 100, 1), event("c", None, row(2, "two", 1), 100, 2),
-         event("c", None, row(3, "three", 1), 100, 3)],
+        [
+            event("r", None, row(1, "one", 1), 100, 1),
+            event("c", None, row(2, "two", 1), 100, 2),
+            event("c", None, row(3, "three", 1), 100, 3),
+        ],
         # one key changed twice at the same ts_ms: the lsn orders them; a delete carries only `before`
-        [event("u", row(1, "one", 1), row(1, "uno", 2), 200, 11), event("u", row(1, "uno", 2), row(1, "eins", 3),
-                                                                         200, 12),
-         event("d", row(2, "two", 1), None, 200, 13), event("t", None, None, 200, 14)],
+        [
+            event("u", row(1, "one", 1), row(1, "uno", 2), 200, 11),
+            event("u", row(1, "uno", 2), row(1, "eins", 3), 200, 12),
+            event("d", row(2, "two", 1), None, 200, 13),
+            event("t", None, None, 200, 14),
+        ],
     ]
     source = tmp_path / "cdc"
     source.mkdir()
@@ -191,12 +245,20 @@ def test_debezium_envelopes_stream_into_the_table(keyed, tmp_path):
         path = source / f"e{n}.json"
         path.write_text("\n".join(json.dumps(e) for e in events))
         os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
-    envelope = ("payload STRUCT<op: STRING, before: STRUCT<id: BIGINT, v: STRING, seq: BIGINT>, "
-                "after: STRUCT<id: BIGINT, v: STRING, seq: BIGINT>, source: STRUCT<ts_ms: BIGINT, lsn: BIGINT>>")
-    changes = arctic_sql.cdc.debezium(keyed.spark.readStream.schema(envelope).option("maxFilesPerTrigger", 1)
-                                      .json(str(source)))
-    query = changes.writeStream.format("arctic").option("checkpointLocation", str(tmp_path / "ck")) \
-        .option("sequenceColumn", arctic_sql.cdc.SEQUENCE).trigger(availableNow=True).start("db.t")
+    envelope = (
+        "payload STRUCT<op: STRING, before: STRUCT<id: BIGINT, v: STRING, seq: BIGINT>, "
+        "after: STRUCT<id: BIGINT, v: STRING, seq: BIGINT>, source: STRUCT<ts_ms: BIGINT, lsn: BIGINT>>"
+    )
+    changes = arctic_sql.cdc.debezium(
+        keyed.spark.readStream.schema(envelope).option("maxFilesPerTrigger", 1).json(str(source))
+    )
+    query = (
+        changes.writeStream.format("arctic")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("sequenceColumn", arctic_sql.cdc.SEQUENCE)
+        .trigger(availableNow=True)
+        .start("db.t")
+    )
     query.awaitTermination()
     assert _rows(keyed) == {1: ("eins", 3), 3: ("three", 1)}
     assert [b for _, b in _stream_commits(keyed)] == [0, 1]
@@ -204,10 +266,17 @@ def test_debezium_envelopes_stream_into_the_table(keyed, tmp_path):
 
 # --- a driver of its own: faults need their environment before the JVM starts -----------------
 
+
 def _driver(warehouse, source, checkpoint, *extra, env=None):
     environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
-    return subprocess.Popen([sys.executable, DRIVER, warehouse, source, checkpoint, *extra], env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, DRIVER, warehouse, source, checkpoint, *extra],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _finish(process, timeout=240):
@@ -252,7 +321,9 @@ def test_a_failed_commit_then_a_killed_driver_leave_each_batch_committed_once(tm
     warehouse, source, checkpoint = str(tmp_path / "wh"), str(tmp_path / "in"), str(tmp_path / "ck")
     batches = _batches(8)
     _write_files(source, batches)
-    code, out = _finish(_driver(warehouse, source, checkpoint, env={"ARCTIC_FAULT": "raise:sink-after-commit"}))
+    code, out = _finish(
+        _driver(warehouse, source, checkpoint, env={"ARCTIC_FAULT": "raise:sink-after-commit"})
+    )
     assert code != 0 and "injected fault at sink-after-commit" in out, out[-3000:]
     assert _committed_batches(_table(warehouse)) == [0]  # committed, then commit() failed and abort() ran
 

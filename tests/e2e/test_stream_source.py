@@ -22,9 +22,13 @@ def _stream(spark, checkpoint: str, table: str = "db.t", **options) -> list[tupl
     reader = spark.readStream.format("arctic").option("readChangeFeed", "true")
     for k, v in options.items():
         reader = reader.option(k, str(v))
-    query = (reader.load(table).writeStream.option("checkpointLocation", checkpoint)
-             .foreachBatch(lambda df, batch_id: batches.append((batch_id, [r.asDict() for r in df.collect()])))
-             .trigger(availableNow=True).start())
+    query = (
+        reader.load(table)
+        .writeStream.option("checkpointLocation", checkpoint)
+        .foreachBatch(lambda df, batch_id: batches.append((batch_id, [r.asDict() for r in df.collect()])))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     return batches
 
@@ -54,7 +58,9 @@ def _random_round(arctic, rng: random.Random, commits: int) -> None:
             rows = ", ".join(f"({k}, 'v{k}_{rng.randrange(1000)}')" for k in rng.sample(range(30), 4))
             arctic.sql(f"INSERT INTO db.t VALUES {rows}")
         else:
-            arctic.sql(f"DELETE FROM db.t WHERE id IN ({', '.join(str(k) for k in rng.sample(range(30), 3))})")
+            arctic.sql(
+                f"DELETE FROM db.t WHERE id IN ({', '.join(str(k) for k in rng.sample(range(30), 3))})"
+            )
 
 
 def test_rounds_from_a_checkpoint_deliver_every_change_once(arctic, spark, tmp_path):
@@ -98,13 +104,17 @@ def five_versions(arctic):
 
 def test_rate_limits_take_whole_versions(five_versions, spark, tmp_path):
     def sizes(**options) -> list[list[int]]:
-        batches = _stream(spark, str(tmp_path / str(len(list(tmp_path.iterdir())))), startingVersion=1, **options)
+        batches = _stream(
+            spark, str(tmp_path / str(len(list(tmp_path.iterdir())))), startingVersion=1, **options
+        )
         return [sorted({r["_change_version"] for r in rows}) for _, rows in batches]
 
     assert sizes(maxVersionsPerTrigger=2) == [[1, 2], [3, 4], [5]]
     assert sizes(maxRowsPerTrigger=5) == [[1, 2], [3, 4], [5]]  # 2 rows a version: 4 fit, 6 do not
     assert sizes(maxFilesPerTrigger=1) == [[1], [2], [3], [4], [5]]  # at least one version, if over
-    change_bytes = five_versions.sql("SELECT sum(size_bytes) FROM db.t.files WHERE store = 'change'").collect()[0][0]
+    change_bytes = five_versions.sql(
+        "SELECT sum(size_bytes) FROM db.t.files WHERE store = 'change'"
+    ).collect()[0][0]
     two_and_a_half = str(change_bytes * 5 // 10)  # the five versions' files are alike in size
     assert sizes(maxBytesPerTrigger=two_and_a_half) == [[1, 2], [3, 4], [5]]
     assert sizes(maxBytesPerTrigger="1") == [[1], [2], [3], [4], [5]]
@@ -113,11 +123,17 @@ def test_rate_limits_take_whole_versions(five_versions, spark, tmp_path):
 def test_starting_version_latest_and_timestamp(five_versions, spark, tmp_path):
     arctic = five_versions
     # Spark runs a first, empty micro-batch for a new checkpoint.
-    assert [rows for _, rows in _stream(spark, str(tmp_path / "latest"), startingVersion="latest")] in ([], [[]])
+    assert [rows for _, rows in _stream(spark, str(tmp_path / "latest"), startingVersion="latest")] in (
+        [],
+        [[]],
+    )
     arctic.sql("INSERT INTO db.t VALUES (99, 'new')")  # 6
     batches = _stream(spark, str(tmp_path / "latest"), startingVersion="latest")
     assert [(r["id"], r["_change_version"]) for _, rows in batches for r in rows] == [(99, 6)]
-    ms = {r[0]: r[1] for r in arctic.sql("SELECT version, unix_millis(committed_at) FROM db.t.history").collect()}
+    ms = {
+        r[0]: r[1]
+        for r in arctic.sql("SELECT version, unix_millis(committed_at) FROM db.t.history").collect()
+    }
     import datetime
 
     at = datetime.datetime.fromtimestamp(ms[5] / 1000, tz=datetime.UTC).isoformat()
@@ -130,10 +146,18 @@ def test_overwrite_fails_the_stream_unless_skipped(five_versions, spark, tmp_pat
     arctic.sql("INSERT OVERWRITE db.t VALUES (1, 'over')")  # 6
     arctic.sql("INSERT INTO db.t VALUES (50, 'after')")  # 7
     error = _error(lambda: _stream(spark, str(tmp_path / "fail"), startingVersion=5))
-    assert isinstance(error, VersionNotFoundError) and "version 6" in str(error) and "skipOverwrites" in str(error)
+    assert (
+        isinstance(error, VersionNotFoundError)
+        and "version 6" in str(error)
+        and "skipOverwrites" in str(error)
+    )
     assert "\n" not in str(error)
     batches = _stream(spark, str(tmp_path / "skip"), startingVersion=5, skipOverwrites="true")
-    assert sorted((r["id"], r["_change_version"]) for _, rows in batches for r in rows) == [(5, 5), (15, 5), (50, 7)]
+    assert sorted((r["id"], r["_change_version"]) for _, rows in batches for r in rows) == [
+        (5, 5),
+        (15, 5),
+        (50, 7),
+    ]
 
 
 def test_a_stream_fails_on_another_table_of_its_name_or_changed_columns(five_versions, spark, tmp_path):
@@ -143,8 +167,14 @@ def test_a_stream_fails_on_another_table_of_its_name_or_changed_columns(five_ver
     # Renamed: the next changes would come out with v NULL. The stream fails; a restart reads on.
     arctic.sql("ALTER TABLE db.t RENAME COLUMN v TO label")
     arctic.sql("INSERT INTO db.t VALUES (1, 'renamed')")
-    query = (spark.readStream.format("arctic").option("readChangeFeed", "true").load("db.t").writeStream
-             .option("checkpointLocation", checkpoint).format("noop").start())
+    query = (
+        spark.readStream.format("arctic")
+        .option("readChangeFeed", "true")
+        .load("db.t")
+        .writeStream.option("checkpointLocation", checkpoint)
+        .format("noop")
+        .start()
+    )
     arctic.sql("ALTER TABLE db.t ADD COLUMNS (extra INT)")
     arctic.sql("INSERT INTO db.t VALUES (2, 'added', 7)")
     error = _error(query.processAllAvailable)
@@ -152,7 +182,9 @@ def test_a_stream_fails_on_another_table_of_its_name_or_changed_columns(five_ver
     assert "\n" not in str(error)
     batches = _stream(spark, checkpoint)
     assert sorted((r["id"], r["label"], r["extra"]) for _, rows in batches for r in rows) == [
-        (1, "renamed", None), (2, "added", 7)]
+        (1, "renamed", None),
+        (2, "added", 7),
+    ]
     # Dropped and created again: its versions start over, and the checkpoint's offsets mean nothing.
     arctic.sql("DROP TABLE db.t PURGE")
     arctic.sql("CREATE TABLE db.t (id BIGINT, label STRING, extra INT, PRIMARY KEY (id))")
@@ -169,19 +201,35 @@ def test_expired_start_and_bad_options_are_one_line_errors(five_versions, spark,
     arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
     expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)
     error = _error(lambda: _stream(spark, str(tmp_path / "old"), startingVersion=1))
-    assert isinstance(error, VersionNotFoundError) and "smallest startingVersion still readable is 6" in str(error)
-    for options, names in (({"maxRowsPerTrigger": -1}, "maxRowsPerTrigger must be a whole number of at least 1"),
-                           ({"endingVersion": 3}, "a stream does not take"),
-                           ({"startingVersion": "-2"}, "startingVersion must be a whole number"),
-                           ({"bogus": 1}, "Unknown option bogus")):
+    assert isinstance(error, VersionNotFoundError) and "smallest startingVersion still readable is 6" in str(
+        error
+    )
+    for options, names in (
+        ({"maxRowsPerTrigger": -1}, "maxRowsPerTrigger must be a whole number of at least 1"),
+        ({"endingVersion": 3}, "a stream does not take"),
+        ({"startingVersion": "-2"}, "startingVersion must be a whole number"),
+        ({"bogus": 1}, "Unknown option bogus"),
+    ):
         error = _error(lambda options=options: _stream(spark, str(tmp_path / "bad"), **options))
-        assert isinstance(error, InvalidArgumentError) and names in str(error) and "\n" not in str(error), error
-    error = _error(lambda: _stream(spark, str(tmp_path / "tag"), startingVersion="soon"))  # a word names a tag
+        assert isinstance(error, InvalidArgumentError) and names in str(error) and "\n" not in str(error), (
+            error
+        )
+    error = _error(
+        lambda: _stream(spark, str(tmp_path / "tag"), startingVersion="soon")
+    )  # a word names a tag
     assert isinstance(error, VersionNotFoundError) and "\n" not in str(error), error
     assert str(error).startswith("startingVersion 'soon': Tag 'soon' of db.t does not exist"), error
-    error = _error(lambda: spark.readStream.format("arctic").load("db.t").writeStream.format("noop")
-                   .option("checkpointLocation", str(tmp_path / "plain")).trigger(availableNow=True).start()
-                   .awaitTermination())
+    error = _error(
+        lambda: (
+            spark.readStream.format("arctic")
+            .load("db.t")
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(tmp_path / "plain"))
+            .trigger(availableNow=True)
+            .start()
+            .awaitTermination()
+        )
+    )
     assert isinstance(error, InvalidArgumentError) and "readChangeFeed" in str(error)
     error = _error(lambda: _stream(spark, str(tmp_path / "missing"), table="db.nope"))
     assert "db.nope" in str(error) and "\n" not in str(error)
@@ -191,7 +239,9 @@ def test_a_consumer_keeps_its_unread_history_and_resumes_there(five_versions, sp
     from arctic_sql.table.maintenance import expiration
 
     arctic = five_versions
-    batches = _stream(spark, str(tmp_path / "a"), startingVersion=2, consumerId="copy", maxVersionsPerTrigger=1)
+    batches = _stream(
+        spark, str(tmp_path / "a"), startingVersion=2, consumerId="copy", maxVersionsPerTrigger=1
+    )
     assert [sorted({r["_change_version"] for r in rows}) for _, rows in batches] == [[2], [3], [4], [5]]
     listed = [tuple(r) for r in arctic.sql("SELECT consumer_id, version, live FROM db.t.consumers").collect()]
     assert len(listed) == 1 and listed[0][0] == "copy" and listed[0][2] is True
@@ -209,12 +259,15 @@ def test_a_table_without_a_key_streams_its_rows_then_its_appends(arctic, spark, 
     arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
     arctic.sql("INSERT INTO db.log VALUES (1, 'a'), (1, 'a')")  # 1: no key, duplicates stay
     first = _stream(spark, str(tmp_path / "ck"), table="db.log")
-    assert sorted((r["id"], r["_change_type"], r["_change_version"]) for _, rows in first for r in rows) == \
-        [(1, "insert", 1), (1, "insert", 1)]
+    assert sorted((r["id"], r["_change_type"], r["_change_version"]) for _, rows in first for r in rows) == [
+        (1, "insert", 1),
+        (1, "insert", 1),
+    ]
     arctic.sql("INSERT INTO db.log VALUES (2, 'b')")  # 2
     then = _stream(spark, str(tmp_path / "ck"), table="db.log")
-    assert [(r["id"], r["_change_type"], r["_change_version"]) for _, rows in then for r in rows] == \
-        [(2, "insert", 2)]
+    assert [(r["id"], r["_change_type"], r["_change_version"]) for _, rows in then for r in rows] == [
+        (2, "insert", 2)
+    ]
 
 
 def test_a_first_batch_of_an_empty_table_replays_after_a_crash(arctic, spark, tmp_path):
@@ -231,7 +284,9 @@ def test_a_first_batch_of_an_empty_table_replays_after_a_crash(arctic, spark, tm
     arctic.sql("INSERT INTO db.t VALUES (2, 'b')")  # 2
     batches = _stream(spark, str(checkpoint))
     assert sorted((r["id"], r["v"], r["_change_version"]) for _, rows in batches for r in rows) == [
-        (1, "a", 1), (2, "b", 2)]
+        (1, "a", 1),
+        (2, "b", 2),
+    ]
 
 
 def test_an_available_now_follower_is_held_from_its_first_run(arctic, spark, tmp_path):
@@ -245,7 +300,8 @@ def test_an_available_now_follower_is_held_from_its_first_run(arctic, spark, tmp
     first = _stream(spark, checkpoint, consumerId="replica")
     assert [(r["id"], r["_change_type"]) for _, rows in first for r in rows] == [(1, "upsert")]
     assert [tuple(r) for r in arctic.sql("SELECT consumer_id, version FROM db.t.consumers").collect()] == [
-        ("replica", 1)]
+        ("replica", 1)
+    ]
     for version in (2, 3, 4):
         arctic.sql(f"INSERT INTO db.t VALUES ({version}, 'x')")
     expiration.expire_snapshots(arctic.table("db.t"), older_than_ms=expiration.now_ms() + 1, retain_last=1)

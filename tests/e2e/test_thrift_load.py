@@ -17,8 +17,8 @@ from thrift_harness import rows, shared_server
 pytestmark = pytest.mark.spark
 
 SESSIONS = 8
-DURATION_S = 25           # no new statement starts after this; the one in flight finishes
-MAX_STATEMENTS = 60       # per session, a second bound on the work
+DURATION_S = 25  # no new statement starts after this; the one in flight finishes
+MAX_STATEMENTS = 60  # per session, a second bound on the work
 KEYS_PER_SESSION = 5
 JOIN_TIMEOUT_S = 600
 
@@ -27,7 +27,7 @@ class Worker(threading.Thread):
     def __init__(self, server, index: int, deadline: float) -> None:
         super().__init__(name=f"load-{index}", daemon=True)
         self.server, self.index, self.deadline = server, index, deadline
-        self.committed: dict[int, int] = {}     # key -> last value whose INSERT returned success
+        self.committed: dict[int, int] = {}  # key -> last value whose INSERT returned success
         self.uncertain: dict[int, set[int]] = {}  # key -> values of INSERTs that failed (may have landed)
         self.errors: list[str] = []
         self.mismatches: list[str] = []
@@ -89,8 +89,10 @@ def test_eight_sessions_of_mixed_upserts_and_reads():
 
     statements = sum(w.statements for w in workers)
     upserts = sum(len(w.committed) for w in workers)
-    print(f"\n{SESSIONS} sessions, {statements} statements in {elapsed:.1f} s "
-          f"({statements / elapsed:.2f}/s), {upserts} keys upserted")
+    print(
+        f"\n{SESSIONS} sessions, {statements} statements in {elapsed:.1f} s "
+        f"({statements / elapsed:.2f}/s), {upserts} keys upserted"
+    )
     errors = [e for w in workers for e in w.errors]
     # Writers own disjoint keys, so arctic-sql's committer retries their appends; nothing may fail.
     assert not errors, errors[:5]

@@ -47,8 +47,11 @@ def test_clients_cannot_read_files_outside_the_warehouse(server, tmp_path):
     secret.write_text("top-secret\n", encoding="utf-8")
     with server.connect() as conn:
         cur = conn.cursor()
-        for sql in (f"SELECT * FROM text.`{secret}`", f"SELECT * FROM csv.`file://{secret}`",
-                    f"SELECT * FROM IDENTIFIER('text.`{secret}`')"):
+        for sql in (
+            f"SELECT * FROM text.`{secret}`",
+            f"SELECT * FROM csv.`file://{secret}`",
+            f"SELECT * FROM IDENTIFIER('text.`{secret}`')",
+        ):
             assert "(--allow-external-locations relaxes this)" in _refused(cur, sql)
         # defence in depth: the session itself runs without file queries and ${env:...} substitution
         cur.execute("SET spark.sql.runSQLOnFiles")
@@ -65,21 +68,29 @@ def test_locations_are_confined_to_the_warehouse(server, tmp_path):
         cur = conn.cursor()
         cur.execute("CREATE DATABASE IF NOT EXISTS confined")
         message = _refused(cur, f"CREATE TABLE confined.t (a INT) USING parquet LOCATION '{outside}'")
-        assert message == (f"LOCATION '{outside}' is outside the warehouse {os.path.realpath(server.warehouse)}; "
-                           f"the server refuses it (--allow-external-locations relaxes this)")
+        assert message == (
+            f"LOCATION '{outside}' is outside the warehouse {os.path.realpath(server.warehouse)}; "
+            f"the server refuses it (--allow-external-locations relaxes this)"
+        )
         _refused(cur, f"CREATE TABLE confined.k (a INT, PRIMARY KEY (a)) LOCATION '{outside}'")
-        _refused(cur, f"CREATE TABLE confined.t (a INT) USING parquet LOCATION '{server.warehouse}/../outside'")
+        _refused(
+            cur, f"CREATE TABLE confined.t (a INT) USING parquet LOCATION '{server.warehouse}/../outside'"
+        )
         _refused(cur, f"CREATE TABLE confined.t (a INT) USING parquet LOCATION '{link}/outside'")
         _refused(cur, f"CREATE DATABASE elsewhere LOCATION '{outside}'")
         # inside, but over what the warehouse already holds: a DROP or an overwrite would delete it
         assert "is the warehouse itself" in _refused(
-            cur, f"CREATE TABLE confined.w (value STRING) USING text LOCATION '{server.warehouse}'")
+            cur, f"CREATE TABLE confined.w (value STRING) USING text LOCATION '{server.warehouse}'"
+        )
         assert "is outside the warehouse's folder for such tables" in _refused(
-            cur, f"CREATE TABLE confined.c (value STRING) USING text LOCATION '{server.warehouse}/catalog.db'")
+            cur, f"CREATE TABLE confined.c (value STRING) USING text LOCATION '{server.warehouse}/catalog.db'"
+        )
         # a folder the arctic catalog may give a database: its tables would be inside this one's
         assert "the rest of the warehouse is the arctic catalog's" in _refused(
-            cur, f"CREATE TABLE confined.sales (a INT, p INT) USING parquet PARTITIONED BY (p) "
-            f"LOCATION '{server.warehouse}/sales'")
+            cur,
+            f"CREATE TABLE confined.sales (a INT, p INT) USING parquet PARTITIONED BY (p) "
+            f"LOCATION '{server.warehouse}/sales'",
+        )
         _refused(cur, f"INSERT OVERWRITE LOCAL DIRECTORY '{outside}' SELECT 1")
         _refused(cur, f"LOAD DATA LOCAL INPATH '{outside}' INTO TABLE confined.t")
         assert not outside.exists()
@@ -97,11 +108,14 @@ def test_java_calls_jars_and_class_functions_are_refused(server, tmp_path):
     jar.write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip
     with server.connect() as conn:
         cur = conn.cursor()
-        for sql in ("SELECT reflect('java.lang.System', 'getProperty', 'user.home')",
-                    "SELECT java_method('java.lang.System', 'getenv', 'HOME')",
-                    "SELECT try_reflect('java.lang.System', 'getProperty', 'user.home')",
-                    f"ADD JAR '{jar}'", f"ADD FILE '{jar}'",
-                    f"CREATE FUNCTION evil AS 'com.evil.F' USING JAR '{jar}'"):
+        for sql in (
+            "SELECT reflect('java.lang.System', 'getProperty', 'user.home')",
+            "SELECT java_method('java.lang.System', 'getenv', 'HOME')",
+            "SELECT try_reflect('java.lang.System', 'getProperty', 'user.home')",
+            f"ADD JAR '{jar}'",
+            f"ADD FILE '{jar}'",
+            f"CREATE FUNCTION evil AS 'com.evil.F' USING JAR '{jar}'",
+        ):
             assert _refused(cur, sql).endswith("(--allow-unsafe-functions relaxes this)"), sql
         cur.execute("LIST JAR")
         assert rows(cur) == []
@@ -118,8 +132,13 @@ def test_set_is_limited_to_an_allow_list(server):
         cur.execute("SET spark.sql.session.timeZone = UTC")
         for sql in ("SET spark.sql.runSQLOnFiles=true", "SET spark.sql.catalog.evil=com.evil.Catalog"):
             assert _refused(cur, sql).endswith("(--allow-set-any relaxes this)")
-        resp = conn.client.ExecuteStatement(TExecuteStatementReq(
-            sessionHandle=conn.sessionHandle, statement="SELECT 1", confOverlay={"spark.sql.runSQLOnFiles": "true"}))
+        resp = conn.client.ExecuteStatement(
+            TExecuteStatementReq(
+                sessionHandle=conn.sessionHandle,
+                statement="SELECT 1",
+                confOverlay={"spark.sql.runSQLOnFiles": "true"},
+            )
+        )
         assert resp.status.sqlState == "42501" and "spark.sql.runSQLOnFiles" in resp.status.errorMessage
         cur.execute("SET spark.sql.runSQLOnFiles")
         assert rows(cur)[0][1] == "false"
@@ -177,8 +196,14 @@ def test_a_frame_over_the_limit_closes_the_connection_before_it_is_read(server):
 
 # logins and limits (PLAIN) -----------------------------------------------------------------------
 def _hash(password: str) -> str:
-    result = subprocess.run([sys.executable, "-m", "arctic_sql.cli", "thriftserver", "--hash-password"],
-                            input=password + "\n", capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "arctic_sql.cli", "thriftserver", "--hash-password"],
+        input=password + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return result.stdout.strip()
 
 
@@ -190,8 +215,16 @@ def plain_server(tmp_path_factory):
     assert entry.startswith("pbkdf2_sha256$") and "hunter2" not in entry
     passwords.write_text(f"# user:password\nalice:s3cret\nbob:{entry}\n", encoding="utf-8")
     passwords.chmod(0o600)
-    options = ["--idle-timeout", str(IDLE_TIMEOUT_S), "--max-connections", str(MAX_CONNECTIONS),
-               "--login-attempts", str(LOGIN_ATTEMPTS), "--login-lockout", "600"]
+    options = [
+        "--idle-timeout",
+        str(IDLE_TIMEOUT_S),
+        "--max-connections",
+        str(MAX_CONNECTIONS),
+        "--login-attempts",
+        str(LOGIN_ATTEMPTS),
+        "--login-lockout",
+        "600",
+    ]
     process = ServerProcess(root, auth="PLAIN", password_file=passwords, options=options).start()
     yield process
     process.stop()
@@ -213,7 +246,9 @@ def test_plain_auth_checks_the_password_file(plain_server):
         _connect(plain_server, "alice", "wrong")
     with pytest.raises(Exception):  # noqa: B017 - the server closes a plain-Thrift connection at once
         plain_server.connect(auth="NOSASL")
-    result = run_beeline(plain_server.port, "default", ["-p", "s3cret", "-e", "SELECT 6 * 7 AS answer;"], user="alice")
+    result = run_beeline(
+        plain_server.port, "default", ["-p", "s3cret", "-e", "SELECT 6 * 7 AS answer;"], user="alice"
+    )
     assert "| 42 " in result.stdout, result.stdout + result.stderr[-2000:]
     refused = run_beeline(plain_server.port, "default", ["-p", "nope", "-e", "SELECT 1;"], user="alice")
     assert "Error validating the login" in refused.stdout + refused.stderr
@@ -225,8 +260,9 @@ def test_the_session_user_is_the_authenticated_one(plain_server):
     from TCLIService.ttypes import TOpenSessionReq, TProtocolVersion
 
     with _connect(plain_server, "alice", "s3cret") as conn:
-        resp = conn.client.OpenSession(TOpenSessionReq(
-            username="mallory", client_protocol=TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V8))
+        resp = conn.client.OpenSession(
+            TOpenSessionReq(username="mallory", client_protocol=TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V8)
+        )
         assert resp.status.statusCode == 0, resp.status.errorMessage
     log = plain_server.log_text()
     assert "session opened for alice" in log and "session opened for mallory" not in log
@@ -268,7 +304,10 @@ def test_connections_beyond_the_cap_are_refused(plain_server):
     try:
         with pytest.raises(TTransportException):
             _connect(plain_server, "alice", "s3cret")
-        assert f"{MAX_CONNECTIONS} connections are open (--max-connections {MAX_CONNECTIONS})" in plain_server.log_text()
+        assert (
+            f"{MAX_CONNECTIONS} connections are open (--max-connections {MAX_CONNECTIONS})"
+            in plain_server.log_text()
+        )
         open_.pop().close()
         deadline = time.monotonic() + WAIT_S  # the server frees the slot when it sees the close
         while True:

@@ -26,12 +26,16 @@ def shop(server):
     conn = server.connect()
     cur = conn.cursor()
     cur.execute("CREATE DATABASE IF NOT EXISTS shop")
-    cur.execute("CREATE TABLE shop.orders (id BIGINT, status STRING, amount DECIMAL(10,2), "
-                "ts TIMESTAMP, PRIMARY KEY (id))")
-    cur.execute("INSERT INTO shop.orders VALUES (1, 'new', 9.50, TIMESTAMP'2024-01-31 10:00:00'), "
-                "(2, 'new', 20.00, NULL)")                                     # version 1
-    cur.execute("UPDATE shop.orders SET status = 'paid' WHERE id = 1")        # version 2
-    cur.execute("DELETE FROM shop.orders WHERE id = 2")                       # version 3
+    cur.execute(
+        "CREATE TABLE shop.orders (id BIGINT, status STRING, amount DECIMAL(10,2), "
+        "ts TIMESTAMP, PRIMARY KEY (id))"
+    )
+    cur.execute(
+        "INSERT INTO shop.orders VALUES (1, 'new', 9.50, TIMESTAMP'2024-01-31 10:00:00'), "
+        "(2, 'new', 20.00, NULL)"
+    )  # version 1
+    cur.execute("UPDATE shop.orders SET status = 'paid' WHERE id = 1")  # version 2
+    cur.execute("DELETE FROM shop.orders WHERE id = 2")  # version 3
     conn.close()
     return "shop"
 
@@ -58,11 +62,17 @@ def test_pyhive_runs_extended_sql(server, shop):
         cur = conn.cursor()
         cur.execute("SELECT id, status, amount, ts FROM orders ORDER BY id")
         assert [d[:2] for d in cur.description] == [
-            ("id", "BIGINT_TYPE"), ("status", "STRING_TYPE"), ("amount", "DECIMAL_TYPE"), ("ts", "TIMESTAMP_TYPE")]
+            ("id", "BIGINT_TYPE"),
+            ("status", "STRING_TYPE"),
+            ("amount", "DECIMAL_TYPE"),
+            ("ts", "TIMESTAMP_TYPE"),
+        ]
         assert rows(cur) == [(1, "paid", Decimal("9.50"), dt.datetime(2024, 1, 31, 10, 0))]
         cur.execute("SELECT id, status FROM orders VERSION AS OF 1 ORDER BY id")
         assert rows(cur) == [(1, "new"), (2, "new")]
-        cur.execute("SELECT id, _change_type, _change_version FROM orders VERSION BETWEEN 1 AND 3 ORDER BY id")
+        cur.execute(
+            "SELECT id, _change_type, _change_version FROM orders VERSION BETWEEN 1 AND 3 ORDER BY id"
+        )
         assert rows(cur) == [(1, "upsert", 2), (2, "delete", 3)]
         cur.execute("SELECT version, operation FROM orders.history ORDER BY version")
         assert [r[0] for r in rows(cur)] == [1, 2, 3]
@@ -75,8 +85,10 @@ def test_call_procedure_and_merge_through_server(server):
         cur.execute("CREATE TABLE calls.t (id INT, v STRING, PRIMARY KEY (id))")
         for i in range(3):
             cur.execute(f"INSERT INTO calls.t VALUES ({i}, 'v{i}')")
-        cur.execute("MERGE INTO calls.t t USING (SELECT 1 AS id, 'merged' AS v) s ON t.id = s.id "
-                    "WHEN MATCHED THEN UPDATE SET v = s.v")
+        cur.execute(
+            "MERGE INTO calls.t t USING (SELECT 1 AS id, 'merged' AS v) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET v = s.v"
+        )
         cur.execute("CALL system.optimize(table => 'calls.t', mode => 'full')")
         names = [d[0] for d in cur.description]
         result = rows(cur)
@@ -153,8 +165,12 @@ def test_async_errors_arrive_through_operation_status(server):
 
 
 def test_garbage_and_dropped_connections_do_not_stop_the_server(server):
-    for payload in (b"\x80\x01\x00\x01garbage-that-is-not-thrift", b"\x01\x00\x00\x00\x05PLAIN\xff\xff",
-                    b"GET / HTTP/1.1\r\n\r\n", b""):
+    for payload in (
+        b"\x80\x01\x00\x01garbage-that-is-not-thrift",
+        b"\x01\x00\x00\x00\x05PLAIN\xff\xff",
+        b"GET / HTTP/1.1\r\n\r\n",
+        b"",
+    ):
         with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
             try:  # the server may drop the connection at the first byte it refuses, before we are done
                 s.sendall(payload)
@@ -192,8 +208,9 @@ def _thrift_fetch(conn, handle, max_rows: int) -> tuple[int, list]:
     from pyhive.hive import _unwrap_column
     from TCLIService.ttypes import TFetchOrientation, TFetchResultsReq
 
-    resp = conn.client.FetchResults(TFetchResultsReq(operationHandle=handle, orientation=TFetchOrientation.FETCH_NEXT,
-                                                     maxRows=max_rows))
+    resp = conn.client.FetchResults(
+        TFetchResultsReq(operationHandle=handle, orientation=TFetchOrientation.FETCH_NEXT, maxRows=max_rows)
+    )
     assert resp.status.statusCode == 0, resp.status.errorMessage
     columns = [_unwrap_column(c) for c in resp.results.columns]
     return resp.results.startRowOffset, list(zip(*columns))
@@ -205,8 +222,9 @@ def test_results_are_fetched_in_batches_without_computing_the_whole_result(serve
     with server.connect() as conn:
         # 10^10 rows in 10^6 partitions: only a server that streams partition by partition answers
         statement = "SELECT id FROM range(0, 10000000000, 1, 1000000)"
-        resp = conn.client.ExecuteStatement(TExecuteStatementReq(sessionHandle=conn.sessionHandle,
-                                                                 statement=statement, runAsync=False))
+        resp = conn.client.ExecuteStatement(
+            TExecuteStatementReq(sessionHandle=conn.sessionHandle, statement=statement, runAsync=False)
+        )
         assert resp.status.statusCode == 0, resp.status.errorMessage
         handle = resp.operationHandle
         seen = []
@@ -222,8 +240,10 @@ def test_pyhive_fetches_a_large_result_in_pages(server):
     with server.connect() as conn:
         cur = conn.cursor()
         cur.arraysize = 700
-        cur.execute("SELECT id, CAST(id AS STRING) AS s, id % 3 = 0 AS b, IF(id % 5 = 0, NULL, id * 0.5) AS d "
-                    "FROM range(2500)")
+        cur.execute(
+            "SELECT id, CAST(id AS STRING) AS s, id % 3 = 0 AS b, IF(id % 5 = 0, NULL, id * 0.5) AS d "
+            "FROM range(2500)"
+        )
         fetched = rows(cur)
         assert len(fetched) == 2500
         assert fetched[10] == (10, "10", False, None) and fetched[11] == (11, "11", False, 5.5)
@@ -236,7 +256,9 @@ def _metadata(conn, call: str, **fields) -> tuple[list[str], list[tuple]]:
     request = getattr(ttypes, f"T{call}Req")(sessionHandle=conn.sessionHandle, **fields)
     resp = getattr(conn.client, call)(request)
     assert resp.status.statusCode == 0, resp.status.errorMessage
-    meta = conn.client.GetResultSetMetadata(ttypes.TGetResultSetMetadataReq(operationHandle=resp.operationHandle))
+    meta = conn.client.GetResultSetMetadata(
+        ttypes.TGetResultSetMetadataReq(operationHandle=resp.operationHandle)
+    )
     names = [c.columnName for c in meta.schema.columns]
     _, batch = _thrift_fetch(conn, resp.operationHandle, 10000)
     return names, batch
@@ -266,11 +288,15 @@ def test_metadata_calls_list_arctic_tables_and_columns(server, shop):
         assert ("TABLE",) in table_types
         # A view over an arctic table is arctic's: a BI tool's browser sees it and its columns.
         cur = conn.cursor()
-        cur.execute("CREATE VIEW shop.paid_orders AS SELECT id, amount FROM shop.orders WHERE status = 'paid'")
+        cur.execute(
+            "CREATE VIEW shop.paid_orders AS SELECT id, amount FROM shop.orders WHERE status = 'paid'"
+        )
         try:
             _, views = _metadata(conn, "GetTables", schemaName="shop", tableName="%", tableTypes=["VIEW"])
             assert [t[1:4] for t in views] == [("shop", "paid_orders", "VIEW")]
-            names, columns = _metadata(conn, "GetColumns", schemaName="shop", tableName="paid_orders", columnName="%")
+            names, columns = _metadata(
+                conn, "GetColumns", schemaName="shop", tableName="paid_orders", columnName="%"
+            )
             assert [c[names.index("COLUMN_NAME")] for c in columns] == ["id", "amount"]
         finally:
             cur.execute("DROP VIEW shop.paid_orders")
@@ -289,7 +315,9 @@ def test_sqlalchemy_hive_dialect_inspects_and_queries(server, shop):
         columns = inspector.get_columns("orders", schema="shop")
         assert [c["name"] for c in columns] == ["id", "status", "amount", "ts"]
         with engine.connect() as conn:
-            result = conn.execute(sqlalchemy.text("SELECT id, status FROM orders VERSION AS OF 2 ORDER BY id"))
+            result = conn.execute(
+                sqlalchemy.text("SELECT id, status FROM orders VERSION AS OF 2 ORDER BY id")
+            )
             assert [tuple(r) for r in result] == [(1, "paid"), (2, "new")]
     finally:
         engine.dispose()
@@ -348,10 +376,17 @@ def test_bad_arguments_fail_before_spark_starts(tmp_path):
         (["--auth", "PLAIN"], "--auth PLAIN needs --password-file"),
         (["--auth", "PLAIN", "--password-file", str(tmp_path / "missing")], "Cannot read password file"),
         (["--port", "70000"], "--port must be between 0 and 65535"),
-        (["--auth", "PLAIN", "--password-file", str(readable)],
-         f"Password file {readable} is accessible by group or others (mode 0644)"),
+        (
+            ["--auth", "PLAIN", "--password-file", str(readable)],
+            f"Password file {readable} is accessible by group or others (mode 0644)",
+        ),
         (["--max-connections", "-1"], "--max-connections must be 0 or more"),
     ):
-        result = subprocess.run([sys.executable, "-m", "arctic_sql.cli", "thriftserver", *args],
-                                capture_output=True, text=True, timeout=120, check=False)
+        result = subprocess.run(
+            [sys.executable, "-m", "arctic_sql.cli", "thriftserver", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert result.returncode == 2 and f"Error: {message}" in result.stderr, result.stderr

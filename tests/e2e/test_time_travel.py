@@ -59,8 +59,10 @@ def test_get_latest_functions_in_clauses_and_expressions(keyed):
     assert _rows(keyed, "SELECT * FROM db.t VERSION AS OF get_latest_version('db.t', 2)") == STATES[2]
     assert _rows(keyed, "SELECT * FROM db.t VERSION AS OF get_latest_version('db.t') - 2") == STATES[1]
     assert _rows(keyed, "SELECT * FROM db.t TIMESTAMP AS OF get_latest_timestamp('db.t', 3)") == STATES[1]
-    row = keyed.sql("SELECT get_latest_version('db.t') AS v, get_latest_version('db.t', 3) AS first, "
-                    "unix_millis(get_latest_timestamp('db.t', 2)) AS ts").collect()[0]
+    row = keyed.sql(
+        "SELECT get_latest_version('db.t') AS v, get_latest_version('db.t', 3) AS first, "
+        "unix_millis(get_latest_timestamp('db.t', 2)) AS ts"
+    ).collect()[0]
     assert (row.v, row.first, row.ts) == (3, 1, ms[2])
     assert _rows(keyed, "SELECT id FROM db.t WHERE id < get_latest_version('db.t')") == [(2,)]
     with pytest.raises(VersionNotFoundError, match="3 retained versions, not 4"):
@@ -74,19 +76,28 @@ def test_get_latest_functions_in_clauses_and_expressions(keyed):
 def test_time_travel_in_joins_subqueries_ctas_insert_and_merge_sources(keyed):
     joined = _rows(keyed, "SELECT a.id, a.v, b.v FROM db.t a JOIN db.t VERSION AS OF 1 b ON a.id = b.id")
     assert joined == [(2, "B", "b")]
-    sub = _rows(keyed, "SELECT count(*) FROM (SELECT * FROM db.t FOR SYSTEM_VERSION AS OF 2) s WHERE s.id > 1")
+    sub = _rows(
+        keyed, "SELECT count(*) FROM (SELECT * FROM db.t FOR SYSTEM_VERSION AS OF 2) s WHERE s.id > 1"
+    )
     assert sub == [(2,)]
-    cte = _rows(keyed, "WITH old AS (SELECT * FROM db.t VERSION AS OF 1) SELECT id FROM old WHERE id IN "
-                       "(SELECT id FROM db.t TIMESTAMP AS OF get_latest_timestamp('db.t', 2))")
+    cte = _rows(
+        keyed,
+        "WITH old AS (SELECT * FROM db.t VERSION AS OF 1) SELECT id FROM old WHERE id IN "
+        "(SELECT id FROM db.t TIMESTAMP AS OF get_latest_timestamp('db.t', 2))",
+    )
     assert cte == [(1,), (2,)]
-    keyed.sql("CREATE TABLE db.copy (id BIGINT, v STRING, PRIMARY KEY (id)) AS SELECT * FROM db.t VERSION AS OF 1")
+    keyed.sql(
+        "CREATE TABLE db.copy (id BIGINT, v STRING, PRIMARY KEY (id)) AS SELECT * FROM db.t VERSION AS OF 1"
+    )
     assert _rows(keyed, "SELECT * FROM db.copy") == STATES[1]
     keyed.sql("CREATE TABLE db.plain AS SELECT * FROM db.t VERSION AS OF 2")
     assert _rows(keyed, "SELECT * FROM db.plain") == STATES[2]
     keyed.sql("INSERT INTO db.copy SELECT id + 10, v FROM db.t VERSION AS OF get_latest_version('db.t', 2)")
     assert len(_rows(keyed, "SELECT * FROM db.copy")) == 5
-    keyed.sql("MERGE INTO db.copy AS c USING (SELECT * FROM db.t VERSION AS OF 2) AS s ON c.id = s.id "
-              "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    keyed.sql(
+        "MERGE INTO db.copy AS c USING (SELECT * FROM db.t VERSION AS OF 2) AS s ON c.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
     assert _rows(keyed, "SELECT * FROM db.copy WHERE id < 10") == STATES[2]
 
 
@@ -101,7 +112,10 @@ def test_append_only_table_travels_by_its_own_versions(arctic):
     ms = _commit_ms(arctic, "db.log")
     for version, rows in zip(versions, expected, strict=True):
         assert _rows(arctic, f"SELECT * FROM db.log VERSION AS OF {version}") == rows
-        assert _rows(arctic, f"SELECT * FROM db.log FOR SYSTEM_TIME AS OF timestamp_millis({ms[version]})") == rows
+        assert (
+            _rows(arctic, f"SELECT * FROM db.log FOR SYSTEM_TIME AS OF timestamp_millis({ms[version]})")
+            == rows
+        )
     assert _rows(arctic, "SELECT * FROM db.log VERSION AS OF get_latest_version('db.log', 2)") == expected[1]
 
 
@@ -115,7 +129,9 @@ def test_versions_and_timestamps_outside_the_history_are_clear_errors(keyed):
         keyed.sql("SELECT * FROM db.t TIMESTAMP AS OF '2001-02-03 04:05:06'")
     with pytest.raises(InvalidArgumentError, match="needs a version number or a tag's name, got '3x'"):
         keyed.sql("SELECT * FROM db.t VERSION AS OF '3x'")
-    with pytest.raises(VersionNotFoundError, match=r"^Tag 'three' of db.t does not exist \(tags: none; see db.t.refs\)"):
+    with pytest.raises(
+        VersionNotFoundError, match=r"^Tag 'three' of db.t does not exist \(tags: none; see db.t.refs\)"
+    ):
         keyed.sql("SELECT * FROM db.t VERSION AS OF 'three'")
     with pytest.raises(InvalidArgumentError, match="needs a timestamp"):
         keyed.sql("SELECT * FROM db.t TIMESTAMP AS OF 'yesterday-ish'")

@@ -32,7 +32,9 @@ def test_truncate_a_primary_key_table_keeps_history(arctic):
 
 
 def test_truncate_one_partition(arctic):
-    arctic.sql("CREATE TABLE db.p (id BIGINT, region STRING, PRIMARY KEY (id, region)) PARTITIONED BY (region)")
+    arctic.sql(
+        "CREATE TABLE db.p (id BIGINT, region STRING, PRIMARY KEY (id, region)) PARTITIONED BY (region)"
+    )
     arctic.sql("INSERT OVERWRITE db.p VALUES (1, 'eu'), (2, 'us')")
     arctic.sql("INSERT INTO db.p VALUES (3, 'eu'), (4, 'us')")
     arctic.sql("TRUNCATE TABLE db.p PARTITION (region = 'eu')")

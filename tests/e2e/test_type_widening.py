@@ -7,8 +7,6 @@ import decimal
 
 import pytest
 
-from arctic_sql.errors import InvalidArgumentError
-
 pytestmark = pytest.mark.spark
 
 BIG = 5_000_000_000  # past an int's range: only a widened column holds it
@@ -20,7 +18,9 @@ def _rows(arctic, sql):
 
 def test_widened_columns_read_old_and_new_files_everywhere(arctic):
     arctic.sql("CREATE TABLE db.w (id BIGINT, n INT, f FLOAT, d DECIMAL(5, 2), s STRING, PRIMARY KEY (id))")
-    arctic.sql("INSERT INTO db.w VALUES (1, 10, 1.5, 1.25, 'a'), (2, 20, 2.5, 2.50, 'b'), (3, 30, 3.5, 3.75, 'c')")
+    arctic.sql(
+        "INSERT INTO db.w VALUES (1, 10, 1.5, 1.25, 'a'), (2, 20, 2.5, 2.50, 'b'), (3, 30, 3.5, 3.75, 'c')"
+    )
     arctic.sql("CALL system.optimize(table => 'db.w', mode => 'full')")  # base files with the old types
     arctic.sql("UPDATE db.w SET n = 21 WHERE id = 2")  # a change file with the old types
     before = _rows(arctic, "SELECT * FROM db.w")
@@ -28,14 +28,21 @@ def test_widened_columns_read_old_and_new_files_everywhere(arctic):
     arctic.sql("ALTER TABLE db.w ALTER COLUMN f TYPE DOUBLE")
     arctic.sql("ALTER TABLE db.w CHANGE COLUMN d d DECIMAL(12, 2)")  # Hive's spelling
     assert [(r[0], r[1]) for r in arctic.sql("DESCRIBE db.w").collect()][:4] == [
-        ("id", "bigint"), ("n", "bigint"), ("f", "double"), ("d", "decimal(12,2)")]
+        ("id", "bigint"),
+        ("n", "bigint"),
+        ("f", "double"),
+        ("d", "decimal(12,2)"),
+    ]
     assert _rows(arctic, "SELECT * FROM db.w") == before
 
     arctic.sql(f"INSERT INTO db.w VALUES (4, {BIG}, 4.25, 1234567890.12, 'd')")
     arctic.sql(f"UPDATE db.w SET n = n + {BIG} WHERE id = 1")
     arctic.sql("DELETE FROM db.w WHERE id = 3")
-    expected = [(1, 10 + BIG, 1.5, decimal.Decimal("1.25"), "a"), (2, 21, 2.5, decimal.Decimal("2.50"), "b"),
-                (4, BIG, 4.25, decimal.Decimal("1234567890.12"), "d")]
+    expected = [
+        (1, 10 + BIG, 1.5, decimal.Decimal("1.25"), "a"),
+        (2, 21, 2.5, decimal.Decimal("2.50"), "b"),
+        (4, BIG, 4.25, decimal.Decimal("1234567890.12"), "d"),
+    ]
     assert _rows(arctic, "SELECT * FROM db.w") == expected
     assert _rows(arctic, "SELECT * FROM db.w VERSION AS OF 2") == before  # an old version, with the new types
     changes = _rows(arctic, "SELECT id, n FROM db.w VERSION BETWEEN 2 AND 5")
@@ -44,20 +51,36 @@ def test_widened_columns_read_old_and_new_files_everywhere(arctic):
     for mode in ("minor", "major", "full"):
         arctic.sql(f"CALL system.optimize(table => 'db.w', mode => '{mode}')")
         assert _rows(arctic, "SELECT * FROM db.w") == expected, mode
-    feed = (arctic.spark.read.format("arctic").option("readChangeFeed", "true").option("startingVersion", 3)
-            .load("db.w").select("id", "n", "_change_type").collect())
+    feed = (
+        arctic.spark.read.format("arctic")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", 3)
+        .load("db.w")
+        .select("id", "n", "_change_type")
+        .collect()
+    )
     assert sorted(map(tuple, feed)) == [(1, 10 + BIG, "upsert"), (3, None, "delete"), (4, BIG, "upsert")]
 
 
-@pytest.mark.parametrize(("statement", "message"), [
-    ("ALTER TABLE db.nw ALTER COLUMN id TYPE BIGINT", "Cannot change the type of primary key column 'id' of db.nw"),
-    ("ALTER TABLE db.nw ALTER COLUMN n TYPE STRING",
-     "Cannot change column 'n' of db.nw from int to string: only int to bigint"),
-    ("ALTER TABLE db.nw ALTER COLUMN d TYPE DECIMAL(6, 3)",
-     r"Cannot change column 'd' of db.nw from decimal\(5, 2\) to decimal\(6, 3\)"),
-    ("ALTER TABLE db.nw ALTER COLUMN nope TYPE BIGINT", "Column 'nope' does not exist in db.nw"),
-    ("ALTER TABLE db.nw CHANGE COLUMN n m BIGINT", "CHANGE COLUMN n m renames and retypes at once"),
-])
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        (
+            "ALTER TABLE db.nw ALTER COLUMN id TYPE BIGINT",
+            "Cannot change the type of primary key column 'id' of db.nw",
+        ),
+        (
+            "ALTER TABLE db.nw ALTER COLUMN n TYPE STRING",
+            "Cannot change column 'n' of db.nw from int to string: only int to bigint",
+        ),
+        (
+            "ALTER TABLE db.nw ALTER COLUMN d TYPE DECIMAL(6, 3)",
+            r"Cannot change column 'd' of db.nw from decimal\(5, 2\) to decimal\(6, 3\)",
+        ),
+        ("ALTER TABLE db.nw ALTER COLUMN nope TYPE BIGINT", "Column 'nope' does not exist in db.nw"),
+        ("ALTER TABLE db.nw CHANGE COLUMN n m BIGINT", "CHANGE COLUMN n m renames and retypes at once"),
+    ],
+)
 def test_a_type_change_iceberg_does_not_allow_is_one_line_and_changes_nothing(arctic, statement, message):
     arctic.sql("CREATE TABLE IF NOT EXISTS db.nw (id INT, n INT, d DECIMAL(5, 2), PRIMARY KEY (id))")
     schema = arctic.sql("DESCRIBE db.nw").collect()

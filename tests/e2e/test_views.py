@@ -31,15 +31,19 @@ def test_a_view_reads_its_tables_as_they_are_now(people):
     people.sql("CREATE VIEW initials (person, initial) AS SELECT id, upper(substr(name, 1, 1)) FROM oslo")
     people.sql("USE default")
     assert rows(people, "SELECT * FROM db.initials ORDER BY person") == [(3, "C"), (4, "D")]
-    assert rows(people, "SELECT i.initial, p.city FROM db.initials i JOIN db.people p ON i.person = p.id "
-                        "ORDER BY i.person") == [("C", "oslo"), ("D", "oslo")]
+    assert rows(
+        people,
+        "SELECT i.initial, p.city FROM db.initials i JOIN db.people p ON i.person = p.id ORDER BY i.person",
+    ) == [("C", "oslo"), ("D", "oslo")]
     assert rows(people, "DESCRIBE db.initials") == [("person", "int", None), ("initial", "string", None)]
     assert ("db", "initials", False) in rows(people, "SHOW TABLES IN db")
-    (_, _, _, information), = rows(people, "SHOW TABLE EXTENDED IN db LIKE 'initials'")
+    ((_, _, _, information),) = rows(people, "SHOW TABLE EXTENDED IN db LIKE 'initials'")
     assert "Type: VIEW" in information and "FROM db.oslo" in information
-    (statement,), = rows(people, "SHOW CREATE TABLE db.initials")
-    assert statement == ("CREATE VIEW `db`.`initials` (`person`, `initial`) AS "
-                         "SELECT id, UPPER(SUBSTRING(name, 1, 1)) FROM db.oslo")
+    ((statement,),) = rows(people, "SHOW CREATE TABLE db.initials")
+    assert statement == (
+        "CREATE VIEW `db`.`initials` (`person`, `initial`) AS "
+        "SELECT id, UPPER(SUBSTRING(name, 1, 1)) FROM db.oslo"
+    )
     # OR REPLACE and ALTER VIEW ... AS change what it reads; DROP VIEW removes it.
     people.sql("CREATE OR REPLACE VIEW db.oslo AS SELECT id, name FROM db.people WHERE city = 'rome'")
     assert rows(people, "SELECT * FROM db.initials") == [(2, "B")]
@@ -57,8 +61,10 @@ def test_a_view_may_join_spark_tables_and_read_metadata_tables(people):
     spark.sql("CREATE TABLE IF NOT EXISTS db.views_cities (city STRING, country STRING) USING parquet")
     try:
         spark.sql("INSERT OVERWRITE db.views_cities VALUES ('oslo', 'NO'), ('rome', 'IT')")
-        people.sql("CREATE VIEW db.located AS SELECT p.id, c.country FROM db.people p "
-                   "JOIN db.views_cities c ON p.city = c.city")
+        people.sql(
+            "CREATE VIEW db.located AS SELECT p.id, c.country FROM db.people p "
+            "JOIN db.views_cities c ON p.city = c.city"
+        )
         assert rows(people, "SELECT * FROM db.located ORDER BY id") == [(1, "NO"), (2, "IT"), (3, "NO")]
         people.sql("CREATE VIEW db.commits AS SELECT count(*) AS n FROM db.people.history")
         people.sql("INSERT INTO db.people VALUES (5, 'ed', 'rome')")
@@ -73,11 +79,22 @@ def test_views_refuse_what_spark_refuses_and_change_nothing(people):
     cases = [
         ("CREATE VIEW db.v AS SELECT 1", TableAlreadyExistsError, "View db.v already exists"),
         ("CREATE OR REPLACE VIEW db.v AS SELECT * FROM db.w", InvalidArgumentError, "View db.v reads itself"),
-        ("CREATE OR REPLACE VIEW db.v (a, b) AS SELECT id FROM db.people", InvalidArgumentError,
-         "View db.v names 2 columns but its query returns 1"),
+        (
+            "CREATE OR REPLACE VIEW db.v (a, b) AS SELECT id FROM db.people",
+            InvalidArgumentError,
+            "View db.v names 2 columns but its query returns 1",
+        ),
         ("CREATE OR REPLACE VIEW db.v AS SELECT nope FROM db.people", InvalidArgumentError, "nope"),
-        ("CREATE VIEW db.people AS SELECT 1 FROM db.v", TableAlreadyExistsError, "a table of that name exists"),
-        ("CREATE TABLE db.v (id INT, PRIMARY KEY (id))", TableAlreadyExistsError, "a view of that name exists"),
+        (
+            "CREATE VIEW db.people AS SELECT 1 FROM db.v",
+            TableAlreadyExistsError,
+            "a table of that name exists",
+        ),
+        (
+            "CREATE TABLE db.v (id INT, PRIMARY KEY (id))",
+            TableAlreadyExistsError,
+            "a view of that name exists",
+        ),
         ("SELECT * FROM db.v VERSION AS OF 1", InvalidArgumentError, "db.v is a view"),
         ("DROP TABLE db.v", InvalidArgumentError, "use DROP VIEW"),
         ("DROP VIEW db.people", InvalidArgumentError, "use DROP TABLE"),

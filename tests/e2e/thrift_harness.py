@@ -22,8 +22,9 @@ _LISTENING = re.compile(r"listening on ([\d.]+):(\d+)")
 
 
 class ServerProcess:
-    def __init__(self, root: Path, auth: str = "NONE", password_file: Path | None = None,
-                 options: Sequence[str] = ()) -> None:
+    def __init__(
+        self, root: Path, auth: str = "NONE", password_file: Path | None = None, options: Sequence[str] = ()
+    ) -> None:
         self.root = root
         self.options = list(options)
         self.warehouse = root / "warehouse"
@@ -36,18 +37,35 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         self.root.mkdir(parents=True, exist_ok=True)
         command = [
-            sys.executable, "-m", "arctic_sql.cli", "thriftserver", "--port", "0",
-            "--warehouse", str(self.warehouse), "--auth", self.auth,
-            "--conf", "spark.master=local[2]", "--conf", "spark.sql.shuffle.partitions=4",
+            sys.executable,
+            "-m",
+            "arctic_sql.cli",
+            "thriftserver",
+            "--port",
+            "0",
+            "--warehouse",
+            str(self.warehouse),
+            "--auth",
+            self.auth,
+            "--conf",
+            "spark.master=local[2]",
+            "--conf",
+            "spark.sql.shuffle.partitions=4",
         ]
         if self.password_file is not None:
             command += ["--password-file", str(self.password_file)]
         command += self.options
         # The shared server stays up while later test modules run their own Spark: keep its heap small.
-        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONUNBUFFERED": "1", "ARCTIC_DRIVER_MEMORY": "2g"}
+        env = {
+            **os.environ,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYTHONUNBUFFERED": "1",
+            "ARCTIC_DRIVER_MEMORY": "2g",
+        }
         log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the server
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True,
-                                        cwd=self.root, env=env)
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, text=True, cwd=self.root, env=env
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         assert self.process.stdout is not None
         while time.monotonic() < deadline:
@@ -111,8 +129,9 @@ def beeline() -> Path:
     return Path(pyspark.__file__).parent / "bin" / "beeline"
 
 
-def run_beeline(port: int, database: str, args: list[str], timeout: int = 300,
-                user: str = "tester") -> subprocess.CompletedProcess:
+def run_beeline(
+    port: int, database: str, args: list[str], timeout: int = 300, user: str = "tester"
+) -> subprocess.CompletedProcess:
     import pyspark
 
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": "127.0.0.1"}

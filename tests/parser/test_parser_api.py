@@ -7,10 +7,10 @@ import logging
 
 import pytest
 import sqlglot
-from arctic_sql.parser import Arctic, ParsedStatement, parse, parse_one, to_spark_sql
 from sqlglot import exp
 
 from arctic_sql.errors import ArcticError, SqlParseError
+from arctic_sql.parser import Arctic, ParsedStatement, parse, parse_one, to_spark_sql
 
 # Splitting -------------------------------------------------------------------------------------
 
@@ -129,7 +129,8 @@ def test_a_doubled_quote_in_a_string_is_the_quote_as_in_spark_4(literal: str, va
 def test_the_smallest_typed_literals_keep_their_minus_inside_the_type() -> None:
     # -128Y is a TINYINT; -(CAST(128 AS TINYINT)) overflows before the minus applies.
     assert to_spark_sql(parse_one("SELECT -128Y, -32768S, -9223372036854775808L, -x")) == (
-        "SELECT CAST(-128 AS TINYINT), CAST(-32768 AS SMALLINT), CAST(-9223372036854775808 AS BIGINT), -x")
+        "SELECT CAST(-128 AS TINYINT), CAST(-32768 AS SMALLINT), CAST(-9223372036854775808 AS BIGINT), -x"
+    )
 
 
 def test_strings_apart_by_blanks_are_joined_as_in_spark() -> None:

@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from arctic_sql.parser import parse, parse_one, statements, to_spark_sql
 from sqlglot import exp
+
+from arctic_sql.parser import parse, parse_one, statements, to_spark_sql
 
 FIXTURES = Path(__file__).parent / "fixtures" / "statements.sql"
 _HEADER = re.compile(r"-- (?P<node>\w+)$")

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
+
+from arctic_sql.errors import SqlParseError
 from arctic_sql.parser import (
-    TagStatement,
     Call,
     CompactTable,
     DescribeHistory,
     Explain,
     ShowDatabases,
     ShowTables,
+    TagStatement,
     UnsetTableProperties,
     parse_one,
     to_spark_sql,
 )
-from sqlglot import exp
-
-from arctic_sql.errors import SqlParseError
 
 
 def _parse(sql: str, node: type[exp.Expression]) -> exp.Expression:
@@ -342,15 +342,31 @@ def test_insert_overwrite_keeps_partition_and_columns() -> None:
     assert [c.name for c in insert.this.expressions] == ["id", "v"]
 
 
-@pytest.mark.parametrize(("sql", "action", "exists", "version", "retain"), [
-    ("ALTER TABLE db.t CREATE TAG q3", "create", False, None, None),
-    ("ALTER TABLE db.t CREATE TAG IF NOT EXISTS q3 AS OF VERSION 7 RETAIN 30 DAYS", "create", True, "7", ("30", "days")),
-    ("ALTER TABLE db.t CREATE OR REPLACE TAG q3 RETAIN 2 HOURS", "create_or_replace", False, None, ("2", "hours")),
-    ("ALTER TABLE db.t REPLACE TAG q3 AS OF VERSION 2", "replace", False, "2", None),
-    ("ALTER TABLE db.t DROP TAG IF EXISTS q3", "drop", True, None, None),
-])
-def test_tag_statements_round_trip(sql: str, action: str, exists: bool, version: str | None,
-                                   retain: tuple[str, str] | None) -> None:
+@pytest.mark.parametrize(
+    ("sql", "action", "exists", "version", "retain"),
+    [
+        ("ALTER TABLE db.t CREATE TAG q3", "create", False, None, None),
+        (
+            "ALTER TABLE db.t CREATE TAG IF NOT EXISTS q3 AS OF VERSION 7 RETAIN 30 DAYS",
+            "create",
+            True,
+            "7",
+            ("30", "days"),
+        ),
+        (
+            "ALTER TABLE db.t CREATE OR REPLACE TAG q3 RETAIN 2 HOURS",
+            "create_or_replace",
+            False,
+            None,
+            ("2", "hours"),
+        ),
+        ("ALTER TABLE db.t REPLACE TAG q3 AS OF VERSION 2", "replace", False, "2", None),
+        ("ALTER TABLE db.t DROP TAG IF EXISTS q3", "drop", True, None, None),
+    ],
+)
+def test_tag_statements_round_trip(
+    sql: str, action: str, exists: bool, version: str | None, retain: tuple[str, str] | None
+) -> None:
     tag = _parse(sql, TagStatement)
     assert tag.this == exp.to_table("db.t")
     assert (tag.text("action"), tag.text("name"), bool(tag.args.get("exists"))) == (action, "q3", exists)

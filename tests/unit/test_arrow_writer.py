@@ -14,13 +14,13 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 
 from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
+from arctic_sql.table.format.keyhash import spark_xxhash64
+from arctic_sql.table.format.keyhash_arrow import node_ids
+from arctic_sql.table.format.keyhash_arrow import spark_xxhash64 as vector_hash
 from arctic_sql.table.format.statistics import statistics_columns
 from arctic_sql.table.writing.arrow_files import WriteTarget, escape_path_name, write_table
 from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan, resolve_across_files, write_task
 from arctic_sql.table.writing.change_kinds import check_appends, newest_per_key
-from arctic_sql.table.format.keyhash import spark_xxhash64
-from arctic_sql.table.format.keyhash_arrow import node_ids
-from arctic_sql.table.format.keyhash_arrow import spark_xxhash64 as vector_hash
 
 SCHEMA = Schema(
     it.NestedField(1, "id", it.LongType(), required=True),
@@ -47,8 +47,9 @@ def test_vectorized_hash_is_the_python_reference_for_every_length_and_nulls():
 
 def test_rows_land_in_spark_folders_sorted_by_key_with_field_ids(tmp_path):
     target = _target(tmp_path, max_rows=3)
-    rows = pa.table({"id": [9, 1, 5, 3, 7, 2, 8], "v": list("abcdefg"), "day": ["a/b"] * 7},
-                    schema=target.arrow_schema())
+    rows = pa.table(
+        {"id": [9, 1, 5, 3, 7, 2, 8], "v": list("abcdefg"), "day": ["a/b"] * 7}, schema=target.arrow_schema()
+    )
     ops = pa.array(["upsert"] * 6 + ["delete"])
     files = write_table(rows, target, str(tmp_path / "w"), ops=ops, task=3)
     assert sum(f.rows for f in files) == 7
@@ -59,10 +60,15 @@ def test_rows_land_in_spark_folders_sorted_by_key_with_field_ids(tmp_path):
         assert day == "arctic_p_0=a%2Fb" and op in ("arctic_op=upsert", "arctic_op=delete")
         table = pq.read_table(f.path)
         assert table.column("id").to_pylist() == sorted(table.column("id").to_pylist())
-        assert {int(node.split("=")[1])} == {int(nodes[[9, 1, 5, 3, 7, 2, 8].index(i)]) for i in table["id"].to_pylist()}
+        assert {int(node.split("=")[1])} == {
+            int(nodes[[9, 1, 5, 3, 7, 2, 8].index(i)]) for i in table["id"].to_pylist()
+        }
         assert [fld.metadata[b"PARQUET:field_id"] for fld in pq.read_schema(f.path)] == [b"1", b"2", b"3"]
-        assert os.path.basename(f.path).startswith("part-00003-") and f.path.endswith(".c000.snappy.parquet") or \
-            f.path.endswith(".c001.snappy.parquet")
+        assert (
+            os.path.basename(f.path).startswith("part-00003-")
+            and f.path.endswith(".c000.snappy.parquet")
+            or f.path.endswith(".c001.snappy.parquet")
+        )
         assert f.rows <= 3
 
 
@@ -84,12 +90,34 @@ def test_newest_per_key_keeps_the_highest_sequence_and_refuses_ambiguity():
 
 
 def test_two_tasks_changing_one_key_keep_the_newest_after_commit_side_resolution(tmp_path):
-    plan = WritePlan("db.t", str(tmp_path), _target(tmp_path), str(tmp_path / "w"), CHANGES, "seq", "stream",
-                     "in one micro-batch")
-    first = pa.record_batch({"id": [1, 2], "v": ["old", "two"], "day": ["d", "d"], "seq": [1, 1],
-                             "_change_type": ["upsert", "upsert"]})
-    second = pa.record_batch({"id": [1, 3], "v": [None, "three"], "day": ["d", "d"], "seq": [2, 1],
-                              "_change_type": ["delete", "insert"]})
+    plan = WritePlan(
+        "db.t",
+        str(tmp_path),
+        _target(tmp_path),
+        str(tmp_path / "w"),
+        CHANGES,
+        "seq",
+        "stream",
+        "in one micro-batch",
+    )
+    first = pa.record_batch(
+        {
+            "id": [1, 2],
+            "v": ["old", "two"],
+            "day": ["d", "d"],
+            "seq": [1, 1],
+            "_change_type": ["upsert", "upsert"],
+        }
+    )
+    second = pa.record_batch(
+        {
+            "id": [1, 3],
+            "v": [None, "three"],
+            "day": ["d", "d"],
+            "seq": [2, 1],
+            "_change_type": ["delete", "insert"],
+        }
+    )
     files = write_task(plan, [first], 0) + write_task(plan, [second], 1)
     resolved = resolve_across_files(plan, files)
     rows = {}
@@ -106,7 +134,9 @@ def test_two_tasks_changing_one_key_keep_the_newest_after_commit_side_resolution
 def test_key_hashes_in_the_messages_rule_out_shared_keys_without_reading_files(tmp_path):
     from arctic_sql.table.writing.arrow_tasks import may_share_keys
 
-    plan = WritePlan("db.t", str(tmp_path), _target(tmp_path), str(tmp_path / "w"), CHANGES, None, "write", "x")
+    plan = WritePlan(
+        "db.t", str(tmp_path), _target(tmp_path), str(tmp_path / "w"), CHANGES, None, "write", "x"
+    )
     one = write_task(plan, [pa.record_batch({"id": [1, 2], "day": ["d", "d"]})], 0)
     other = write_task(plan, [pa.record_batch({"id": [3, 4], "day": ["d", "d"]})], 1)
     again = write_task(plan, [pa.record_batch({"id": [2], "day": ["d"]})], 2)
@@ -121,20 +151,39 @@ def test_rows_for_a_table_without_a_key_may_only_be_inserts():
     check_appends(pa.table({"id": [1, 2], "_CHANGE_TYPE": ["insert", "INSERT"]}), "db.t")
     check_appends(pa.table({"id": [1]}), "db.t")
     for kind, shown in (("upsert", "'upsert'"), ("delete", "'delete'"), (None, "NULL")):
-        with pytest.raises(InvalidArgumentError, match=f"db.t has no primary key: _change_type {shown} needs one"):
-            check_appends(pa.table({"id": [1, 2], "_change_type": pa.array(["insert", kind], pa.string())}), "db.t")
+        with pytest.raises(
+            InvalidArgumentError, match=f"db.t has no primary key: _change_type {shown} needs one"
+        ):
+            check_appends(
+                pa.table({"id": [1, 2], "_change_type": pa.array(["insert", kind], pa.string())}), "db.t"
+            )
 
 
 def test_float_columns_nested_or_not_are_written_without_bounds_and_the_rest_with(tmp_path):
     """A NaN is left out of Parquet bounds while Spark orders it above every number, so no FLOAT or
     DOUBLE leaf (top-level, in a struct, a list or a map) may carry min/max a reader could skip by."""
-    rows = pa.table({"id": [1, 2], "st": pa.array([{"f": 0.5, "s": "a"}, {"f": float("nan"), "s": "b"}]),
-                     "a": pa.array([[1.0], [float("nan")]]),
-                     "m": pa.array([[("k", 1.0)], []], pa.map_(pa.string(), pa.float32()))})
+    rows = pa.table(
+        {
+            "id": [1, 2],
+            "st": pa.array([{"f": 0.5, "s": "a"}, {"f": float("nan"), "s": "b"}]),
+            "a": pa.array([[1.0], [float("nan")]]),
+            "m": pa.array([[("k", 1.0)], []], pa.map_(pa.string(), pa.float32())),
+        }
+    )
     path = str(tmp_path / "f.parquet")
     pq.write_table(rows, path, write_statistics=statistics_columns(rows.schema))
     group = pq.ParquetFile(path).metadata.row_group(0)
-    with_bounds = {group.column(i).path_in_schema: group.column(i).is_stats_set for i in range(group.num_columns)}
-    assert with_bounds == {"id": True, "st.f": False, "st.s": True, "a.list.element": False,
-                           "m.key_value.key": True, "m.key_value.value": False}
-    assert statistics_columns(pa.schema([("id", pa.int64()), ("st", pa.struct([("s", pa.string())]))])) is True
+    with_bounds = {
+        group.column(i).path_in_schema: group.column(i).is_stats_set for i in range(group.num_columns)
+    }
+    assert with_bounds == {
+        "id": True,
+        "st.f": False,
+        "st.s": True,
+        "a.list.element": False,
+        "m.key_value.key": True,
+        "m.key_value.value": False,
+    }
+    assert (
+        statistics_columns(pa.schema([("id", pa.int64()), ("st", pa.struct([("s", pa.string())]))])) is True
+    )

@@ -32,7 +32,9 @@ def test_newest_change_wins_and_a_winning_delete_drops_the_key(tmp_path):
     deletes = _write(tmp_path, "t3-delete.parquet", [2, 3, 5], [None, None, None])
     newer = _write(tmp_path, "t4.parquet", [1, 5, 6], ["u1-new", "u5-new", "u6"])
     # File order must not matter: only the transaction numbers do.
-    merged = arrow_merge.merge([base], [("file://" + newer, 4, False), (older, 2, False), (deletes, 3, True)], "id")
+    merged = arrow_merge.merge(
+        [base], [("file://" + newer, 4, False), (older, 2, False), (deletes, 3, True)], "id"
+    )
     assert _rows(merged) == [(1, "u1-new"), (4, "b4"), (5, "u5-new"), (6, "u6")]
 
 
@@ -52,8 +54,13 @@ def test_nothing_to_merge_is_an_error():
 def test_run_plan_writes_one_sorted_file_per_node(tmp_path):
     base = _write(tmp_path, "base.parquet", [9, 3, 6], ["b9", "b3", "b6"])
     change = _write(tmp_path, "c.parquet", [3, 10], ["u3", "u10"])
-    plan = {"key": "id", "nodes": {"5": {"base": [base], "change": [[change, 2, False]]},
-                                   "4": {"base": [], "change": [[change, 1, False]]}}}
+    plan = {
+        "key": "id",
+        "nodes": {
+            "5": {"base": [base], "change": [[change, 2, False]]},
+            "4": {"base": [], "change": [[change, 1, False]]},
+        },
+    }
     out = tmp_path / "out"
     result = arrow_merge.run_plan(plan, str(out))
     assert result["files"] == 2 and result["rows"] == 4 + 2

@@ -10,8 +10,15 @@ from arctic_sql.errors import InvalidArgumentError
 
 ROW = StructType([StructField("id", LongType()), StructField("name", StringType())])
 SOURCE = StructType([StructField("ts_ms", LongType()), StructField("lsn", LongType())])
-ENVELOPE = StructType([StructField("before", ROW), StructField("after", ROW), StructField("source", SOURCE),
-                       StructField("op", StringType()), StructField("ts_ms", LongType())])
+ENVELOPE = StructType(
+    [
+        StructField("before", ROW),
+        StructField("after", ROW),
+        StructField("source", SOURCE),
+        StructField("op", StringType()),
+        StructField("ts_ms", LongType()),
+    ]
+)
 
 
 def test_a_bare_envelope_names_its_columns_and_orders_by_source_ts_then_lsn():

@@ -64,8 +64,11 @@ def test_the_documents_are_found():
 def test_links_stay_inside_the_repository_and_resolve(doc):
     text = doc.read_text(encoding="utf-8")
     bad = [f"{target}: {why}" for target in links(text) if (why := problem(doc, target))]
-    bad += [f"`{path}`: a path outside the repository" for path in CODE_PATH.findall(text)
-            if problem(doc, path) == "points outside the repository" or path.startswith("/work/")]
+    bad += [
+        f"`{path}`: a path outside the repository"
+        for path in CODE_PATH.findall(text)
+        if problem(doc, path) == "points outside the repository" or path.startswith("/work/")
+    ]
     assert not bad, f"{doc.relative_to(ROOT)}: " + "; ".join(bad)
 
 
@@ -75,8 +78,10 @@ def test_links_stay_inside_the_repository_and_resolve(doc):
         ("../shared/DESIGN.md", "points outside the repository"),
         ("/etc/passwd", "points outside the repository"),
         ("docs/nope.md", "names a file that does not exist"),
-        ("benchmarks/README.md#no-such-heading",
-         "names a heading #no-such-heading that benchmarks/README.md does not have"),
+        (
+            "benchmarks/README.md#no-such-heading",
+            "names a heading #no-such-heading that benchmarks/README.md does not have",
+        ),
         ("docs/design.md", None),
         ("benchmarks/README.md#the-workload", None),
         ("https://iceberg.apache.org", None),

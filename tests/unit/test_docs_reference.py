@@ -60,4 +60,7 @@ def test_the_procedures_page_lists_every_parameter_and_output_column():
 
 def test_output_columns_split_only_at_top_level_commas():
     assert docs_reference._columns("a long, m map<string, long>, d decimal(10, 2)") == [
-        ("a", "long"), ("m", "map<string, long>"), ("d", "decimal(10, 2)")]
+        ("a", "long"),
+        ("m", "map<string, long>"),
+        ("d", "decimal(10, 2)"),
+    ]

@@ -16,9 +16,22 @@ def test_mkdocs_build_strict_succeeds(tmp_path):
     site = tmp_path / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about MkDocs 2.0
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(site)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(site),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
     built = {p.relative_to(site).as_posix() for p in site.rglob("index.html")}
@@ -47,7 +60,17 @@ CONFLICT = re.compile(r"^(?:<{7} |>{7} |={7}$)", re.MULTILINE)
 
 def test_no_page_or_module_keeps_a_merge_conflict():
     # A merge once left both sides of a conflict in docs/deployment.md; the site built anyway.
-    files = [*ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md"), *(ROOT / "benchmarks").glob("*.md"),
-             *(ROOT / "arctic_sql").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").glob("*")]
-    kept = [str(p.relative_to(ROOT)) for p in files if p.is_file() and CONFLICT.search(p.read_text(errors="replace"))]
+    files = [
+        *ROOT.glob("*.md"),
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "benchmarks").glob("*.md"),
+        *(ROOT / "arctic_sql").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "scripts").glob("*"),
+    ]
+    kept = [
+        str(p.relative_to(ROOT))
+        for p in files
+        if p.is_file() and CONFLICT.search(p.read_text(errors="replace"))
+    ]
     assert kept == []

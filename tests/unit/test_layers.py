@@ -31,7 +31,10 @@ def _lint(site: Path, config: Path, *contracts: str) -> subprocess.CompletedProc
     only = [arg for contract in contracts for arg in ("--contract", contract)]
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(config), "--no-cache", *only],
-        cwd=site, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+        cwd=site,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
         timeout=120,
     )
 
@@ -62,7 +65,9 @@ def _counting_type_checking(tmp_path: Path) -> Path:
     config = tmp_path / "importlinter.ini"
     text = (ROOT / ".importlinter").read_text()
     assert "exclude_type_checking_imports = True" in text
-    config.write_text(text.replace("exclude_type_checking_imports = True", "exclude_type_checking_imports = False"))
+    config.write_text(
+        text.replace("exclude_type_checking_imports = True", "exclude_type_checking_imports = False")
+    )
     return config
 
 
@@ -73,13 +78,16 @@ def test_the_table_wings_hold_counting_type_checking_imports(installed_layout: P
 
 
 def test_a_read_module_that_names_a_writer_even_for_types_breaks_the_wings(
-        installed_layout: Path, tmp_path: Path) -> None:
+    installed_layout: Path, tmp_path: Path
+) -> None:
     """The order can fail: reading must not import writing, not even under TYPE_CHECKING."""
     site = tmp_path / "site"
     shutil.copytree(installed_layout, site)
     scan = site / "arctic_sql" / "table" / "reading" / "scan.py"
-    scan.write_text(scan.read_text() + "\nimport typing  # noqa: E402\n\nif typing.TYPE_CHECKING:\n"
-                    "    from arctic_sql.table.writing import commit  # noqa: F401\n")
+    scan.write_text(
+        scan.read_text() + "\nimport typing  # noqa: E402\n\nif typing.TYPE_CHECKING:\n"
+        "    from arctic_sql.table.writing import commit  # noqa: F401\n"
+    )
     result = _lint(site, _counting_type_checking(tmp_path), *TABLE_CONTRACTS)
     assert result.returncode != 0
     assert "arctic_sql.table.reading.scan -> arctic_sql.table.writing.commit" in result.stdout

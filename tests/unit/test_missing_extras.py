@@ -84,5 +84,7 @@ def test_the_sql_magic_without_ipython_names_the_jupyter_extra():
 def test_service_without_fastapi_names_the_service_extra(tmp_path):
     result = run_without(["fastapi"], RUN_CLI, "service", "--port", "0", "--warehouse", str(tmp_path))
     assert result.returncode == 2, result.stderr
-    assert result.stderr == "arctic-sql service needs the 'service' extra: pip install 'arctic-sql[service]'\n"
+    assert (
+        result.stderr == "arctic-sql service needs the 'service' extra: pip install 'arctic-sql[service]'\n"
+    )
     assert not os.listdir(tmp_path)  # it stopped before a catalog touched the warehouse

@@ -30,8 +30,18 @@ MAINS = {
     "thriftserver": (server.main, ["--port", "0"]),
     "demo": (demo.main, []),
 }
-REST = ["--catalog-type", "rest", "--catalog-uri", "http://127.0.0.1:8181", "--catalog-name", "lake",
-        "--catalog-prop", "warehouse=s3://bucket/wh", "--catalog-prop", "credential=id:secret"]
+REST = [
+    "--catalog-type",
+    "rest",
+    "--catalog-uri",
+    "http://127.0.0.1:8181",
+    "--catalog-name",
+    "lake",
+    "--catalog-prop",
+    "warehouse=s3://bucket/wh",
+    "--catalog-prop",
+    "credential=id:secret",
+]
 
 
 class _Connecting(Exception):
@@ -62,13 +72,26 @@ def _connect_kwargs(connects, name: str, flags: list[str]) -> dict:
     return connects.pop()
 
 
-@pytest.mark.parametrize("flags", [
-    [],
-    REST,
-    ["--catalog-uri", "sqlite:////tmp/cat.db", "--master", "spark://10.0.0.1:7077,10.0.0.2:7077"],
-    ["--warehouse", "s3://bucket/wh", "--catalog-type", "glue", "--master", "local[2]",
-     "--conf", "spark.executor.memory=2g", "--conf", "spark.ui.showConsoleProgress=true"],
-])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        [],
+        REST,
+        ["--catalog-uri", "sqlite:////tmp/cat.db", "--master", "spark://10.0.0.1:7077,10.0.0.2:7077"],
+        [
+            "--warehouse",
+            "s3://bucket/wh",
+            "--catalog-type",
+            "glue",
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.executor.memory=2g",
+            "--conf",
+            "spark.ui.showConsoleProgress=true",
+        ],
+    ],
+)
 def test_every_entry_point_connects_with_the_same_arguments_for_the_same_flags(connects, tmp_path, flags):
     flags = ["--warehouse", str(tmp_path / "wh"), *flags]  # a later --warehouse wins
     seen = {name: _connect_kwargs(connects, name, flags) for name in MAINS}
@@ -81,10 +104,15 @@ def test_every_entry_point_connects_with_the_same_arguments_for_the_same_flags(c
 
 
 def test_the_flags_mean_what_they_say(connects, tmp_path):
-    kwargs = _connect_kwargs(connects, "thriftserver", [*REST, "--master", "spark://head:7077",
-                                                        "--conf", "spark.executor.cores=2"])
-    assert kwargs["catalog_properties"] == {"type": "rest", "uri": "http://127.0.0.1:8181",
-                                            "warehouse": "s3://bucket/wh", "credential": "id:secret"}
+    kwargs = _connect_kwargs(
+        connects, "thriftserver", [*REST, "--master", "spark://head:7077", "--conf", "spark.executor.cores=2"]
+    )
+    assert kwargs["catalog_properties"] == {
+        "type": "rest",
+        "uri": "http://127.0.0.1:8181",
+        "warehouse": "s3://bucket/wh",
+        "credential": "id:secret",
+    }
     assert kwargs["catalog_name"] == "lake" and kwargs["master"] == "spark://head:7077"
     assert kwargs["spark_conf"] == {"spark.executor.cores": "2"}
 
@@ -95,8 +123,14 @@ def test_the_thrift_servers_client_sessions_use_its_catalog(monkeypatch):
     args = server.build_arg_parser().parse_args([*REST, "--master", "spark://head:7077"])
     spark = object()
     server._new_session_factory(args)(spark)
-    assert calls == [{"spark": spark, "warehouse": options.warehouse_path("./warehouse"),
-                      "catalog_name": "lake", "catalog_properties": options.catalog_properties(args)}]
+    assert calls == [
+        {
+            "spark": spark,
+            "warehouse": options.warehouse_path("./warehouse"),
+            "catalog_name": "lake",
+            "catalog_properties": options.catalog_properties(args),
+        }
+    ]
 
 
 def test_rest_catalog_properties_reach_pyiceberg_load_catalog(monkeypatch):
@@ -112,13 +146,24 @@ def test_rest_catalog_properties_reach_pyiceberg_load_catalog(monkeypatch):
     args = cli.build_arg_parser().parse_args(REST)
     with pytest.raises(_Connecting):  # the real connect: the catalog is opened before Spark starts
         session.connect(**options.connect_options(args))
-    assert loaded == [("lake", {"type": "rest", "uri": "http://127.0.0.1:8181", "warehouse": "s3://bucket/wh",
-                                "credential": "id:secret", "py-io-impl": options.FILE_IO})]
+    assert loaded == [
+        (
+            "lake",
+            {
+                "type": "rest",
+                "uri": "http://127.0.0.1:8181",
+                "warehouse": "s3://bucket/wh",
+                "credential": "id:secret",
+                "py-io-impl": options.FILE_IO,
+            },
+        )
+    ]
 
 
 def test_a_sql_catalog_uri_keeps_table_data_in_the_warehouse(tmp_path):
-    args = cli.build_arg_parser().parse_args(["--warehouse", str(tmp_path / "data"),
-                                              "--catalog-uri", f"sqlite:///{tmp_path / 'cat.db'}"])
+    args = cli.build_arg_parser().parse_args(
+        ["--warehouse", str(tmp_path / "data"), "--catalog-uri", f"sqlite:///{tmp_path / 'cat.db'}"]
+    )
     kwargs = options.catalog_options(args)
     catalog = options.load_catalog(kwargs["warehouse"], "arctic", kwargs["catalog_properties"], None)
     assert type(catalog).__name__ == "SqlCatalog"
@@ -130,8 +175,11 @@ def test_the_default_catalog_and_a_config_file(tmp_path):
     embedded = options.load_catalog(str(tmp_path / "wh"), "arctic", None, None)
     assert embedded.properties["uri"] == f"sqlite:///{tmp_path / 'wh' / 'catalog.db'}"
     config = tmp_path / "pyiceberg.yaml"
-    config.write_text(f"catalog:\n  lake:\n    type: sql\n    uri: sqlite:///{tmp_path / 'lake.db'}\n"
-                      f"    warehouse: file://{tmp_path / 'lake'}\n", encoding="utf-8")
+    config.write_text(
+        f"catalog:\n  lake:\n    type: sql\n    uri: sqlite:///{tmp_path / 'lake.db'}\n"
+        f"    warehouse: file://{tmp_path / 'lake'}\n",
+        encoding="utf-8",
+    )
     lake = options.load_catalog(None, "lake", None, str(config))
     assert lake.name == "lake" and lake.properties["uri"] == f"sqlite:///{tmp_path / 'lake.db'}"
     with pytest.raises(InvalidArgumentError, match="has no catalog 'sea'"):
@@ -142,8 +190,9 @@ def test_the_default_catalog_and_a_config_file(tmp_path):
 
 def test_a_catalog_config_file_keeps_the_credentials_off_the_command_line(connects, tmp_path):
     config = tmp_path / "catalog.yaml"
-    config.write_text("catalog:\n  arctic:\n    type: sql\n    uri: postgresql+psycopg2://u:secret@db/c\n",
-                      encoding="utf-8")
+    config.write_text(
+        "catalog:\n  arctic:\n    type: sql\n    uri: postgresql+psycopg2://u:secret@db/c\n", encoding="utf-8"
+    )
     flags = ["--warehouse", "s3://lake/wh", "--catalog-config", str(config)]
     seen = {name: _connect_kwargs(connects, name, flags) for name in MAINS}
     for kwargs in seen.values():
@@ -153,16 +202,25 @@ def test_a_catalog_config_file_keeps_the_credentials_off_the_command_line(connec
 
 
 @pytest.mark.parametrize("name", sorted(MAINS))
-@pytest.mark.parametrize(("flags", "named"), [
-    (["--master", "spark//head:7077"], "argument --master: expected local[N]"),
-    (["--master", "local[x]"], "argument --master"),
-    (["--conf", "spark.executor.memory"], "argument --conf: expected KEY=VALUE"),
-    (["--catalog-prop", "=x"], "argument --catalog-prop: expected KEY=VALUE"),
-    (["--catalog-type", "mongo"], "argument --catalog-type: invalid choice"),
-    (["--catalog-prop", "token=x"], "--catalog-prop needs --catalog-type or --catalog-uri"),
-    (["--catalog-config", "/no/such/catalog.yaml"], "--catalog-config: no such file: /no/such/catalog.yaml"),
-    (["--catalog-config", "c.yaml", "--catalog-uri", "sqlite:///c.db"], "--catalog-config cannot be combined"),
-])
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--master", "spark//head:7077"], "argument --master: expected local[N]"),
+        (["--master", "local[x]"], "argument --master"),
+        (["--conf", "spark.executor.memory"], "argument --conf: expected KEY=VALUE"),
+        (["--catalog-prop", "=x"], "argument --catalog-prop: expected KEY=VALUE"),
+        (["--catalog-type", "mongo"], "argument --catalog-type: invalid choice"),
+        (["--catalog-prop", "token=x"], "--catalog-prop needs --catalog-type or --catalog-uri"),
+        (
+            ["--catalog-config", "/no/such/catalog.yaml"],
+            "--catalog-config: no such file: /no/such/catalog.yaml",
+        ),
+        (
+            ["--catalog-config", "c.yaml", "--catalog-uri", "sqlite:///c.db"],
+            "--catalog-config cannot be combined",
+        ),
+    ],
+)
 def test_a_bad_value_is_one_line_naming_the_option(connects, capsys, name, flags, named):
     main, extra = MAINS[name]
     with pytest.raises(SystemExit) as exited:
@@ -172,10 +230,20 @@ def test_a_bad_value_is_one_line_naming_the_option(connects, capsys, name, flags
     assert named in last and last.count("\n") == 0
 
 
-@pytest.mark.parametrize("master", [
-    "local", "local[*]", "local[4]", "local[2,3]", "local-cluster[2,1,1024]",
-    "spark://head:7077", "spark://a:7077,b:7077", "yarn", "k8s://https://k:6443",
-])
+@pytest.mark.parametrize(
+    "master",
+    [
+        "local",
+        "local[*]",
+        "local[4]",
+        "local[2,3]",
+        "local-cluster[2,1,1024]",
+        "spark://head:7077",
+        "spark://a:7077,b:7077",
+        "yarn",
+        "k8s://https://k:6443",
+    ],
+)
 def test_spark_masters_are_accepted(master):
     assert options.master_url(master) == master
 
@@ -194,8 +262,10 @@ def test_the_driver_listens_on_loopback_unless_a_cluster_must_reach_it(monkeypat
     assert driver_address("local[2]") == loopback
     assert driver_address("spark://head:7077") == {}  # Spark picks an address the executors can reach
     monkeypatch.setenv("SPARK_LOCAL_IP", "10.1.2.3")
-    assert driver_address("spark://head:7077") == {"spark.driver.host": "10.1.2.3",
-                                                   "spark.driver.bindAddress": "10.1.2.3"}
+    assert driver_address("spark://head:7077") == {
+        "spark.driver.host": "10.1.2.3",
+        "spark.driver.bindAddress": "10.1.2.3",
+    }
     assert driver_address("local[*]") == loopback
 
 
@@ -213,12 +283,18 @@ def test_the_demo_suggests_commands_with_the_same_catalog_and_master(tmp_path):
     assert text.count("--master spark://head:7077") == len(demo.TRY_NEXT) + 1  # and the Thrift server's line
 
 
-@pytest.mark.parametrize("warehouse", ["s3://lake/wh", "s3a://lake/wh", "gs://lake/wh", "abfss://c@acct/wh",
-                                       "hdfs://nn:8020/wh"])
-def test_a_remote_warehouse_needs_catalog_properties_and_makes_no_local_folder(tmp_path, monkeypatch, warehouse):
+@pytest.mark.parametrize(
+    "warehouse", ["s3://lake/wh", "s3a://lake/wh", "gs://lake/wh", "abfss://c@acct/wh", "hdfs://nn:8020/wh"]
+)
+def test_a_remote_warehouse_needs_catalog_properties_and_makes_no_local_folder(
+    tmp_path, monkeypatch, warehouse
+):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InvalidArgumentError, match=rf"^The warehouse {warehouse} is not a local folder: the "
-                                                   r"embedded catalog .* Give catalog properties"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=rf"^The warehouse {warehouse} is not a local folder: the "
+        r"embedded catalog .* Give catalog properties",
+    ):
         options.load_catalog(warehouse, "arctic", None, None)
     args = cli.build_arg_parser().parse_args(["--warehouse", warehouse])
     with pytest.raises(InvalidArgumentError, match="is not a local folder"):
@@ -228,18 +304,27 @@ def test_a_remote_warehouse_needs_catalog_properties_and_makes_no_local_folder(t
 
 def test_an_unknown_warehouse_scheme_is_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InvalidArgumentError, match=r"^Unknown storage scheme 'ftp://' in the warehouse ftp://h/wh: "
-                                                   r"use a local folder or one of file://, s3://"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"^Unknown storage scheme 'ftp://' in the warehouse ftp://h/wh: "
+        r"use a local folder or one of file://, s3://",
+    ):
         options.load_catalog("ftp://h/wh", "arctic", None, None)
     with pytest.raises(InvalidArgumentError, match=r"^Unknown storage scheme 'ftp://'"):
-        options.load_catalog(None, "arctic", {"type": "sql", "uri": f"sqlite:///{tmp_path}/c.db",
-                                              "warehouse": "ftp://h/wh"}, None)
+        options.load_catalog(
+            None,
+            "arctic",
+            {"type": "sql", "uri": f"sqlite:///{tmp_path}/c.db", "warehouse": "ftp://h/wh"},
+            None,
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_spark_keeps_its_own_tables_in_a_local_warehouse_only(tmp_path):
-    local = {"spark.sql.warehouse.dir": f"{tmp_path}/spark-warehouse",
-             "spark.driver.extraJavaOptions": f"-Dderby.system.home={tmp_path}"}
+    local = {
+        "spark.sql.warehouse.dir": f"{tmp_path}/spark-warehouse",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={tmp_path}",
+    }
     assert spark_warehouse(str(tmp_path)) == local
     assert spark_warehouse(f"file://{tmp_path}") == local
     assert spark_warehouse("s3://lake/wh") == {}  # Spark's default; s3:// would need the hadoop-aws connector

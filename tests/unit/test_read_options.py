@@ -17,8 +17,15 @@ from arctic_sql.errors import InvalidArgumentError
 
 
 def test_options_are_typed_whatever_their_case():
-    options = parse({"PATH": "db.t", "readchangefeed": "TRUE", "startingVersion": " 3 ", "maxRowsPerTrigger": "10"})
-    assert (options.table, options.read_change_feed, options.starting_version, options.max_rows) == ("db.t", True, 3, 10)
+    options = parse(
+        {"PATH": "db.t", "readchangefeed": "TRUE", "startingVersion": " 3 ", "maxRowsPerTrigger": "10"}
+    )
+    assert (options.table, options.read_change_feed, options.starting_version, options.max_rows) == (
+        "db.t",
+        True,
+        3,
+        10,
+    )
     assert options.has_rate_limit and options.has_start
     assert parse({"startingVersion": "Latest"}).starting_latest
 
@@ -27,12 +34,23 @@ def test_a_word_in_a_version_option_names_a_tag_and_latest_stays_the_streams_wor
     options = parse({"readChangeFeed": "true", "startingVersion": " q3 ", "endingVersion": "5"})
     assert (options.starting_version, options.ending_version, options.starting_latest) == ("q3", 5, False)
     assert parse({"startingVersion": "latest"}).starting_version is None
-    with pytest.raises(InvalidArgumentError, match="Option startingVersion must be a whole number of at least 0"):
+    with pytest.raises(
+        InvalidArgumentError, match="Option startingVersion must be a whole number of at least 0"
+    ):
         parse({"startingVersion": "3.5"})
 
 
-@pytest.mark.parametrize(("text", "size"), [("1048576", 1 << 20), (" 512k ", 512 << 10), ("64m", 64 << 20),
-                                             ("1g", 1 << 30), ("2 GB", 2 << 30), ("10b", 10)])
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("1048576", 1 << 20),
+        (" 512k ", 512 << 10),
+        ("64m", 64 << 20),
+        ("1g", 1 << 30),
+        ("2 GB", 2 << 30),
+        ("10b", 10),
+    ],
+)
 def test_max_bytes_per_trigger_takes_sizes_as_spark_writes_them(text, size):
     options = parse({"maxBytesPerTrigger": text})
     assert options.max_bytes == size and options.has_rate_limit
@@ -45,19 +63,22 @@ def test_timestamps_without_an_offset_are_utc():
     assert parse({"timestampAsOf": "2026-01-31 10:00:00Z"}).timestamp_as_of == micros
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"bogus": "1"}, "Unknown option bogus"),
-    ({"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger must be a whole number of at least 1"),
-    ({"maxRowsPerTrigger": "-5"}, "maxRowsPerTrigger must be a whole number of at least 1"),
-    ({"versionAsOf": "1.5"}, "versionAsOf must be a whole number"),
-    ({"maxBytesPerTrigger": "0"}, "maxBytesPerTrigger must be a size of at least 1 byte"),
-    ({"maxBytesPerTrigger": "1.5g"}, "maxBytesPerTrigger must be a size"),
-    ({"maxBytesPerTrigger": "10 parsecs"}, "maxBytesPerTrigger must be a size"),
-    ({"skipOverwrites": "maybe"}, "skipOverwrites must be true or false"),
-    ({"startingVersion": "1", "startingTimestamp": "2026-01-01"}, "exclude each other"),
-    ({"consumerId": "../x"}, "consumerId must be letters"),
-    ({"readChangeFeed": "true", "versionAsOf": "2"}, "readChangeFeed reads a range of versions"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"bogus": "1"}, "Unknown option bogus"),
+        ({"maxFilesPerTrigger": "0"}, "maxFilesPerTrigger must be a whole number of at least 1"),
+        ({"maxRowsPerTrigger": "-5"}, "maxRowsPerTrigger must be a whole number of at least 1"),
+        ({"versionAsOf": "1.5"}, "versionAsOf must be a whole number"),
+        ({"maxBytesPerTrigger": "0"}, "maxBytesPerTrigger must be a size of at least 1 byte"),
+        ({"maxBytesPerTrigger": "1.5g"}, "maxBytesPerTrigger must be a size"),
+        ({"maxBytesPerTrigger": "10 parsecs"}, "maxBytesPerTrigger must be a size"),
+        ({"skipOverwrites": "maybe"}, "skipOverwrites must be true or false"),
+        ({"startingVersion": "1", "startingTimestamp": "2026-01-01"}, "exclude each other"),
+        ({"consumerId": "../x"}, "consumerId must be letters"),
+        ({"readChangeFeed": "true", "versionAsOf": "2"}, "readChangeFeed reads a range of versions"),
+    ],
+)
 def test_bad_options_are_one_line_errors(options, message):
     with pytest.raises(InvalidArgumentError, match=message) as caught:
         parse(options)
@@ -81,16 +102,26 @@ def test_batch_and_stream_refuse_each_others_options():
         parse({"startingVersion": "2"}).check_batch()
 
 
-SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
-                NestedField(3, "ts", TimestamptzType()), identifier_field_ids=[1])
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "v", StringType()),
+    NestedField(3, "ts", TimestamptzType()),
+    identifier_field_ids=[1],
+)
 
 
 def test_pushed_filters_become_inclusive_pyiceberg_filters():
-    pushed = [sds.EqualTo(("id",), 5), sds.In(("v",), ("a", None)), sds.StringStartsWith(("v",), "x"),
-              sds.Not(sds.EqualTo(("id",), 1)),  # not pruned by: Spark applies it
-              sds.EqualTo(("ts",), datetime.datetime(2026, 1, 1)),  # naive: Spark's local time, not pruned by
-              sds.GreaterThan(("nope",), 1), sds.EqualTo(("id",), "not a number")]
-    assert filters.row_filter(pushed, SCHEMA) == ie.And(ie.And(ie.EqualTo("id", 5), ie.In("v", {"a"})),
-                                                        ie.StartsWith("v", "x"))
+    pushed = [
+        sds.EqualTo(("id",), 5),
+        sds.In(("v",), ("a", None)),
+        sds.StringStartsWith(("v",), "x"),
+        sds.Not(sds.EqualTo(("id",), 1)),  # not pruned by: Spark applies it
+        sds.EqualTo(("ts",), datetime.datetime(2026, 1, 1)),  # naive: Spark's local time, not pruned by
+        sds.GreaterThan(("nope",), 1),
+        sds.EqualTo(("id",), "not a number"),
+    ]
+    assert filters.row_filter(pushed, SCHEMA) == ie.And(
+        ie.And(ie.EqualTo("id", 5), ie.In("v", {"a"})), ie.StartsWith("v", "x")
+    )
     assert filters.row_filter(pushed, SCHEMA, {"id"}) == ie.EqualTo("id", 5)  # change files: key columns only
     assert filters.row_filter([], SCHEMA) == ie.AlwaysTrue()

@@ -31,9 +31,18 @@ def test_split_numbers_statements_and_the_lines_they_start_on():
 @pytest.mark.parametrize(
     ("text", "headline"),
     [
-        ("SELECT 1;\nSELECT 'open", "statement 2 (line 2) of f.sql: Invalid SQL: missing closing ' (line 2, column 8)"),
-        ("SELECT 1;\n'open", "statement 2 (line 2) of f.sql: Invalid SQL: missing closing ' (line 2, column 1)"),
-        ("SELECT 1 -- a;\n'open", "statement 1 (line 1) of f.sql: Invalid SQL: missing closing ' (line 2, column 1)"),
+        (
+            "SELECT 1;\nSELECT 'open",
+            "statement 2 (line 2) of f.sql: Invalid SQL: missing closing ' (line 2, column 8)",
+        ),
+        (
+            "SELECT 1;\n'open",
+            "statement 2 (line 2) of f.sql: Invalid SQL: missing closing ' (line 2, column 1)",
+        ),
+        (
+            "SELECT 1 -- a;\n'open",
+            "statement 1 (line 1) of f.sql: Invalid SQL: missing closing ' (line 2, column 1)",
+        ),
     ],
 )
 def test_an_unclosed_string_names_the_statement_it_starts_in(text, headline):
@@ -44,24 +53,30 @@ def test_an_unclosed_string_names_the_statement_it_starts_in(text, headline):
 
 def test_statements_in_arctics_own_syntax_are_not_left_to_spark_and_every_other_one_is():
     text = (
-        "CALL system.optimize(table => 'db.t');\n"               # arctic's own: Spark would refuse it
-        "SELECT * FROM db.t VERSION BETWEEN 1 AND 2;\n"          # likewise
+        "CALL system.optimize(table => 'db.t');\n"  # arctic's own: Spark would refuse it
+        "SELECT * FROM db.t VERSION BETWEEN 1 AND 2;\n"  # likewise
         "MERGE INTO db.t t USING (SELECT * FROM db.c VERSION AS OF get_latest_version('db.c')) s\n"
-        "  ON t.id = s.id WHEN MATCHED THEN UPDATE SET *;\n"     # time travel inside
+        "  ON t.id = s.id WHEN MATCHED THEN UPDATE SET *;\n"  # time travel inside
         "CREATE TABLE db.c PRIMARY KEY (id) AS SELECT 1 AS id;\n"  # a key on CREATE ... AS SELECT
         "ALTER TABLE db.t COMPACT MAJOR;\n"
-        "SHOW FUNCTIONS;\n"                                      # no sqlglot grammar: Spark's to judge
-        "SELECT 1 FROM;\n"                                       # arctic refuses, Spark accepts
-        "SELECT id, count(*) FROM db.t GROUP BY id;\n"           # plain Spark SQL: Spark runs it
+        "SHOW FUNCTIONS;\n"  # no sqlglot grammar: Spark's to judge
+        "SELECT 1 FROM;\n"  # arctic refuses, Spark accepts
+        "SELECT id, count(*) FROM db.t GROUP BY id;\n"  # plain Spark SQL: Spark runs it
         "INSERT INTO db.t VALUES (1, 'a')"
     )
     verdict, asked = spark_refusing()
     check_script(text, split_script(text), verdict)
-    assert asked == ["SHOW FUNCTIONS", "SELECT 1 FROM", "SELECT id, count(*) FROM db.t GROUP BY id",
-                     "INSERT INTO db.t VALUES (1, 'a')"]
+    assert asked == [
+        "SHOW FUNCTIONS",
+        "SELECT 1 FROM",
+        "SELECT id, count(*) FROM db.t GROUP BY id",
+        "INSERT INTO db.t VALUES (1, 'a')",
+    ]
 
 
-@pytest.mark.parametrize("lenient", ["SELECT * FROM db.t GROUP BY", "INSERT INTO db.t SELECT", "UPDATE db.t SET"])
+@pytest.mark.parametrize(
+    "lenient", ["SELECT * FROM db.t GROUP BY", "INSERT INTO db.t SELECT", "UPDATE db.t SET"]
+)
 def test_plain_spark_sql_sqlglot_parses_leniently_fails_with_sparks_reason(lenient):
     """sqlglot gives these a structure; Spark's parser refuses them, and Spark would run them."""
     from arctic_sql.parser import parse
@@ -106,10 +121,22 @@ def test_the_first_bad_statement_is_the_one_reported():
 @pytest.mark.parametrize(
     ("text", "headline"),
     [
-        ("SELECT 1;\nSELEC 2", "statement 2 (line 2): Invalid SQL: no statement starts with 'SELEC' (did you mean SELECT?)"),
-        ("  selct 1", "statement 1 (line 1): Invalid SQL: no statement starts with 'selct' (did you mean SELECT?)"),
-        ("SELECT 1;\n\nINSRT INTO t VALUES (1)", "statement 2 (line 3): Invalid SQL: no statement starts with 'INSRT' (did you mean INSERT?)"),
-        ("SELECT 1; frobnicate db.t", "statement 2 (line 1): Invalid SQL: no statement starts with 'frobnicate'"),
+        (
+            "SELECT 1;\nSELEC 2",
+            "statement 2 (line 2): Invalid SQL: no statement starts with 'SELEC' (did you mean SELECT?)",
+        ),
+        (
+            "  selct 1",
+            "statement 1 (line 1): Invalid SQL: no statement starts with 'selct' (did you mean SELECT?)",
+        ),
+        (
+            "SELECT 1;\n\nINSRT INTO t VALUES (1)",
+            "statement 2 (line 3): Invalid SQL: no statement starts with 'INSRT' (did you mean INSERT?)",
+        ),
+        (
+            "SELECT 1; frobnicate db.t",
+            "statement 2 (line 1): Invalid SQL: no statement starts with 'frobnicate'",
+        ),
     ],
 )
 def test_an_unknown_first_word_is_reported_without_asking_spark(text, headline):
@@ -135,8 +162,8 @@ def test_an_unknown_first_word_anywhere_is_found_before_any_statement_is_parsed(
 @pytest.mark.parametrize(
     "text",
     [
-        "(SELECT 1) UNION (SELECT 2)",   # a parenthesis starts a query
-        "`select` 1",                     # a quoted name: the parsers judge it
+        "(SELECT 1) UNION (SELECT 2)",  # a parenthesis starts a query
+        "`select` 1",  # a quoted name: the parsers judge it
         "with x AS (SELECT 1) SELECT * FROM x",
         "Call system.optimize(table => 'db.t')",
         "explain SELECT 1",

@@ -13,4 +13,3 @@ def test_the_checkpoint_metadata_names_the_query(tmp_path):
 
 def test_a_checkpoint_not_started_yet_has_none(tmp_path):
     assert checkpoint_query_id(str(tmp_path / "new")) is None
-

@@ -5,19 +5,30 @@ from __future__ import annotations
 from arctic_sql.errors import ExecutionError
 from arctic_sql.spark import one_line, translate
 
-PY4J = ('An error occurred while calling o209.parquet.\n'
-        ': org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for scheme "s3"\n'
-        '\tat org.apache.hadoop.fs.FileSystem.getFileSystemClass(FileSystem.java:3581)\n'
-        '\tat org.apache.hadoop.fs.FileSystem.createFileSystem(FileSystem.java:3612)\n')
+PY4J = (
+    "An error occurred while calling o209.parquet.\n"
+    ': org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for scheme "s3"\n'
+    "\tat org.apache.hadoop.fs.FileSystem.getFileSystemClass(FileSystem.java:3581)\n"
+    "\tat org.apache.hadoop.fs.FileSystem.createFileSystem(FileSystem.java:3612)\n"
+)
 
 
 def test_an_error_the_jvm_raised_keeps_its_java_cause_in_the_line():
     assert one_line(RuntimeError(PY4J)) == 'UnsupportedFileSystemException: No FileSystem for scheme "s3"'
     error = translate(RuntimeError(PY4J))
-    assert isinstance(error, ExecutionError) and "No FileSystem for scheme" in str(error) and "\n" not in str(error)
+    assert (
+        isinstance(error, ExecutionError)
+        and "No FileSystem for scheme" in str(error)
+        and "\n" not in str(error)
+    )
 
 
 def test_other_errors_keep_their_first_line_without_the_sqlstate():
-    assert one_line(RuntimeError("[X] Something broke. SQLSTATE: 42000\n== Plan ==")) == "[X] Something broke."
-    assert one_line(RuntimeError("An error occurred while calling o1.x.")) == "An error occurred while calling o1.x."
+    assert (
+        one_line(RuntimeError("[X] Something broke. SQLSTATE: 42000\n== Plan ==")) == "[X] Something broke."
+    )
+    assert (
+        one_line(RuntimeError("An error occurred while calling o1.x."))
+        == "An error occurred while calling o1.x."
+    )
     assert one_line(RuntimeError("")) == "RuntimeError"

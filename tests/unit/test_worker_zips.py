@@ -21,10 +21,12 @@ SOURCES = {
     "pkg/data.json": "{}",
 }
 # Importing with zipimport's compiler broken: succeeds only from a .pyc.
-FROM_PYC_ONLY = ("import zipimport\n"
-                 "def refuse(*args): raise AssertionError('compiled a source')\n"
-                 "zipimport._compile_source = refuse\n"
-                 "import pkg.mod; print(pkg.mod.answer())\n")
+FROM_PYC_ONLY = (
+    "import zipimport\n"
+    "def refuse(*args): raise AssertionError('compiled a source')\n"
+    "zipimport._compile_source = refuse\n"
+    "import pkg.mod; print(pkg.mod.answer())\n"
+)
 
 
 def _home(tmp_path: Path, sources: dict[str, str] = SOURCES) -> Path:
@@ -42,8 +44,14 @@ def _entries(path: Path) -> dict[str, bytes]:
 
 
 def _import(zip_path: Path, program: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", program], check=False, env={"PYTHONPATH": str(zip_path)},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", program],
+        check=False,
+        env={"PYTHONPATH": str(zip_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_modules_get_a_pyc_that_zipimport_uses_and_the_sources_stay(tmp_path):

@@ -32,10 +32,19 @@ PATH_FIELD_ID = 2147483546  # Iceberg's reserved ids of a position-delete file's
 POS_FIELD_ID = 2147483545
 PREFIX = "pos-deletes-"
 
-SCHEMA = pa.schema([
-    pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(PATH_FIELD_ID).encode()}),
-    pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_FIELD_ID).encode()}),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field(
+            "file_path",
+            pa.string(),
+            nullable=False,
+            metadata={b"PARQUET:field_id": str(PATH_FIELD_ID).encode()},
+        ),
+        pa.field(
+            "pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(POS_FIELD_ID).encode()}
+        ),
+    ]
+)
 
 
 def is_delete_file(path: str) -> bool:
@@ -59,8 +68,13 @@ def write(directory: str, data_path: str, positions: np.ndarray) -> str:
     under ``directory``; return its location."""
     fs, path = storage.folder(directory)
     location = f"{path.rstrip('/')}/{PREFIX}{uuid.uuid4().hex}.parquet"
-    rows = pa.table([pa.array(np.full(len(positions), data_path, dtype=object), pa.string()),
-                     pa.array(positions, pa.int64())], schema=SCHEMA)
+    rows = pa.table(
+        [
+            pa.array(np.full(len(positions), data_path, dtype=object), pa.string()),
+            pa.array(positions, pa.int64()),
+        ],
+        schema=SCHEMA,
+    )
     pq.write_table(rows, location, filesystem=fs, use_dictionary=["file_path"])
     return storage.prefix(directory, path) + location
 
@@ -113,8 +127,9 @@ def positions(io: FileIO, delete_files: Iterable[DataFile]) -> dict[str, np.ndar
     return {path: np.unique(np.concatenate(parts)) for path, parts in found.items()}
 
 
-def attach(data_files: Sequence[tuple[str, str, int]], delete_files: Sequence[tuple[DataFile, str, int]]
-           ) -> dict[str, tuple[DataFile, ...]]:
+def attach(
+    data_files: Sequence[tuple[str, str, int]], delete_files: Sequence[tuple[DataFile, str, int]]
+) -> dict[str, tuple[DataFile, ...]]:
     """Per data file location, the delete files that apply to it.
 
     ``data_files``: (location, partition, data sequence number); ``delete_files``: (file, partition,

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from arctic_sql.errors import ExecutionError, InvalidArgumentError, UnsupportedOperationError
+from arctic_sql.errors import ExecutionError, InvalidArgumentError
 
 # The catalog properties that configure file I/O (pyiceberg's FileIO property families); nothing
 # else of a catalog's properties (its URI, its own credentials) is kept or shipped to tasks.
@@ -37,8 +37,17 @@ REMOTE_SCHEMES = tuple(s for s in SCHEMES if s != "file")
 # Stores of whole objects, written at once when an upload completes, with no rename and no folders.
 OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "oss", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs")
 # A property whose name holds one of these words is a credential: never shown.
-_SECRET_WORDS = ("secret", "key", "token", "password", "credential", "sas", "connection-string", "signer",
-                 "ticket")
+_SECRET_WORDS = (
+    "secret",
+    "key",
+    "token",
+    "password",
+    "credential",
+    "sas",
+    "connection-string",
+    "signer",
+    "ticket",
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,8 +87,10 @@ class StorageConfig:
     def filesystem(self, scheme: str, netloc: str) -> pafs.FileSystem:
         """The file system of ``scheme://netloc``, made once per process and configuration."""
         if scheme not in SCHEMES:
-            raise InvalidArgumentError(f"Unknown storage scheme '{scheme}://': arctic-sql reads and writes "
-                                       f"{', '.join(s + '://' for s in SCHEMES)} or a local path")
+            raise InvalidArgumentError(
+                f"Unknown storage scheme '{scheme}://': arctic-sql reads and writes "
+                f"{', '.join(s + '://' for s in SCHEMES)} or a local path"
+            )
         return file_io(self).fs_by_scheme(scheme, netloc)
 
 
@@ -196,11 +207,11 @@ def file_infos(locations: list[str], under: str | None = None) -> list[pafs.File
         head = prefix(under, folder_path)
         listed = fs.get_file_info(pafs.FileSelector(folder_path, recursive=True, allow_not_found=True))
         found = {info.path: info for info in listed}
-        paths = [location[len(head):] for location in locations]
+        paths = [location[len(head) :] for location in locations]
         return [found.get(path) or pafs.FileInfo(path, pafs.FileType.NotFound) for path in paths]
     fs, first = filesystem(locations[0])
     head = prefix(locations[0], first)
-    return fs.get_file_info([location[len(head):] for location in locations])
+    return fs.get_file_info([location[len(head) :] for location in locations])
 
 
 def list_files(location: str, suffix: str = ".parquet") -> list[str]:
@@ -211,7 +222,9 @@ def list_files(location: str, suffix: str = ".parquet") -> list[str]:
     return sorted(
         scheme + info.path
         for info in infos
-        if info.type == pafs.FileType.File and info.base_name.endswith(suffix) and not info.base_name.startswith(".")
+        if info.type == pafs.FileType.File
+        and info.base_name.endswith(suffix)
+        and not info.base_name.startswith(".")
     )
 
 
@@ -231,8 +244,9 @@ def json_records(folder: str) -> list[dict]:
         except FileNotFoundError:
             continue  # removed while we listed
         except ValueError as e:  # not JSON: refuse to guess what it was protecting, and say where it is
-            raise ExecutionError(f"Cannot read the record {prefix(folder, path)}{info.path}: {e}; "
-                                 "remove or repair it") from None
+            raise ExecutionError(
+                f"Cannot read the record {prefix(folder, path)}{info.path}: {e}; remove or repair it"
+            ) from None
     return found
 
 
@@ -278,7 +292,7 @@ def delete_tree(location: str) -> None:
 def spark_path(location: str) -> str:
     """How Spark's ``_metadata.file_path`` spells a location (``file:/x`` for ``file:///x`` or ``/x``)."""
     if location.startswith("file:///"):
-        return "file:/" + location[len("file:///"):]
+        return "file:/" + location[len("file:///") :]
     if location.startswith("/"):
         return "file:" + location
     return location

@@ -18,7 +18,7 @@ def _internal(value):
         return int(value.value // 1000)
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.timezone.utc)
+            value = value.replace(tzinfo=datetime.UTC)
         return int(value.timestamp() * 1_000_000)
     if isinstance(value, datetime.date):
         return (value - datetime.date(1970, 1, 1)).days

@@ -36,7 +36,7 @@ def _merge(acc: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 def _lanes(data: np.ndarray, start: int, width: int) -> np.ndarray:
     """Little-endian words of ``width`` bytes at ``start`` of every row of a byte matrix, as uint64."""
-    chunk = np.ascontiguousarray(data[:, start:start + width])
+    chunk = np.ascontiguousarray(data[:, start : start + width])
     return chunk.view("<u8" if width == 8 else "<u4").reshape(-1).astype(_U)
 
 
@@ -87,14 +87,18 @@ def _hash_fixed(values: np.ndarray, width: int, seeds: np.ndarray) -> np.ndarray
 def _hash_binary(column: pa.Array, seeds: np.ndarray) -> np.ndarray:
     """Rows grouped by byte length, each group hashed as one matrix."""
     column = column.cast(pa.large_binary()) if not pa.types.is_large_binary(column.type) else column
-    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[column.offset:column.offset + len(column) + 1]
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[
+        column.offset : column.offset + len(column) + 1
+    ]
     data_buffer = column.buffers()[2]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
     starts, lengths = offsets[:-1], np.diff(offsets)
     out = seeds.copy()
     for length in np.unique(lengths):
         rows = np.nonzero(lengths == length)[0]
-        matrix = data[starts[rows, None] + np.arange(length)] if length else np.zeros((len(rows), 0), np.uint8)
+        matrix = (
+            data[starts[rows, None] + np.arange(length)] if length else np.zeros((len(rows), 0), np.uint8)
+        )
         out[rows] = xxh64_rows(matrix, seeds[rows])
     return out
 
@@ -119,10 +123,16 @@ def _column_hash(column: pa.Array, seeds: np.ndarray) -> np.ndarray:
         decimals = column.to_pylist()
         values = np.array([0 if v is None else int(v.scaleb(kind.scale)) for v in decimals], dtype=np.int64)
         return _hash_fixed(values, 8, seeds)
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) \
-            or pa.types.is_large_binary(kind):
+    if (
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+    ):
         return _hash_binary(column.fill_null(b"" if "binary" in str(kind) else ""), seeds)
-    raise UnsupportedOperationError(f"Primary key columns of type {kind} cannot be written from DataFrames yet")
+    raise UnsupportedOperationError(
+        f"Primary key columns of type {kind} cannot be written from DataFrames yet"
+    )
 
 
 def spark_xxhash64(columns: list[pa.Array]) -> np.ndarray:

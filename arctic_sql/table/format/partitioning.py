@@ -60,7 +60,9 @@ def build_spec(terms: list[PartitionTerm], schema: Schema) -> PartitionSpec:
         try:
             source = schema.find_field(term.column, case_sensitive=False)
         except ValueError:
-            raise InvalidArgumentError(f"Partition column '{term.column}' is not a column of the table") from None
+            raise InvalidArgumentError(
+                f"Partition column '{term.column}' is not a column of the table"
+            ) from None
         transform: Transform
         if name == "identity":
             transform, field_name = IdentityTransform(), source.name
@@ -72,8 +74,12 @@ def build_spec(terms: list[PartitionTerm], schema: Schema) -> PartitionSpec:
             transform, field_name = TruncateTransform(term.width), f"{source.name}_trunc"
         elif name in ("bucket", "truncate"):
             what = "number of buckets" if name == "bucket" else "width"
-            shown = f"{name}({term.width}, {source.name})" if term.width is not None else f"{name}({source.name})"
-            raise InvalidArgumentError(f"Partition transform {shown} needs a positive {what}, not {term.width}")
+            shown = (
+                f"{name}({term.width}, {source.name})" if term.width is not None else f"{name}({source.name})"
+            )
+            raise InvalidArgumentError(
+                f"Partition transform {shown} needs a positive {what}, not {term.width}"
+            )
         else:
             raise InvalidArgumentError(f"Unknown partition transform '{term.transform}'")
         if not transform.can_transform(source.field_type):
@@ -82,7 +88,9 @@ def build_spec(terms: list[PartitionTerm], schema: Schema) -> PartitionSpec:
             )
         if isinstance(transform, TruncateTransform) and isinstance(source.field_type, it.DecimalType):
             raise InvalidArgumentError("Partition transform truncate on a decimal column is not supported")
-        fields.append(PartitionField(source.field_id, FIRST_PARTITION_FIELD_ID + position, transform, field_name))
+        fields.append(
+            PartitionField(source.field_id, FIRST_PARTITION_FIELD_ID + position, transform, field_name)
+        )
     return PartitionSpec(*fields)
 
 
@@ -123,7 +131,11 @@ def helper_columns(spec: PartitionSpec, schema: Schema):  # -> list[Column]
             value = F.floor(_micros(source.name, is_tz) / 3_600_000_000).cast("int")
         elif isinstance(transform, TruncateTransform):
             w = transform.width
-            value = F.substring(col, 1, w) if isinstance(source_type, it.StringType) else col - F.pmod(col, F.lit(w))
+            value = (
+                F.substring(col, 1, w)
+                if isinstance(source_type, it.StringType)
+                else col - F.pmod(col, F.lit(w))
+            )
         elif isinstance(transform, BucketTransform):
             from arctic_sql.table.format.bucket_udf import bucket_udf
 
@@ -164,7 +176,9 @@ def _parse_value(text: str, field: PartitionField, schema: Schema) -> object:
     if text == SPARK_NULL_PARTITION:
         return None
     result_type = field.transform.result_type(schema.find_field(field.source_id).field_type)
-    if isinstance(result_type, (it.IntegerType, it.LongType, it.DateType, it.TimestampType, it.TimestamptzType)):
+    if isinstance(
+        result_type, (it.IntegerType, it.LongType, it.DateType, it.TimestampType, it.TimestamptzType)
+    ):
         return int(text)
     if isinstance(result_type, it.BooleanType):
         return text == "true"

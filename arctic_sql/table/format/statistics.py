@@ -25,8 +25,10 @@ def _leaves(path: str, data_type: pa.DataType) -> list[tuple[str, bool]]:
     if pa.types.is_struct(data_type):
         return [leaf for field in data_type for leaf in _leaves(f"{path}.{field.name}", field.type)]
     if pa.types.is_map(data_type):
-        return [*_leaves(f"{path}.key_value.key", data_type.key_type),
-                *_leaves(f"{path}.key_value.value", data_type.item_type)]
+        return [
+            *_leaves(f"{path}.key_value.key", data_type.key_type),
+            *_leaves(f"{path}.key_value.value", data_type.item_type),
+        ]
     if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
         return _leaves(f"{path}.list.element", data_type.value_type)
     return [(path, pa.types.is_floating(data_type))]

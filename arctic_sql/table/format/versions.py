@@ -32,7 +32,6 @@ STREAM_QUERY_ID = "arctic.stream.query-id"
 STREAM_BATCH_ID = "arctic.stream.batch-id"
 
 
-
 class Operation(StrEnum):
     """What a commit did, as its ``arctic.operation`` records it (a str: summaries store the value)."""
 
@@ -130,8 +129,10 @@ class History:
         if not self.commits:
             return "none"
         first, last = self.commits[0], self.commits[-1]
-        return (f"oldest version {first.version} at {_iso(first.committed_at_ms)}, "
-                f"newest version {last.version} at {_iso(last.committed_at_ms)}")
+        return (
+            f"oldest version {first.version} at {_iso(first.committed_at_ms)}, "
+            f"newest version {last.version} at {_iso(last.committed_at_ms)}"
+        )
 
 
 def _iso(ms: int) -> str:
@@ -183,20 +184,44 @@ def _history(base: Table, change: Table | None) -> History:
         for snap in base_chain:
             op = operation_of(snap)
             if op not in NON_DATA_OPERATIONS:
-                commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, Store.BASE, snap.snapshot_id,
-                                      summary_of(snap)))
+                commits.append(
+                    Commit(
+                        snap.sequence_number,
+                        snap.timestamp_ms,
+                        op,
+                        Store.BASE,
+                        snap.snapshot_id,
+                        summary_of(snap),
+                    )
+                )
         return History(commits, _is_complete(base_chain))
     change_chain = snapshots_in_order(change)
     for snap in change_chain:
         op = operation_of(snap)
         if op not in NON_DATA_OPERATIONS:
-            commits.append(Commit(snap.sequence_number, snap.timestamp_ms, op, Store.CHANGE, snap.snapshot_id,
-                                  summary_of(snap)))
+            commits.append(
+                Commit(
+                    snap.sequence_number,
+                    snap.timestamp_ms,
+                    op,
+                    Store.CHANGE,
+                    snap.snapshot_id,
+                    summary_of(snap),
+                )
+            )
     for snap in base_chain:
         summary = summary_of(snap)
         if TXN in summary and operation_of(snap) not in NON_DATA_OPERATIONS:
-            commits.append(Commit(int(summary[TXN]), snap.timestamp_ms, operation_of(snap), Store.BASE,
-                                  snap.snapshot_id, summary))
+            commits.append(
+                Commit(
+                    int(summary[TXN]),
+                    snap.timestamp_ms,
+                    operation_of(snap),
+                    Store.BASE,
+                    snap.snapshot_id,
+                    summary,
+                )
+            )
     floor = 0
     if not _is_complete(base_chain):
         floor = merged_point(base_chain[0])
@@ -211,7 +236,9 @@ def last_stream_batch(store: Table, query_id: str) -> int | None:
     """The newest micro-batch of streaming query ``query_id`` among ``store``'s retained commits."""
     found = None
     for snap in snapshots_in_order(store):
-        summary = snap.summary.additional_properties if snap.summary is not None else {}  # no copy: once per snapshot
+        summary = (
+            snap.summary.additional_properties if snap.summary is not None else {}
+        )  # no copy: once per snapshot
         if summary.get(STREAM_QUERY_ID) == query_id:
             batch = int(summary[STREAM_BATCH_ID])
             found = batch if found is None else max(found, batch)
@@ -232,7 +259,9 @@ def snapshot_at(store: Table, version: int) -> Snapshot | None:
     ``version``, or it only rewrote files (optimizing) after a snapshot that is."""
     chosen = None
     for snap in snapshots_in_order(store):
-        if snap.sequence_number <= version or (chosen is not None and operation_of(snap) in REWRITE_OPERATIONS):
+        if snap.sequence_number <= version or (
+            chosen is not None and operation_of(snap) in REWRITE_OPERATIONS
+        ):
             chosen = snap
         else:
             break

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.table.maintenance import expiration, orphan_removal, rollback as rollback_module
+from arctic_sql.table.maintenance import expiration, orphan_removal
+from arctic_sql.table.maintenance import rollback as rollback_module
 from arctic_sql.table.maintenance.rollback import RollbackResult
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading import tags
@@ -74,8 +75,10 @@ def epoch_ms(value: Moment | None, name: str) -> int | None:
         return expiration.now_ms() - value // datetime.timedelta(milliseconds=1)
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
-            raise InvalidArgumentError(f"{name} must be a timezone-aware datetime (datetime.now(datetime.UTC) - ...),"
-                                       f" got the naive {value.isoformat()}")
+            raise InvalidArgumentError(
+                f"{name} must be a timezone-aware datetime (datetime.now(datetime.UTC) - ...),"
+                f" got the naive {value.isoformat()}"
+            )
         return (value - EPOCH) // datetime.timedelta(milliseconds=1)  # in integers: no float rounding
     raise InvalidArgumentError(f"{name} must be a datetime or a timedelta, got {value!r}")
 
@@ -86,15 +89,23 @@ def _count(value: int | None, name: str) -> int | None:
     return value
 
 
-def expire_snapshots(table: ArcticTable, *, older_than: Moment | None = None, retain_last: int | None = None,
-                     trigger: str = MANUAL) -> ExpireSnapshotsResult:
+def expire_snapshots(
+    table: ArcticTable,
+    *,
+    older_than: Moment | None = None,
+    retain_last: int | None = None,
+    trigger: str = MANUAL,
+) -> ExpireSnapshotsResult:
     """Expire versions older than ``older_than`` (default: now - ``snapshot.keep.duration``) beyond the
     newest ``retain_last`` (default: ``snapshot.keep.min-count``), after the change-data TTL; delete the
     files no kept version needs. Recorded as a maintenance run."""
     older_than_ms, keep = epoch_ms(older_than, "older_than"), _count(retain_last, "retain_last")
     return maintenance_runs.recorded(
-        table, Kind.EXPIRE_SNAPSHOTS, trigger,
-        lambda: ExpireSnapshotsResult.of(expiration.expire_snapshots(table, older_than_ms, keep)))
+        table,
+        Kind.EXPIRE_SNAPSHOTS,
+        trigger,
+        lambda: ExpireSnapshotsResult.of(expiration.expire_snapshots(table, older_than_ms, keep)),
+    )
 
 
 def purge(table: ArcticTable) -> ExpireSnapshotsResult:
@@ -107,8 +118,14 @@ def expire_change_data(table: ArcticTable, *, older_than: Moment | None = None) 
     return ExpireChangeDataResult(expiration.expire_change_data(table, epoch_ms(older_than, "older_than")))
 
 
-def remove_orphan_files(table: ArcticTable, *, older_than: Moment | None = None, dry_run: bool = False,
-                        force: bool = False, trigger: str = MANUAL) -> list[OrphanFile]:
+def remove_orphan_files(
+    table: ArcticTable,
+    *,
+    older_than: Moment | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    trigger: str = MANUAL,
+) -> list[OrphanFile]:
     """Delete files no retained snapshot references, older than ``older_than`` (default: now - the
     safety window, ``clean-orphan-file.min-existing-time-minutes``, at least an hour); ``dry_run`` only
     lists them. A more recent ``older_than`` needs ``force``; files of writes in progress always stay.
@@ -122,8 +139,13 @@ def remove_orphan_files(table: ArcticTable, *, older_than: Moment | None = None,
     return [OrphanFile(location) for location in found]
 
 
-def rollback(spark: SparkSession, table: ArcticTable, *, to_version: int | str | None = None,
-             to_timestamp: datetime.datetime | None = None) -> RollbackResult:
+def rollback(
+    spark: SparkSession,
+    table: ArcticTable,
+    *,
+    to_version: int | str | None = None,
+    to_timestamp: datetime.datetime | None = None,
+) -> RollbackResult:
     """Make a past version's rows current again, as a new commit: ``to_version`` (its number or a tag's
     name) or the newest version committed at or before ``to_timestamp``; exactly one of them."""
     if (to_version is None) == (to_timestamp is None):

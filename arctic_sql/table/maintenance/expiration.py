@@ -34,15 +34,15 @@ from pyiceberg.table.snapshots import Snapshot
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError
 from arctic_sql.faults import fault_point
 from arctic_sql.table.files import storage
-from arctic_sql.table.maintenance import ownership
-from arctic_sql.table.reading import tags
-from arctic_sql.table.records import clones, consumers, leases
-from arctic_sql.table.writing import commit, tag_writes
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.records.optimizing_processes import running_processes
+from arctic_sql.table.maintenance import ownership
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading import tags
 from arctic_sql.table.reading.scan import live_entries, live_files
+from arctic_sql.table.records import clones, consumers, leases
+from arctic_sql.table.records.optimizing_processes import running_processes
+from arctic_sql.table.writing import commit, tag_writes
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -64,7 +64,6 @@ def keep_duration_ms(table: ArcticTable) -> int:
     if "snapshot.keep.duration" not in table.properties and "acid.data.retain.hours" in table.properties:
         return table.settings.acid_data_retain_hours * 60 * MINUTE_MS
     return table.settings.snapshot_keep_duration * MINUTE_MS
-
 
 
 def change_ttl_ms(table: ArcticTable) -> int:
@@ -107,14 +106,22 @@ class ExpireResult:
     oldest_version: int = 0
 
     def row(self) -> tuple[int, ...]:
-        return (self.deleted_data_files, self.deleted_change_files, self.deleted_manifest_files,
-                self.deleted_metadata_files, self.expired_snapshots, self.removed_change_files,
-                self.oldest_version)
+        return (
+            self.deleted_data_files,
+            self.deleted_change_files,
+            self.deleted_manifest_files,
+            self.deleted_metadata_files,
+            self.expired_snapshots,
+            self.removed_change_files,
+            self.oldest_version,
+        )
 
 
-EXPIRE_OUTPUT = ("deleted_data_files_count long, deleted_change_files_count long, deleted_manifest_files_count long, "
-                 "deleted_metadata_files_count long, expired_snapshots_count long, "
-                 "removed_change_files_count long, oldest_version long")
+EXPIRE_OUTPUT = (
+    "deleted_data_files_count long, deleted_change_files_count long, deleted_manifest_files_count long, "
+    "deleted_metadata_files_count long, expired_snapshots_count long, "
+    "removed_change_files_count long, oldest_version long"
+)
 
 
 @dataclass(frozen=True)
@@ -135,8 +142,9 @@ def _index_of(chain: list[Snapshot], snapshot_id: int | None) -> int | None:
     return None
 
 
-def _keep_from(table: ArcticTable, store_name: str, chain: list[Snapshot], v0: versions.Commit | None,
-               running: list) -> int:
+def _keep_from(
+    table: ArcticTable, store_name: str, chain: list[Snapshot], v0: versions.Commit | None, running: list
+) -> int:
     """Index in ``chain`` of the oldest snapshot that must stay."""
     if not chain:
         return 0
@@ -160,7 +168,9 @@ def _keep_from(table: ArcticTable, store_name: str, chain: list[Snapshot], v0: v
         if marked:
             keep = min(keep, marked[-1])
     for record in running:
-        index = _index_of(chain, record.base_snapshot_id if store_name == Store.BASE else record.change_snapshot_id)
+        index = _index_of(
+            chain, record.base_snapshot_id if store_name == Store.BASE else record.change_snapshot_id
+        )
         if index is not None:
             keep = min(keep, index)
     return keep
@@ -184,16 +194,26 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
     v0 = min(kept, key=lambda c: c.version) if kept else None
     running = running_processes(table)
     plans = []
-    stores = [(Store.CHANGE, table.change), (Store.BASE, table.base)] if table.change is not None else [(Store.BASE, table.base)]
+    stores = (
+        [(Store.CHANGE, table.change), (Store.BASE, table.base)]
+        if table.change is not None
+        else [(Store.BASE, table.base)]
+    )
     for store_name, store in stores:
         assert store is not None
         chain = versions.snapshots_in_order(store)
         keep_from = _keep_from(table, store_name, chain, v0, running)
         in_chain = {s.snapshot_id for s in chain}
         # Snapshots off the current branch's ancestry (none are made by arctic-sql) go by age alone.
-        stray = [s for s in store.snapshots() if s.snapshot_id not in in_chain and s.timestamp_ms < older_than_ms
-                 and not any(r.base_snapshot_id == s.snapshot_id or r.change_snapshot_id == s.snapshot_id
-                             for r in running)]
+        stray = [
+            s
+            for s in store.snapshots()
+            if s.snapshot_id not in in_chain
+            and s.timestamp_ms < older_than_ms
+            and not any(
+                r.base_snapshot_id == s.snapshot_id or r.change_snapshot_id == s.snapshot_id for r in running
+            )
+        ]
         expired = chain[:keep_from] + stray
         if not expired:
             continue
@@ -201,19 +221,31 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
         retained = [s for s in store.snapshots() if s.snapshot_id not in expired_ids]
         gone, kept_files = files_of(store, expired, store_name), files_of(store, retained, store_name)
         oldest_kept_ms = min((s.timestamp_ms for s in retained), default=now_ms())
-        old_metadata = {e.metadata_file for e in store.metadata.metadata_log if e.timestamp_ms < oldest_kept_ms}
-        plans.append(StoreExpiry(
-            store_name,
-            tuple(sorted(expired_ids)),
-            frozenset(gone.data - kept_files.data),
-            frozenset(gone.manifests - kept_files.manifests),
-            frozenset((gone.manifest_lists - kept_files.manifest_lists) | (old_metadata - {store.metadata_location})),
-        ))
+        old_metadata = {
+            e.metadata_file for e in store.metadata.metadata_log if e.timestamp_ms < oldest_kept_ms
+        }
+        plans.append(
+            StoreExpiry(
+                store_name,
+                tuple(sorted(expired_ids)),
+                frozenset(gone.data - kept_files.data),
+                frozenset(gone.manifests - kept_files.manifests),
+                frozenset(
+                    (gone.manifest_lists - kept_files.manifest_lists)
+                    | (old_metadata - {store.metadata_location})
+                ),
+            )
+        )
     return plans, v0.version if v0 is not None else 0
 
 
-def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retain_last: int | None = None,
-                     *, change_ttl: bool = True) -> ExpireResult:
+def expire_snapshots(
+    table: ArcticTable,
+    older_than_ms: int | None = None,
+    retain_last: int | None = None,
+    *,
+    change_ttl: bool = True,
+) -> ExpireResult:
     """Expire history older than ``older_than_ms`` (default: now - ``snapshot.keep.duration``) beyond
     the newest ``retain_last`` versions (default: ``snapshot.keep.min-count``) and delete the files
     no retained version needs. With ``change_ttl`` it first applies the change-data TTL.
@@ -229,8 +261,13 @@ def expire_snapshots(table: ArcticTable, older_than_ms: int | None = None, retai
     removed = expire_change_data(table) if change_ttl and table.is_keyed else 0
     with leases.writing(table, tags.EXPIRING):  # its metadata files are unreferenced until the commit
         if _tag_in_the_making(table):
-            log.info("a tag or clone of %s is being created: expiration keeps every version this run", table.identifier)
-            return ExpireResult(removed_change_files=removed, oldest_version=versions.history(table.base, table.change).oldest)
+            log.info(
+                "a tag or clone of %s is being created: expiration keeps every version this run",
+                table.identifier,
+            )
+            return ExpireResult(
+                removed_change_files=removed, oldest_version=versions.history(table.base, table.change).oldest
+            )
         return _expire(table, older_than_ms, retain_last, removed)
 
 
@@ -239,7 +276,9 @@ def _tag_in_the_making(table: ArcticTable) -> bool:
     (one created later waits for the lease to end, tags.py): it may name any version. Both take
     milliseconds, so wait a little for them first."""
     deadline = time.monotonic() + TAG_WAIT_S
-    while tags.being_created(table) or leases.running(layout.table_root(table.base.location()), clones.CLONING):
+    while tags.being_created(table) or leases.running(
+        layout.table_root(table.base.location()), clones.CLONING
+    ):
         if time.monotonic() >= deadline:
             return True
         time.sleep(0.2)
@@ -255,13 +294,18 @@ def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: i
         try:
             for plan in plans:
                 store = chain_store(table, plan.store_name)
-                recorded = (_with_commit_time(store, versions.snapshots_in_order(store), set(plan.expire_ids))
-                            if plan.store_name == Store.CHANGE else {})
+                recorded = (
+                    _with_commit_time(store, versions.snapshots_in_order(store), set(plan.expire_ids))
+                    if plan.store_name == Store.CHANGE
+                    else {}
+                )
                 commit.expire_snapshots(store, plan.expire_ids, recorded)
                 committed.append(plan)
                 fault_point("expire-between-stores")
         except CommitFailedException:
-            log.info("expiring %s raced with a commit (attempt %d); planning again", table.identifier, attempt + 1)
+            log.info(
+                "expiring %s raced with a commit (attempt %d); planning again", table.identifier, attempt + 1
+            )
             continue
         fault_point("expire-before-delete")
         return _delete_expired(table, committed, oldest, removed)
@@ -316,7 +360,9 @@ COMMIT_TIMES_KEPT = 500
 def commit_times_of(store: Table) -> list[tuple[int, int]]:
     """The (sequence number, commit time in ms) records of ``store``'s expired snapshots, in order."""
     try:
-        return sorted((int(seq), int(at)) for seq, at in json.loads(store.properties.get(COMMIT_TIMES_KEY, "[]")))
+        return sorted(
+            (int(seq), int(at)) for seq, at in json.loads(store.properties.get(COMMIT_TIMES_KEY, "[]"))
+        )
     except (ValueError, TypeError):  # not ours to repair: fall back to the oldest snapshot kept
         return []
 
@@ -333,7 +379,9 @@ def _with_commit_time(store: Table, chain: list[Snapshot], expired_ids: set[int]
     if not expired:
         return {}
     newest = max(expired, key=lambda s: s.sequence_number)
-    records = sorted({*commit_times_of(store), (newest.sequence_number, newest.timestamp_ms)})[-COMMIT_TIMES_KEPT:]
+    records = sorted({*commit_times_of(store), (newest.sequence_number, newest.timestamp_ms)})[
+        -COMMIT_TIMES_KEPT:
+    ]
     return {COMMIT_TIMES_KEY: json.dumps(records, separators=(",", ":"))}
 
 
@@ -397,8 +445,11 @@ def _merged_change_files(table: ArcticTable, older_than_ms: int) -> list[DataFil
         exact = committed_at.get(sequence)
         return exact if exact is not None else min(oldest_ms, _no_later_than(recorded, sequence, oldest_ms))
 
-    return [f.data_file for f in live_files(change, change.current_snapshot(), Store.CHANGE)
-            if f.sequence_number <= marks.get(f.partition, 0) and committed_by(f.sequence_number) < older_than_ms]
+    return [
+        f.data_file
+        for f in live_files(change, change.current_snapshot(), Store.CHANGE)
+        if f.sequence_number <= marks.get(f.partition, 0) and committed_by(f.sequence_number) < older_than_ms
+    ]
 
 
 class _NothingToDo(Exception):

@@ -10,14 +10,14 @@ import pyarrow.fs as pafs
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.files import storage
-from arctic_sql.table.records import leases
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.records.optimizing_processes import running_processes
+from arctic_sql.table.maintenance.expiration import MINUTE_MS, delete_paths, files_of, now_ms, refresh_stores
 from arctic_sql.table.maintenance.ownership import claimed
 from arctic_sql.table.maintenance.ownership import normalized as _normalized
-from arctic_sql.table.maintenance.expiration import MINUTE_MS, delete_paths, files_of, now_ms, refresh_stores
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.records import leases
+from arctic_sql.table.records.optimizing_processes import running_processes
 
 
 def _referenced(table: ArcticTable) -> set[str]:
@@ -92,7 +92,7 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
             for info in fs.get_file_info(selector):
                 if info.type != pafs.FileType.File or info.mtime is None:
                     continue
-                if not _owned(info.path[len(inner) + 1:]):
+                if not _owned(info.path[len(inner) + 1 :]):
                     continue
                 location = scheme + info.path
                 listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
@@ -104,12 +104,16 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
     protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
     refresh_stores(table)
     referenced = _referenced(table) | claimed(table)
-    return sorted(location for location, path, modified_ms in listed
-                  if path not in referenced and not path.startswith(protected) and modified_ms < cutoff)
+    return sorted(
+        location
+        for location, path, modified_ms in listed
+        if path not in referenced and not path.startswith(protected) and modified_ms < cutoff
+    )
 
 
-def remove_orphan_files(table: ArcticTable, older_than_ms: int | None = None, dry_run: bool = False,
-                        force: bool = False) -> list[str]:
+def remove_orphan_files(
+    table: ArcticTable, older_than_ms: int | None = None, dry_run: bool = False, force: bool = False
+) -> list[str]:
     """Delete (or with ``dry_run`` only list) the orphan files older than ``older_than_ms`` (default:
     now minus the safety window); return their locations.
 

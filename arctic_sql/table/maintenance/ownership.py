@@ -46,11 +46,15 @@ def claimed_by(io: FileIO, claim: clones.Claim) -> set[str]:
             manifests = list(read_manifest_list(io.new_input(manifest_list)))
         except FileNotFoundError as e:
             # Never expected: the claim keeps it. Without it the clone's files are unknown: delete nothing.
-            raise IncompleteTableError(f"The manifest list {manifest_list} that clone {claim.clone} holds is "
-                                          "missing; no file is deleted until it is known what the clone reads") from e
+            raise IncompleteTableError(
+                f"The manifest list {manifest_list} that clone {claim.clone} holds is "
+                "missing; no file is deleted until it is known what the clone reads"
+            ) from e
         for manifest in manifests:
             held.add(manifest.manifest_path)
-            held.update(e.data_file.file_path for e in manifest.fetch_manifest_entry(io, discard_deleted=True))
+            held.update(
+                e.data_file.file_path for e in manifest.fetch_manifest_entry(io, discard_deleted=True)
+            )
     return {normalized(p) for p in held}
 
 
@@ -66,7 +70,9 @@ def claimed(table: ArcticTable) -> set[str]:
     return claimed_under(layout.table_root(table.base.location()), table.base.io)
 
 
-def deletable_under(table_root: str, store_folders: Iterable[str], io: FileIO, paths: Iterable[str]) -> list[str]:
+def deletable_under(
+    table_root: str, store_folders: Iterable[str], io: FileIO, paths: Iterable[str]
+) -> list[str]:
     """Those of ``paths`` that the table at ``table_root`` (stores at ``store_folders``) may delete:
     under its own folders and claimed by no clone. Read the claims after the metadata that made
     the paths unreferenced (see docs/design.md)."""
@@ -80,5 +86,6 @@ def deletable_under(table_root: str, store_folders: Iterable[str], io: FileIO, p
 
 def deletable(table: ArcticTable, paths: Iterable[str]) -> list[str]:
     stores = [table.base] + ([table.change] if table.change is not None else [])
-    return deletable_under(layout.table_root(table.base.location()), [s.location() for s in stores], table.base.io,
-                           paths)
+    return deletable_under(
+        layout.table_root(table.base.location()), [s.location() for s in stores], table.base.io, paths
+    )

@@ -12,16 +12,16 @@ from pyiceberg.table import Table
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import storage
-from arctic_sql.table.records import leases
-from arctic_sql.table.writing import bulk_base_files, commit, spark_files
-from arctic_sql.table.model.table import ArcticTable
-from arctic_sql.table.reading.changes import version_at
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
+from arctic_sql.table.maintenance.expiration import refresh_stores
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading.changes import version_at
 from arctic_sql.table.reading.merge_on_read import merged_dataframe
 from arctic_sql.table.reading.scan import live_entries, live_files, plan_read
-from arctic_sql.table.maintenance.expiration import refresh_stores
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing import bulk_base_files, commit, spark_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,15 +83,22 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
             if txn is not None:
                 assert table.change is not None
                 changed = live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
-                partitions = (set(versions.watermarks_of(current)) | {f.partition for f in live}
-                              | {f.partition for f in changed}
-                              | {partition_path(spec, schema, f.partition) for f in new_files})
+                partitions = (
+                    set(versions.watermarks_of(current))
+                    | {f.partition for f in live}
+                    | {f.partition for f in changed}
+                    | {partition_path(spec, schema, f.partition) for f in new_files}
+                )
                 marks = {p: txn for p in partitions}
                 summary[versions.TXN] = str(txn)
             added = [f for f in new_files if f.file_path not in live_paths]
             _check_still_there(table, version, added)
-            return commit.BaseChange(delete=[f.data_file for f in live if f.path not in keep], add=added,
-                                     watermarks=marks, summary=summary)
+            return commit.BaseChange(
+                delete=[f.data_file for f in live if f.path not in keep],
+                add=added,
+                watermarks=marks,
+                summary=summary,
+            )
 
         if table.change is not None:
             _, txn = commit.commit_reserved(table, ROLLBACK, build, written)
@@ -104,8 +111,10 @@ def _check_still_there(table: ArcticTable, version: int, files: list) -> None:  
     """Refuse to commit again files that expiration removed while the rollback ran (one batched stat)."""
     for f, info in zip(files, storage.file_infos([f.file_path for f in files]), strict=True):
         if info.type != pafs.FileType.File:
-            raise VersionNotFoundError(f"Cannot roll {table.identifier} back to version {version}: it expired while "
-                                       f"the rollback ran ({f.file_path} is gone); nothing was committed")
+            raise VersionNotFoundError(
+                f"Cannot roll {table.identifier} back to version {version}: it expired while "
+                f"the rollback ran ({f.file_path} is gone); nothing was committed"
+            )
 
 
 def rollback_to_timestamp(spark: SparkSession, table: ArcticTable, timestamp_ms: int) -> RollbackResult:

@@ -31,7 +31,9 @@ def _spark_type(owner: type, name: str, hint: Any) -> str:
 def output_schema(result: type) -> str:
     """The Spark DDL of a result dataclass: one column per field, in field order."""
     hints = typing.get_type_hints(result)
-    return ", ".join(f"{f.name} {_spark_type(result, f.name, hints[f.name])}" for f in dataclasses.fields(result))
+    return ", ".join(
+        f"{f.name} {_spark_type(result, f.name, hints[f.name])}" for f in dataclasses.fields(result)
+    )
 
 
 def output_row(result: object) -> tuple[Any, ...]:

@@ -48,7 +48,9 @@ def to_iceberg_type(data_type: st.DataType, ids: _Ids, where: str) -> it.Iceberg
         return it.DecimalType(data_type.precision, data_type.scale)
     if isinstance(data_type, st.StructType):
         fields = [
-            it.NestedField(ids.next(), f.name, to_iceberg_type(f.dataType, ids, f"{where}.{f.name}"), required=False)
+            it.NestedField(
+                ids.next(), f.name, to_iceberg_type(f.dataType, ids, f"{where}.{f.name}"), required=False
+            )
             for f in data_type.fields
         ]
         return it.StructType(*fields)
@@ -68,18 +70,26 @@ def to_iceberg_type(data_type: st.DataType, ids: _Ids, where: str) -> it.Iceberg
     for spark_type, iceberg_type in _PRIMITIVE_TO_ICEBERG.items():
         if isinstance(data_type, spark_type):
             return iceberg_type
-    raise InvalidArgumentError(f"Column '{where}' has type {data_type.simpleString()}, which tables cannot store")
+    raise InvalidArgumentError(
+        f"Column '{where}' has type {data_type.simpleString()}, which tables cannot store"
+    )
 
 
-def iceberg_schema(spark_schema: st.StructType, required: set[str], identifier: list[str],
-                   docs: dict[str, str] | None = None) -> Schema:
+def iceberg_schema(
+    spark_schema: st.StructType, required: set[str], identifier: list[str], docs: dict[str, str] | None = None
+) -> Schema:
     """An Iceberg schema for a Spark schema, with ``required`` columns not null, key fields set and
     ``docs`` (column comments) as the fields' docs."""
     ids = _Ids()
     top = [ids.next() for _ in spark_schema.fields]
     fields = [
-        it.NestedField(fid, f.name, to_iceberg_type(f.dataType, ids, f.name), required=f.name in required,
-                       doc=(docs or {}).get(f.name))
+        it.NestedField(
+            fid,
+            f.name,
+            to_iceberg_type(f.dataType, ids, f.name),
+            required=f.name in required,
+            doc=(docs or {}).get(f.name),
+        )
         for fid, f in zip(top, spark_schema.fields, strict=True)
     ]
     by_name = {f.name: f.field_id for f in fields}
@@ -161,10 +171,14 @@ def store_assignable(source: st.DataType, target: st.DataType) -> bool:
     if isinstance(source, st.ArrayType) and isinstance(target, st.ArrayType):
         return store_assignable(source.elementType, target.elementType)
     if isinstance(source, st.MapType) and isinstance(target, st.MapType):
-        return store_assignable(source.keyType, target.keyType) and store_assignable(source.valueType, target.valueType)
+        return store_assignable(source.keyType, target.keyType) and store_assignable(
+            source.valueType, target.valueType
+        )
     if isinstance(source, st.StructType) and isinstance(target, st.StructType):
         return len(source.fields) == len(target.fields) and all(
-            store_assignable(s.dataType, t.dataType) for s, t in zip(source.fields, target.fields, strict=True))
+            store_assignable(s.dataType, t.dataType)
+            for s, t in zip(source.fields, target.fields, strict=True)
+        )
     if isinstance(source, st.DayTimeIntervalType | st.YearMonthIntervalType):
         return type(source) is type(target)
     return False

@@ -59,15 +59,19 @@ def _member(p: TableProperty) -> str:
     doc = f"{p.doc[0].upper()}{p.doc[1:]} (``{p.key}``, default {p.default!r})."
     lines = textwrap.wrap(doc, width=100, initial_indent='        """', subsequent_indent="        ")
     body = "\n".join(lines) + ('"""' if len(lines) == 1 else '\n        """')
-    return (f"\n    @property\n    def {attribute(p.key)}(self) -> {kind}:\n"
-            f"{body}\n"
-            f'        return self._value("{p.key}", {kind})\n')
+    return (
+        f"\n    @property\n    def {attribute(p.key)}(self) -> {kind}:\n"
+        f"{body}\n"
+        f'        return self._value("{p.key}", {kind})\n'
+    )
 
 
 def source() -> str:
     names = [attribute(p.key) for p in PROPERTIES]
     if len(set(names)) != len(names):
-        raise ValueError(f"two registry keys map to one attribute: {sorted(n for n in names if names.count(n) > 1)}")
+        raise ValueError(
+            f"two registry keys map to one attribute: {sorted(n for n in names if names.count(n) > 1)}"
+        )
     return HEADER + "".join(_member(p) for p in PROPERTIES)
 
 

@@ -23,8 +23,12 @@ if TYPE_CHECKING:
 # Appends merge manifests as Iceberg Java's do (pyiceberg's default is off): once 100 small manifests
 # have piled up they become one, so a stream's commits do not write (and reads do not open) one more
 # manifest per commit kept; the metadata log keeps Iceberg's 100 entries, said here for every catalog.
-STORE_DEFAULTS = {"format-version": "2", "commit.retry.num-retries": "0", "commit.manifest-merge.enabled": "true",
-                  "write.metadata.previous-versions-max": "100"}
+STORE_DEFAULTS = {
+    "format-version": "2",
+    "commit.retry.num-retries": "0",
+    "commit.manifest-merge.enabled": "true",
+    "write.metadata.previous-versions-max": "100",
+}
 
 
 class ArcticTable:

@@ -22,11 +22,18 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import storage
-from arctic_sql.table.reading import node_merge
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.reading.merge_on_read import IS_DELETE, TAG, TXN, latest_changes, node_groups, read_files
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading import node_merge
+from arctic_sql.table.reading.merge_on_read import (
+    IS_DELETE,
+    TAG,
+    TXN,
+    latest_changes,
+    node_groups,
+    read_files,
+)
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan, live_files
 
 if TYPE_CHECKING:
@@ -43,8 +50,9 @@ CHANGE_VERSION = "_change_version"
 UPSERT, DELETE, INSERT = "upsert", "delete", "insert"
 # Commits whose rows are all new: an incremental read may cross them.
 _INITIAL_LOADS = frozenset({versions.Operation.CREATE_AS_SELECT})
-_APPENDS = frozenset({versions.Operation.INSERT, versions.Operation.APPEND, versions.Operation.STREAM,
-                      *_INITIAL_LOADS})
+_APPENDS = frozenset(
+    {versions.Operation.INSERT, versions.Operation.APPEND, versions.Operation.STREAM, *_INITIAL_LOADS}
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +95,9 @@ def _crossing_error(table: ArcticTable, span: Range, commit: versions.Commit) ->
 def carries_changes(table: ArcticTable, commit: versions.Commit) -> bool:
     """Whether a data commit recorded its rows as changes an incremental read can return (an
     INSERT OVERWRITE or rollback replaced rows without them)."""
-    return commit.store == Store.CHANGE or commit.operation in (_INITIAL_LOADS if table.is_keyed else _APPENDS)
+    return commit.store == Store.CHANGE or commit.operation in (
+        _INITIAL_LOADS if table.is_keyed else _APPENDS
+    )
 
 
 def commit_files(table: ArcticTable, commit: versions.Commit) -> list[FileEntry]:
@@ -97,8 +107,9 @@ def commit_files(table: ArcticTable, commit: versions.Commit) -> list[FileEntry]
     return _added_files(store, store.snapshot_by_id(commit.snapshot_id), commit.store, commit.version)
 
 
-def change_files(table: ArcticTable, span: Range, *, skip_overwrites: bool = False,
-                 history: versions.History | None = None) -> tuple[FileEntry, ...]:
+def change_files(
+    table: ArcticTable, span: Range, *, skip_overwrites: bool = False, history: versions.History | None = None
+) -> tuple[FileEntry, ...]:
     """The files holding the changes of the data commits in ``span``, each tagged with its version;
     ``skip_overwrites``: leave out the commits that carry no changes instead of refusing them;
     ``history``: the table's, when the caller has it (it is read from both stores' metadata)."""
@@ -118,34 +129,41 @@ def changes_between(spark: SparkSession, table: ArcticTable, span: Range) -> Dat
     """The incremental read of ``span``: the table's columns, ``_change_type`` and ``_change_version``."""
     from pyspark.sql import functions as F
 
-
     files = change_files(table, span)
     columns = [F.col(f"`{f.name}`") for f in table.schema.fields]
-    if files and storage.is_remote(table.base.location()):  # Spark's Parquet reader would need a JVM connector
+    if files and storage.is_remote(
+        table.base.location()
+    ):  # Spark's Parquet reader would need a JVM connector
         return _changes_in_tasks(spark, table, files)
     if table.is_keyed:
         plan = ReadPlan(span.end, table.schema, (), files, {}, None)
         if not files:
             empty = read_files(spark, table, table.schema, (), all_nullable=True)
-            return empty.select(*columns, F.lit(UPSERT).alias(CHANGE_TYPE), F.lit(0).cast("long").alias(CHANGE_VERSION))
+            return empty.select(
+                *columns, F.lit(UPSERT).alias(CHANGE_TYPE), F.lit(0).cast("long").alias(CHANGE_VERSION)
+            )
         latest = latest_changes(spark, table, plan)
         kind = F.when(F.col(IS_DELETE), F.lit(DELETE)).otherwise(F.lit(UPSERT))
         return latest.select(*columns, kind.alias(CHANGE_TYPE), F.col(TXN).alias(CHANGE_VERSION))
-    return _appended_rows(spark, table, files).select(*columns, F.lit(INSERT).alias(CHANGE_TYPE),
-                                                        F.col(TXN).alias(CHANGE_VERSION))
+    return _appended_rows(spark, table, files).select(
+        *columns, F.lit(INSERT).alias(CHANGE_TYPE), F.col(TXN).alias(CHANGE_VERSION)
+    )
 
 
 def _appended_rows(spark: SparkSession, table: ArcticTable, files: tuple[FileEntry, ...]) -> DataFrame:
     """Rows of the appended files, each with the version that appended it (``_arctic_txn``)."""
     from pyspark.sql import functions as F
 
-
     rows = read_files(spark, table, table.schema, files, tagged=True)
     return rows.withColumn(TXN, F.expr(f"{TAG} DIV 2")).drop(TAG)
 
 
-def net_changes(store: Callable[[str], node_merge.Store], files: Sequence[tuple[str, DataFile, int]],
-                schema: Schema, keys: Sequence[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+def net_changes(
+    store: Callable[[str], node_merge.Store],
+    files: Sequence[tuple[str, DataFile, int]],
+    schema: Schema,
+    keys: Sequence[str],
+) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The newest change per key among tagged files (``(store name, file, node_merge.tag)``), in
     pyarrow; without ``keys`` every row, as an insert. The rows (``schema`` made optional; a delete
     carries only its key), each row's change type and version."""
@@ -155,9 +173,15 @@ def net_changes(store: Callable[[str], node_merge.Store], files: Sequence[tuple[
         for is_delete in (False, True):
             tagged = [(f, tag) for s, f, tag in files if s == name and bool(tag % 2) == is_delete]
             if tagged:
-                parts.append(store(name).read_tagged(tagged, optional.select(*keys) if is_delete else optional))
+                parts.append(
+                    store(name).read_tagged(tagged, optional.select(*keys) if is_delete else optional)
+                )
     if not parts:
-        return schema_to_pyarrow(optional, include_field_ids=False).empty_table(), np.zeros(0, str), np.zeros(0, np.int64)
+        return (
+            schema_to_pyarrow(optional, include_field_ids=False).empty_table(),
+            np.zeros(0, str),
+            np.zeros(0, np.int64),
+        )
     if keys:
         rows = node_merge.newest_changes(parts, keys)
         tags = rows.column(node_merge.TAG).to_numpy()
@@ -187,21 +211,31 @@ def _changes_in_tasks(spark: SparkSession, table: ArcticTable, files: tuple[File
     from arctic_sql.table.model.schemas import spark_schema
 
     groups = node_groups(files) if table.is_keyed else [[f] for f in files]
-    tagged = [tuple((f.store, f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g) for g in groups]
+    tagged = [
+        tuple((f.store, f.data_file, node_merge.tag(f.sequence_number, f.is_delete)) for f in g)
+        for g in groups
+    ]
     base = node_merge.Store.of(table.base)
     change = node_merge.Store.of(table.change) if table.change is not None else base
     schema, keys = table.schema, tuple(table.primary_key)
-    spark_type = StructType([*spark_schema(schema, all_nullable=True).fields,
-                             StructField(CHANGE_TYPE, StringType()), StructField(CHANGE_VERSION, LongType())])
+    spark_type = StructType(
+        [
+            *spark_schema(schema, all_nullable=True).fields,
+            StructField(CHANGE_TYPE, StringType()),
+            StructField(CHANGE_VERSION, LongType()),
+        ]
+    )
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # group indexes in, changes out
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                rows, kinds, found = net_changes(lambda name: change if name == Store.CHANGE else base,
-                                                 tagged[i], schema, keys)
-                rows = (rows.append_column(CHANGE_TYPE, pa.array(kinds, pa.string()))
-                        .append_column(CHANGE_VERSION, pa.array(found, pa.int64())))
+                rows, kinds, found = net_changes(
+                    lambda name: change if name == Store.CHANGE else base, tagged[i], schema, keys
+                )
+                rows = rows.append_column(CHANGE_TYPE, pa.array(kinds, pa.string())).append_column(
+                    CHANGE_VERSION, pa.array(found, pa.int64())
+                )
                 yield from conformed(rows, arrow_type).to_batches()
 
     indexes = spark.range(0, len(groups), 1, numPartitions=len(groups)).selectExpr("CAST(id AS INT) AS i")

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, In, LessThanOrEqual
 
-from arctic_sql.table.reading import node_merge
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS, lookup_hashes, spark_xxhash64
 from arctic_sql.table.format.tree import DataTreeNode
+from arctic_sql.table.reading import node_merge
 from arctic_sql.table.reading.merge_on_read import node_groups
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan, plan_read
 
@@ -72,8 +72,11 @@ def plan_lookup(table: ArcticTable, version: int, values: Sequence[tuple]) -> Re
     # Each key by its hash: a file is read only when a key of its node's path lies in its bounds.
     hashed = [(spark_xxhash64(v, types), v) for v in values]
     field_ids = [table.schema.find_field(k).field_id for k in keys]
-    plan = replace(plan, base_files=tuple(f for f in plan.base_files if _may_hold(f, hashed, field_ids, types)),
-                   change_files=tuple(f for f in plan.change_files if _may_hold(f, hashed, field_ids, types)))
+    plan = replace(
+        plan,
+        base_files=tuple(f for f in plan.base_files if _may_hold(f, hashed, field_ids, types)),
+        change_files=tuple(f for f in plan.change_files if _may_hold(f, hashed, field_ids, types)),
+    )
     files = [*plan.base_files, *plan.change_files]
     if sum(f.file_size for f in files) > LOCAL_LOOKUP_MAX_BYTES:
         return None
@@ -88,21 +91,31 @@ def describe(plan: ReadPlan) -> str:
     files = [*plan.base_files, *plan.change_files]
     groups = len(node_groups(files)) if files else 0
     nodes = len({(f.partition, f.store, f.node_id) for f in files})
-    return (f"arctic_lookup_in_driver[groups={groups}, nodes={nodes}, base_files={len(plan.base_files)}, "
-            f"change_files={len(plan.change_files)}]")
+    return (
+        f"arctic_lookup_in_driver[groups={groups}, nodes={nodes}, base_files={len(plan.base_files)}, "
+        f"change_files={len(plan.change_files)}]"
+    )
 
 
-def _may_hold(file: FileEntry, hashed: Sequence[tuple[int, tuple]], field_ids: Sequence[int],
-              types: Sequence[IcebergType]) -> bool:
+def _may_hold(
+    file: FileEntry,
+    hashed: Sequence[tuple[int, tuple]],
+    field_ids: Sequence[int],
+    types: Sequence[IcebergType],
+) -> bool:
     """Whether ``file`` may hold one of the keys (hash, key tuple): one whose hash lies on the path of
     the file's tree node and whose every column lies within the file's bounds of that column."""
     node = DataTreeNode.of_id(file.node_id)
     lows, highs = file.data_file.lower_bounds or {}, file.data_file.upper_bounds or {}
     bounds = [(_bound(lows, i, t), _bound(highs, i, t)) for i, t in zip(field_ids, types, strict=True)]
-    return any(key_hash & node.mask == node.index
-               and all((low is None or low <= v) and (high is None or v <= high)
-                       for v, (low, high) in zip(key, bounds, strict=True))
-               for key_hash, key in hashed)
+    return any(
+        key_hash & node.mask == node.index
+        and all(
+            (low is None or low <= v) and (high is None or v <= high)
+            for v, (low, high) in zip(key, bounds, strict=True)
+        )
+        for key_hash, key in hashed
+    )
 
 
 def _bound(bounds: dict[int, bytes], field_id: int, field_type: IcebergType) -> Any:
@@ -135,9 +148,17 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
     for group in node_groups(files):
         task = node_merge.NodeTask.of(group)
         try:
-            rows = node_merge.read_node(task, plan.schema, keys, base, change, sort=False,
-                                        base_filter=plan.base_filter, change_filter=plan.change_filter,
-                                        keys_kept=kept)
+            rows = node_merge.read_node(
+                task,
+                plan.schema,
+                keys,
+                base,
+                change,
+                sort=False,
+                base_filter=plan.base_filter,
+                change_filter=plan.change_filter,
+                keys_kept=kept,
+            )
         except FileNotFoundError as e:
             raise node_merge.missing_file(task, str(table.identifier), plan.version, e) from None
         found.append(rows.filter(pa.array(node_merge.changed_rows(rows, wanted, keys))).cast(target))

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import storage
-from arctic_sql.table.reading import node_merge
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.tree import DataTreeNode
-from arctic_sql.table.reading.scan import FileEntry, ReadPlan
 from arctic_sql.table.model.schemas import spark_schema
+from arctic_sql.table.reading import node_merge
+from arctic_sql.table.reading.scan import FileEntry, ReadPlan
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,8 +64,15 @@ MAX_MAPPED_FILES = 1000
 SCAN_TASK_BYTES = 256 * 1024 * 1024
 
 
-def read_files(spark: SparkSession, table: ArcticTable, plan_schema: Schema, files: tuple,
-               *, all_nullable: bool = False, tagged: bool = False) -> DataFrame:
+def read_files(
+    spark: SparkSession,
+    table: ArcticTable,
+    plan_schema: Schema,
+    files: tuple,
+    *,
+    all_nullable: bool = False,
+    tagged: bool = False,
+) -> DataFrame:
     """The rows of ``files`` (``FileEntry`` or optimizer ``PlanFile``) of ``table``, without those
     their position-delete files delete; ``tagged``: with each row's change tag in column ``TAG``
     (``node_merge.tag`` of its file's transaction and kind: the newest change has the highest).
@@ -82,7 +89,9 @@ def read_files(spark: SparkSession, table: ArcticTable, plan_schema: Schema, fil
         return spark.createDataFrame([], schema)
     if storage.is_remote(files[0].path):
         return scanned(spark, table, plan_schema, files, schema, tagged)
-    rows = spark.read.schema(spark_schema(plan_schema, all_nullable=all_nullable)).parquet(*[f.path for f in files])
+    rows = spark.read.schema(spark_schema(plan_schema, all_nullable=all_nullable)).parquet(
+        *[f.path for f in files]
+    )
     deletes = {d.file_path for f in files for d in f.deletes}
     rows = without_deleted(spark, rows, files, sorted(deletes)) if deletes else rows
     return with_tags(spark, rows, files) if tagged else rows
@@ -94,13 +103,21 @@ def without_deleted(spark: SparkSession, rows: DataFrame, files, deletes: list[s
     files name data files by their Iceberg location; Spark reports its own form of the path."""
     from pyspark.sql import functions as F
 
-    located = spark.createDataFrame([(f.path, storage.spark_path(f.path)) for f in files],
-                                    f"file_path string, {FILE} string")
-    gone = (spark.read.parquet(*deletes).join(F.broadcast(located), on="file_path")
-            .select(FILE, F.col("pos").alias(POS)))
+    located = spark.createDataFrame(
+        [(f.path, storage.spark_path(f.path)) for f in files], f"file_path string, {FILE} string"
+    )
+    gone = (
+        spark.read.parquet(*deletes)
+        .join(F.broadcast(located), on="file_path")
+        .select(FILE, F.col("pos").alias(POS))
+    )
     columns = [F.col(f"`{c}`") for c in rows.columns]
-    return (rows.withColumn(FILE, F.col("_metadata.file_path")).withColumn(POS, F.col("_metadata.row_index"))
-            .join(gone, on=[FILE, POS], how="left_anti").select(*columns))
+    return (
+        rows.withColumn(FILE, F.col("_metadata.file_path"))
+        .withColumn(POS, F.col("_metadata.row_index"))
+        .join(gone, on=[FILE, POS], how="left_anti")
+        .select(*columns)
+    )
 
 
 def with_tags(spark: SparkSession, rows: DataFrame, files) -> DataFrame:  # noqa: ANN001
@@ -110,17 +127,32 @@ def with_tags(spark: SparkSession, rows: DataFrame, files) -> DataFrame:  # noqa
     from pyspark.sql import functions as F
 
     if len(files) <= MAX_MAPPED_FILES:
-        tags = F.create_map(*[x for f in files for x in (F.lit(storage.spark_path(f.path)),
-                                                           F.lit(node_merge.tag(f.sequence_number, f.is_delete)))])
+        tags = F.create_map(
+            *[
+                x
+                for f in files
+                for x in (
+                    F.lit(storage.spark_path(f.path)),
+                    F.lit(node_merge.tag(f.sequence_number, f.is_delete)),
+                )
+            ]
+        )
         return rows.withColumn(TAG, F.element_at(tags, F.col("_metadata.file_path")).cast("long"))
     located = spark.createDataFrame(
         [(storage.spark_path(f.path), node_merge.tag(f.sequence_number, f.is_delete)) for f in files],
-        f"{FILE} string, {TAG} long")
+        f"{FILE} string, {TAG} long",
+    )
     return rows.withColumn(FILE, F.col("_metadata.file_path")).join(F.broadcast(located), on=FILE).drop(FILE)
 
 
-def scanned(spark: SparkSession, table: ArcticTable, plan_schema: Schema, files: tuple,
-            spark_type: StructType, tagged: bool) -> DataFrame:
+def scanned(
+    spark: SparkSession,
+    table: ArcticTable,
+    plan_schema: Schema,
+    files: tuple,
+    spark_type: StructType,
+    tagged: bool,
+) -> DataFrame:
     """``read_files`` in pyarrow: Spark tasks (as many as cores, more for large reads) each read their
     share of the files one at a time, through the catalog's file I/O. A task holds one file's rows,
     never a node's: what follows (joins, windows, sorts) is Spark's and spills as it needs."""
@@ -131,9 +163,14 @@ def scanned(spark: SparkSession, table: ArcticTable, plan_schema: Schema, files:
     stores = {layout.Store.BASE: node_merge.Store.of(table.base)}
     if table.change is not None:
         stores[layout.Store.CHANGE] = node_merge.Store.of(table.change)
-    jobs = [(f.store, f.data_file, tuple(f.deletes), node_merge.tag(f.sequence_number, f.is_delete)) for f in files]
+    jobs = [
+        (f.store, f.data_file, tuple(f.deletes), node_merge.tag(f.sequence_number, f.is_delete))
+        for f in files
+    ]
     sizes = [f.file_size for f in files]
-    slots = balance(sizes, max(spark.sparkContext.defaultParallelism, math.ceil(sum(sizes) / SCAN_TASK_BYTES)))
+    slots = balance(
+        sizes, max(spark.sparkContext.defaultParallelism, math.ceil(sum(sizes) / SCAN_TASK_BYTES))
+    )
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")
     table_name = str(table.identifier)
 
@@ -143,11 +180,16 @@ def scanned(spark: SparkSession, table: ArcticTable, plan_schema: Schema, files:
                 for i in slots[slot]:
                     store, data_file, deletes, tag = jobs[i]
                     try:
-                        rows = stores[store].read([data_file], plan_schema,
-                                                  deletes={data_file.file_path: deletes} if deletes else None)
+                        rows = stores[store].read(
+                            [data_file],
+                            plan_schema,
+                            deletes={data_file.file_path: deletes} if deletes else None,
+                        )
                     except FileNotFoundError:  # Spark shows the driver only a worker traceback
-                        raise VersionNotFoundError(f"A file of {table_name} that this read needs is gone: "
-                                                   f"{data_file.file_path} (expired or removed)") from None
+                        raise VersionNotFoundError(
+                            f"A file of {table_name} that this read needs is gone: "
+                            f"{data_file.file_path} (expired or removed)"
+                        ) from None
                     if tagged:
                         rows = rows.append_column(TAG, pa.array(np.full(rows.num_rows, tag, np.int64)))
                     yield from rows.cast(arrow_type).to_batches()
@@ -156,8 +198,13 @@ def scanned(spark: SparkSession, table: ArcticTable, plan_schema: Schema, files:
     return _slots(spark, len(slots), sum(sizes)).mapInArrow(storage.shipped(scan), spark_type)
 
 
-def merged_dataframe(spark: SparkSession, table: ArcticTable, plan: ReadPlan,
-                     columns: list[str] | None = None, in_memory: bool = True) -> DataFrame:
+def merged_dataframe(
+    spark: SparkSession,
+    table: ArcticTable,
+    plan: ReadPlan,
+    columns: list[str] | None = None,
+    in_memory: bool = True,
+) -> DataFrame:
     """The rows of ``plan``'s version of ``table``; ``columns``: at least these (default all);
     ``in_memory``: whether node groups may merge in memory."""
     from pyspark.sql.functions import broadcast
@@ -197,9 +244,10 @@ def latest_changes(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> D
 
     rows = read_files(spark, table, plan.schema, plan.change_files, all_nullable=True, tagged=True)
     tagged = rows.withColumn(TXN, F.expr(f"{TAG} DIV 2")).withColumn(IS_DELETE, F.col(TAG) % 2 == 1)
-    newest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(F.col(TAG).desc())
-    return (tagged.withColumn(RANK, F.row_number().over(newest_first)).where(F.col(RANK) == 1)
-            .drop(RANK, TAG))
+    newest_first = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(
+        F.col(TAG).desc()
+    )
+    return tagged.withColumn(RANK, F.row_number().over(newest_first)).where(F.col(RANK) == 1).drop(RANK, TAG)
 
 
 def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
@@ -220,8 +268,9 @@ def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
     return groups
 
 
-def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, columns: list[str] | None = None
-                   ) -> DataFrame | None:
+def merged_by_node(
+    spark: SparkSession, table: ArcticTable, plan: ReadPlan, columns: list[str] | None = None
+) -> DataFrame | None:
     """The merged rows (of ``columns``, default all), each node group merged in pyarrow inside a
     Spark task; None when a group is over ``merge-on-read.in-memory-max-bytes`` (the Spark plan takes
     over). The key is read for the merge and handed to Spark only when asked for: every column
@@ -229,16 +278,32 @@ def merged_by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, colu
     keys = list(table.primary_key)
     # Arrow batches cannot carry rows without columns: a key column (the first column of a table
     # without a key) stands in when none is asked for.
-    names = [f.name for f in plan.schema.fields]  # top level: pyiceberg's column_names lists nested fields too
+    names = [
+        f.name for f in plan.schema.fields
+    ]  # top level: pyiceberg's column_names lists nested fields too
     output = names if columns is None else [n for n in names if n in columns] or (keys or names)[:1]
     schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *output]))
-    return by_node(spark, table, plan, schema, spark_schema(plan.schema.select(*output), all_nullable=True),
-                   lambda rows: rows.select(output), "arctic_merge_by_node")
+    return by_node(
+        spark,
+        table,
+        plan,
+        schema,
+        spark_schema(plan.schema.select(*output), all_nullable=True),
+        lambda rows: rows.select(output),
+        "arctic_merge_by_node",
+    )
 
 
-def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Schema, spark_type: StructType,
-             finish: Callable[[pa.Table], pa.Table], name: str, dictionary: frozenset[str] = frozenset()
-             ) -> DataFrame | None:
+def by_node(
+    spark: SparkSession,
+    table: ArcticTable,
+    plan: ReadPlan,
+    schema: Schema,
+    spark_type: StructType,
+    finish: Callable[[pa.Table], pa.Table],
+    name: str,
+    dictionary: frozenset[str] = frozenset(),
+) -> DataFrame | None:
     """Per node group, merge its files in ``schema`` and hand Spark ``finish`` of the rows, of
     ``spark_type``; ``dictionary``: see ``node_merge.read_node``. None when a group is too large to
     merge in memory. (The aggregate pushdown of queries finishes with partial aggregates.)"""
@@ -246,7 +311,11 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
 
     limit = table.settings.merge_on_read_in_memory_max_bytes
     # Without a key there is nothing to merge: each file is read alone.
-    groups = node_groups([*plan.base_files, *plan.change_files]) if table.is_keyed else [[f] for f in plan.base_files]
+    groups = (
+        node_groups([*plan.base_files, *plan.change_files])
+        if table.is_keyed
+        else [[f] for f in plan.base_files]
+    )
     sizes = [sum(f.file_size for f in g) for g in groups]
     if max(sizes) > limit:
         return None
@@ -265,10 +334,23 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
             for slot in batch.column(0).to_pylist():
                 for i in slots[slot]:
                     try:
-                        rows = (node_merge.read_node(jobs[i], schema, keys, base, change, sort=False,
-                                                     base_filter=base_filter, change_filter=change_filter,
-                                                     dictionary=dictionary) if change is not None
-                                else base.read(jobs[i].base_files, schema, base_filter, dictionary, jobs[i].delete_map))
+                        rows = (
+                            node_merge.read_node(
+                                jobs[i],
+                                schema,
+                                keys,
+                                base,
+                                change,
+                                sort=False,
+                                base_filter=base_filter,
+                                change_filter=change_filter,
+                                dictionary=dictionary,
+                            )
+                            if change is not None
+                            else base.read(
+                                jobs[i].base_files, schema, base_filter, dictionary, jobs[i].delete_map
+                            )
+                        )
                     except FileNotFoundError as e:  # Spark shows the driver only a worker traceback
                         raise node_merge.missing_file(jobs[i], table_name, version, e) from None
                     yield from finish(rows).cast(arrow_type).to_batches()
@@ -276,8 +358,10 @@ def by_node(spark: SparkSession, table: ArcticTable, plan: ReadPlan, schema: Sch
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning
     # (nodes: the tree nodes, per partition, whose files it opens).
     nodes = len({(f.partition, f.store, f.node_id) for g in groups for f in g})
-    merge.__name__ = (f"{name}[groups={len(jobs)}, nodes={nodes}, base_files={len(plan.base_files)}, "
-                      f"change_files={len(plan.change_files)}]")
+    merge.__name__ = (
+        f"{name}[groups={len(jobs)}, nodes={nodes}, base_files={len(plan.base_files)}, "
+        f"change_files={len(plan.change_files)}]"
+    )
     return _slots(spark, len(slots), sum(sizes)).mapInArrow(storage.shipped(merge), spark_type)
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from arctic_sql.table.records import consumers as table_consumers
-from arctic_sql.table.records import optimizing_processes as state
-from arctic_sql.table.reading import tags
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading import tags
 from arctic_sql.table.reading.scan import FileEntry, live_entries, live_files, plan_read
+from arctic_sql.table.records import consumers as table_consumers
+from arctic_sql.table.records import optimizing_processes as state
 
 Row = dict[str, Any]
 
@@ -37,10 +37,19 @@ def history(table: ArcticTable) -> list[Row]:
             added_rows, removed_rows = _count(s, versions.UPSERTED_ROWS), _count(s, versions.DELETED_ROWS)
         else:
             added_rows, removed_rows = _count(s, "added-records"), _count(s, "deleted-records")
-        rows.append({"version": c.version, "committed_at_ms": c.committed_at_ms, "operation": c.operation,
-                     "store": str(c.store), "snapshot_id": c.snapshot_id, "rows_added": added_rows,
-                     "rows_removed": removed_rows, "files_added": _count(s, "added-data-files"),
-                     "files_removed": _count(s, "deleted-data-files")})
+        rows.append(
+            {
+                "version": c.version,
+                "committed_at_ms": c.committed_at_ms,
+                "operation": c.operation,
+                "store": str(c.store),
+                "snapshot_id": c.snapshot_id,
+                "rows_added": added_rows,
+                "rows_removed": removed_rows,
+                "files_added": _count(s, "added-data-files"),
+                "files_removed": _count(s, "deleted-data-files"),
+            }
+        )
     return rows
 
 
@@ -49,10 +58,17 @@ def snapshots(table: ArcticTable) -> list[Row]:
     rows = []
     for store_name, store in stores(table):
         for snap in versions.snapshots_in_order(store):
-            rows.append({"store": str(store_name), "snapshot_id": snap.snapshot_id,
-                         "parent_id": snap.parent_snapshot_id, "sequence_number": snap.sequence_number,
-                         "committed_at_ms": snap.timestamp_ms, "operation": versions.operation_of(snap),
-                         "summary": versions.summary_of(snap)})
+            rows.append(
+                {
+                    "store": str(store_name),
+                    "snapshot_id": snap.snapshot_id,
+                    "parent_id": snap.parent_snapshot_id,
+                    "sequence_number": snap.sequence_number,
+                    "committed_at_ms": snap.timestamp_ms,
+                    "operation": versions.operation_of(snap),
+                    "summary": versions.summary_of(snap),
+                }
+            )
     return rows
 
 
@@ -90,21 +106,45 @@ def files(table: ArcticTable) -> list[Row]:
     their rows are the base rows they delete, their key range that of the file they name.
     """
     plan = plan_read(table)
-    change_files = live_files(table.change, table.change.current_snapshot(), Store.CHANGE) if table.change else []
+    change_files = (
+        live_files(table.change, table.change.current_snapshot(), Store.CHANGE) if table.change else []
+    )
     read = {f.path for f in plan.change_files}
-    delete_sequence = {f.path: f.sequence_number for f in live_entries(table.base, table.base.current_snapshot(),
-                                                                        Store.BASE) if f.is_position_deletes}
+    delete_sequence = {
+        f.path: f.sequence_number
+        for f in live_entries(table.base, table.base.current_snapshot(), Store.BASE)
+        if f.is_position_deletes
+    }
     rows = []
     for f in list(plan.base_files) + change_files:
         low, high = key_range(table, f.data_file)
-        rows.append({"store": str(f.store), "partition": f.partition, "node": f.node_id, "kind": file_kind(f),
-                     "sequence_number": f.sequence_number, "path": f.path, "size_bytes": f.file_size,
-                     "rows": f.record_count, "key_min": low, "key_max": high,
-                     "merged": f.store == Store.CHANGE and f.path not in read})
+        rows.append(
+            {
+                "store": str(f.store),
+                "partition": f.partition,
+                "node": f.node_id,
+                "kind": file_kind(f),
+                "sequence_number": f.sequence_number,
+                "path": f.path,
+                "size_bytes": f.file_size,
+                "rows": f.record_count,
+                "key_min": low,
+                "key_max": high,
+                "merged": f.store == Store.CHANGE and f.path not in read,
+            }
+        )
         for d in f.deletes:
-            rows.append({**rows[-1], "kind": POSITION_DELETE, "path": d.file_path, "size_bytes": d.file_size_in_bytes,
-                         "rows": d.record_count, "sequence_number": delete_sequence.get(d.file_path),
-                         "merged": False})
+            rows.append(
+                {
+                    **rows[-1],
+                    "kind": POSITION_DELETE,
+                    "path": d.file_path,
+                    "size_bytes": d.file_size_in_bytes,
+                    "rows": d.record_count,
+                    "sequence_number": delete_sequence.get(d.file_path),
+                    "merged": False,
+                }
+            )
     return rows
 
 
@@ -123,19 +163,39 @@ def partitions(table: ArcticTable) -> list[Row]:
         s = stats.setdefault(f.partition, [0, 0, 0, 0])
         s[2] += 1
         s[3] += f.record_count
-    return [{"partition": p, "base_files": s[0], "base_rows": s[1], "change_files": s[2], "change_rows": s[3],
-             "watermark": plan.watermarks.get(p, 0)} for p, s in sorted(stats.items())]
+    return [
+        {
+            "partition": p,
+            "base_files": s[0],
+            "base_rows": s[1],
+            "change_files": s[2],
+            "change_rows": s[3],
+            "watermark": plan.watermarks.get(p, 0),
+        }
+        for p, s in sorted(stats.items())
+    ]
 
 
 def optimizing(table: ArcticTable) -> list[Row]:
     """One row per optimizing process (manual or by the service), oldest first."""
     return [
-        {"process_id": r.process_id, "mode": r.mode, "status": str(r.effective_status), "trigger": r.trigger,
-         "started_at_ms": r.started_at_ms, "ended_at_ms": r.ended_at_ms,
-         "duration_ms": (r.ended_at_ms or r.heartbeat_ms) - r.started_at_ms, "partitions": list(r.partitions),
-         "input_files": r.input_files, "input_bytes": r.input_bytes, "output_files": r.output_files,
-         "output_bytes": r.output_bytes, "task_time_ms": r.task_time_ms, "retries": r.retries,
-         "failure_reason": r.failure_reason}
+        {
+            "process_id": r.process_id,
+            "mode": r.mode,
+            "status": str(r.effective_status),
+            "trigger": r.trigger,
+            "started_at_ms": r.started_at_ms,
+            "ended_at_ms": r.ended_at_ms,
+            "duration_ms": (r.ended_at_ms or r.heartbeat_ms) - r.started_at_ms,
+            "partitions": list(r.partitions),
+            "input_files": r.input_files,
+            "input_bytes": r.input_bytes,
+            "output_files": r.output_files,
+            "output_bytes": r.output_bytes,
+            "task_time_ms": r.task_time_ms,
+            "retries": r.retries,
+            "failure_reason": r.failure_reason,
+        }
         for r in state.processes(table)
     ]
 
@@ -144,16 +204,39 @@ def consumers(table: ArcticTable) -> list[Row]:
     """One row per stream consumer (``consumerId``): how far it has read, and whether it still holds
     history back from expiration (``consumer.expiration-time``)."""
     minutes = table.settings.consumer_expiration_time
-    return [{"consumer_id": c.consumer_id, "version": c.version, "updated_at_ms": c.updated_ms,
-             "live": c.live(minutes)} for c in table_consumers.consumers(table)]
+    return [
+        {
+            "consumer_id": c.consumer_id,
+            "version": c.version,
+            "updated_at_ms": c.updated_ms,
+            "live": c.live(minutes),
+        }
+        for c in table_consumers.consumers(table)
+    ]
 
 
 def refs(table: ArcticTable) -> list[Row]:
     """The table's named versions: ``main`` (the newest version; arctic-sql has no other branch yet)
     and its tags, with the version each names and until when a tag keeps it."""
     latest = versions.history(table.base, table.change).latest
-    rows: list[Row] = [{"name": tags.MAIN, "type": "BRANCH", "version": latest, "created_at_ms": None,
-                        "retained_until_ms": None}]
+    rows: list[Row] = [
+        {
+            "name": tags.MAIN,
+            "type": "BRANCH",
+            "version": latest,
+            "created_at_ms": None,
+            "retained_until_ms": None,
+        }
+    ]
     now = tags.now_ms()
-    return rows + [{"name": t.name, "type": "TAG", "version": t.version, "created_at_ms": t.created_at_ms,
-                    "retained_until_ms": t.retain_until_ms} for t in tags.tags(table) if t.live(now)]
+    return rows + [
+        {
+            "name": t.name,
+            "type": "TAG",
+            "version": t.version,
+            "created_at_ms": t.created_at_ms,
+            "retained_until_ms": t.retain_until_ms,
+        }
+        for t in tags.tags(table)
+        if t.live(now)
+    ]

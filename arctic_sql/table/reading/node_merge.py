@@ -39,8 +39,8 @@ from pyiceberg.types import NestedField
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import position_deletes, storage
-from arctic_sql.table.format.statistics import statistics_columns
 from arctic_sql.table.format import layout
+from arctic_sql.table.format.statistics import statistics_columns
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -62,8 +62,10 @@ def newest_changes(changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str])
     A table's tag is one number, or an array of one per row (rows read from several files at once).
     Delete tables may hold only the key columns: their other columns come back null.
     """
-    parts = [t.append_column(TAG, pa.array(np.broadcast_to(np.asarray(value, np.int64), len(t))))
-             for t, value in changes]
+    parts = [
+        t.append_column(TAG, pa.array(np.broadcast_to(np.asarray(value, np.int64), len(t))))
+        for t, value in changes
+    ]
     change = pa.concat_tables(parts, promote_options="permissive")
     if change.num_rows == 0:
         return change
@@ -72,13 +74,15 @@ def newest_changes(changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str])
     first[0] = True
     for k in keys:  # a row starts a new key when any key column differs from the row before
         column = change.column(k).combine_chunks()
-        first[1:] |= pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)), True).to_numpy(
-            zero_copy_only=False)
+        first[1:] |= pc.fill_null(
+            pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)), True
+        ).to_numpy(zero_copy_only=False)
     return change.filter(pa.array(first))
 
 
-def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str],
-          *, sort: bool = True) -> pa.Table:
+def merge(
+    base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str], *, sort: bool = True
+) -> pa.Table:
     """The rows of one node after applying ``changes`` (table, tag) to ``base``, in ``base``'s schema
     when there is a base; sorted by ``keys`` when there are changes and ``sort`` (files are written
     sorted; a reader does not need the order)."""
@@ -89,7 +93,9 @@ def merge(base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: 
     return merge_newest(base, newest_changes(changes, keys), keys, sort=sort)
 
 
-def merge_newest(base: pa.Table | None, newest: pa.Table, keys: Sequence[str], *, sort: bool = True) -> pa.Table:
+def merge_newest(
+    base: pa.Table | None, newest: pa.Table, keys: Sequence[str], *, sort: bool = True
+) -> pa.Table:
     """:func:`merge` of the newest change per key (:func:`newest_changes`, tagged) into ``base``."""
     upserts = newest.filter(pc.equal(pc.bit_wise_and(newest.column(TAG), 1), 0)).drop_columns([TAG])
     if base is None:
@@ -123,7 +129,12 @@ def unchanged(keys: pa.ChunkedArray, changed: pa.ChunkedArray) -> pa.Array:
     bytes per row are looked up in a direct-address table (a node's keys spread over the table's
     whole key range, which is dense for sequence-like keys): several times faster than the hash set
     of ``pc.is_in``, which the other keys use."""
-    if pa.types.is_integer(keys.type) and len(keys) and len(changed) and not keys.null_count + changed.null_count:
+    if (
+        pa.types.is_integer(keys.type)
+        and len(keys)
+        and len(changed)
+        and not keys.null_count + changed.null_count
+    ):
         base, change = keys.to_numpy(), changed.to_numpy()
         low, high = min(int(base.min()), int(change.min())), max(int(base.max()), int(change.max()))
         if high - low < 16 * (len(base) + len(change)) + 4096:
@@ -140,9 +151,15 @@ class Store:
     metadata: TableMetadata
     io: FileIO
 
-    def read(self, files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE,
-             dictionary: frozenset[str] = frozenset(), deletes: Mapping[str, Sequence[DataFile]] | None = None,
-             rows_kept: pc.Expression | None = None) -> pa.Table:
+    def read(
+        self,
+        files: Sequence[DataFile],
+        schema: Schema,
+        row_groups: BooleanExpression = ALWAYS_TRUE,
+        dictionary: frozenset[str] = frozenset(),
+        deletes: Mapping[str, Sequence[DataFile]] | None = None,
+        rows_kept: pc.Expression | None = None,
+    ) -> pa.Table:
         """The rows of ``files`` in ``schema``; ``row_groups``: a filter whose row groups may be
         skipped by their statistics (rows that fail it may still come back); ``dictionary``: string
         columns to read dictionary-encoded where the files allow (cheaper to read and group by);
@@ -155,13 +172,24 @@ class Store:
         if not deletes:
             return _as_required(dataset.to_table(columns=_names(schema), filter=rows_kept), schema)
         rows = dataset.to_table(columns=[*_names(schema), "__fragment_index"])
-        keep = _not_deleted(rows.column("__fragment_index").to_numpy(), list(dataset.get_fragments()), files,
-                            position_deletes.positions(self.io, {d for ds_ in deletes.values() for d in ds_}))
-        return _kept(_as_required(rows.drop_columns(["__fragment_index"]).filter(pa.array(keep)), schema), rows_kept)
+        keep = _not_deleted(
+            rows.column("__fragment_index").to_numpy(),
+            list(dataset.get_fragments()),
+            files,
+            position_deletes.positions(self.io, {d for ds_ in deletes.values() for d in ds_}),
+        )
+        return _kept(
+            _as_required(rows.drop_columns(["__fragment_index"]).filter(pa.array(keep)), schema), rows_kept
+        )
 
-    def read_tagged(self, files: Sequence[tuple[DataFile, int]], schema: Schema,
-                    row_groups: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset(),
-                    rows_kept: pc.Expression | None = None) -> tuple[pa.Table, np.ndarray]:
+    def read_tagged(
+        self,
+        files: Sequence[tuple[DataFile, int]],
+        schema: Schema,
+        row_groups: BooleanExpression = ALWAYS_TRUE,
+        dictionary: frozenset[str] = frozenset(),
+        rows_kept: pc.Expression | None = None,
+    ) -> tuple[pa.Table, np.ndarray]:
         """The rows of tagged files in ``schema``, and the tag of each row's file (see :meth:`read`)."""
         tags = np.array([value for _, value in files], np.int64)
         dataset = by_name([f for f, _ in files], schema, row_groups, dictionary)
@@ -171,10 +199,16 @@ class Store:
             indexes = rows.column("__fragment_index").to_numpy()
             return _as_required(rows.drop_columns(["__fragment_index"]), schema), tags[indexes]
         tables = [_kept(self._scan([f], schema), rows_kept) for f, _ in files]
-        return pa.concat_tables(tables, promote_options="permissive"), np.repeat(tags, [len(t) for t in tables])
+        return pa.concat_tables(tables, promote_options="permissive"), np.repeat(
+            tags, [len(t) for t in tables]
+        )
 
-    def _scan(self, files: Sequence[DataFile], schema: Schema,
-              deletes: Mapping[str, Sequence[DataFile]] | None = None) -> pa.Table:
+    def _scan(
+        self,
+        files: Sequence[DataFile],
+        schema: Schema,
+        deletes: Mapping[str, Sequence[DataFile]] | None = None,
+    ) -> pa.Table:
         deletes = deletes or {}  # ArrowScan applies position deletes itself
         tasks = [FileScanTask(f, delete_files=set(deletes.get(f.file_path, ()))) for f in files]
         return ArrowScan(self.metadata, self.io, schema, ALWAYS_TRUE).to_table(tasks)
@@ -196,8 +230,9 @@ def _kept(rows: pa.Table, rows_kept: pc.Expression | None) -> pa.Table:
     return rows if rows_kept is None else rows.filter(rows_kept)
 
 
-def _not_deleted(fragment_index: np.ndarray, fragments: list, files: Sequence[DataFile],
-                 deleted: Mapping[str, np.ndarray]) -> np.ndarray:
+def _not_deleted(
+    fragment_index: np.ndarray, fragments: list, files: Sequence[DataFile], deleted: Mapping[str, np.ndarray]
+) -> np.ndarray:
     """Which rows of a dataset read are not deleted. A fragment's rows come back together and in
     file order; the row groups a fragment kept (``Fragment.subset``) give their positions."""
     keep = np.ones(len(fragment_index), dtype=bool)
@@ -214,7 +249,9 @@ def _not_deleted(fragment_index: np.ndarray, fragments: list, files: Sequence[Da
         positions = np.concatenate(read) if read else np.zeros(0, np.int64)
         lo, hi = bounds[i], bounds[i + 1]
         if hi - lo != len(positions):
-            raise RuntimeError(f"read {hi - lo} rows of {data_file.file_path}, its row groups hold {len(positions)}")
+            raise RuntimeError(
+                f"read {hi - lo} rows of {data_file.file_path}, its row groups hold {len(positions)}"
+            )
         keep[lo:hi] = ~np.isin(positions, gone)
     return keep
 
@@ -237,11 +274,17 @@ class NodeTask:
         ``sequence_number``, ``is_delete``, ``deletes``); ``kept``: base files to delete rows of."""
         files, kept = list(files), list(kept)
         base = [f for f in files if f.store == layout.Store.BASE]
-        return cls(tuple(f.data_file for f in base),
-                   tuple((f.data_file, tag(f.sequence_number, f.is_delete)) for f in files if f.store == layout.Store.CHANGE),
-                   directory,
-                   tuple((f.path, tuple(f.deletes)) for f in [*base, *kept] if f.deletes),
-                   tuple(f.data_file for f in kept))
+        return cls(
+            tuple(f.data_file for f in base),
+            tuple(
+                (f.data_file, tag(f.sequence_number, f.is_delete))
+                for f in files
+                if f.store == layout.Store.CHANGE
+            ),
+            directory,
+            tuple((f.path, tuple(f.deletes)) for f in [*base, *kept] if f.deletes),
+            tuple(f.data_file for f in kept),
+        )
 
     @property
     def delete_map(self) -> dict[str, tuple[DataFile, ...]]:
@@ -263,10 +306,19 @@ def _exists(location: str) -> bool:
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
-def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store, *,
-              sort: bool = True, base_filter: BooleanExpression = ALWAYS_TRUE,
-              change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset(),
-              keys_kept: pc.Expression | None = None) -> pa.Table:
+def read_node(
+    task: NodeTask,
+    schema: Schema,
+    keys: Sequence[str],
+    base: Store,
+    change: Store,
+    *,
+    sort: bool = True,
+    base_filter: BooleanExpression = ALWAYS_TRUE,
+    change_filter: BooleanExpression = ALWAYS_TRUE,
+    dictionary: frozenset[str] = frozenset(),
+    keys_kept: pc.Expression | None = None,
+) -> pa.Table:
     """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`).
 
     ``base_filter`` and ``change_filter`` (on key columns only) skip row groups by their statistics.
@@ -278,8 +330,11 @@ def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, 
     so the other keys' rows merge as they would have).
     """
     dictionary = dictionary - set(keys)  # keys are compared and joined on: plain values
-    base_rows = (base.read(task.base_files, schema, base_filter, dictionary, task.delete_map, keys_kept)
-                 if task.base_files else None)
+    base_rows = (
+        base.read(task.base_files, schema, base_filter, dictionary, task.delete_map, keys_kept)
+        if task.base_files
+        else None
+    )
     changes = _read_changes(task, schema, keys, change, change_filter, dictionary, keys_kept)
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
@@ -288,30 +343,45 @@ def read_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, 
 
 def optional(schema: Schema) -> Schema:
     """``schema`` with every column optional: delete rows may carry only the key."""
-    return Schema(*[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
-                  schema_id=schema.schema_id)
+    return Schema(
+        *[NestedField(f.field_id, f.name, f.field_type, required=False) for f in schema.fields],
+        schema_id=schema.schema_id,
+    )
 
 
-def _read_changes(task: NodeTask, schema: Schema, keys: Sequence[str], change: Store,
-                  change_filter: BooleanExpression = ALWAYS_TRUE, dictionary: frozenset[str] = frozenset(),
-                  keys_kept: pc.Expression | None = None) -> list[tuple[pa.Table, np.ndarray]]:
+def _read_changes(
+    task: NodeTask,
+    schema: Schema,
+    keys: Sequence[str],
+    change: Store,
+    change_filter: BooleanExpression = ALWAYS_TRUE,
+    dictionary: frozenset[str] = frozenset(),
+    keys_kept: pc.Expression | None = None,
+) -> list[tuple[pa.Table, np.ndarray]]:
     """The task's upsert and delete rows, tagged, in ``schema`` made optional (deletes: keys only)."""
     changed = optional(schema)
     upserts = [(f, value) for f, value in task.change_files if not value % 2]
     deletes = [(f, value) for f, value in task.change_files if value % 2]
-    return [change.read_tagged(files, part, change_filter, dictionary, keys_kept)
-            for files, part in ((upserts, changed), (deletes, changed.select(*keys))) if files]
+    return [
+        change.read_tagged(files, part, change_filter, dictionary, keys_kept)
+        for files, part in ((upserts, changed), (deletes, changed.select(*keys)))
+        if files
+    ]
 
 
-def minor_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store
-               ) -> tuple[pa.Table, dict[str, np.ndarray]]:
+def minor_node(
+    task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store
+) -> tuple[pa.Table, dict[str, np.ndarray]]:
     """Minor optimizing of one node that leaves its ``kept_files`` in place: the rows to write
     (the rewritten base files merged with the changes, which brings every changed key's newest
     upsert) and, per kept file whose rows the changes supersede, all its deleted positions (those
     of its current delete files and the new ones: one delete file per data file)."""
     changes = _read_changes(task, schema, keys, change)
-    rewritten = (base.read(task.base_files, schema, deletes=task.delete_map) if task.base_files
-                 else schema_to_pyarrow(schema, include_field_ids=False).empty_table())
+    rewritten = (
+        base.read(task.base_files, schema, deletes=task.delete_map)
+        if task.base_files
+        else schema_to_pyarrow(schema, include_field_ids=False).empty_table()
+    )
     if not changes:
         return rewritten, {}
     newest = newest_changes(changes, keys)  # sorted once: for the merge and for the kept files' deletes
@@ -331,8 +401,12 @@ def minor_node(task: NodeTask, schema: Schema, keys: Sequence[str], base: Store,
     return rows, gone
 
 
-def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpression = ALWAYS_TRUE,
-            dictionary: frozenset[str] = frozenset()) -> ds.Dataset | None:
+def by_name(
+    files: Sequence[DataFile],
+    schema: Schema,
+    row_groups: BooleanExpression = ALWAYS_TRUE,
+    dictionary: frozenset[str] = frozenset(),
+) -> ds.Dataset | None:
     """A pyarrow dataset over ``files`` when each file holds every column of ``schema`` under its
     current name, field id and type, so that reading by name is reading by field id; else None.
 
@@ -355,8 +429,10 @@ def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpres
     scheme = storage.prefix(files[0].file_path, first)
     file_format = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(dictionary)))
     # Each file's size from its manifest entry: opening it then makes no HEAD request on an object store.
-    fragments = [file_format.make_fragment(f.file_path.removeprefix(scheme), fs, file_size=f.file_size_in_bytes)
-                 for f in files]
+    fragments = [
+        file_format.make_fragment(f.file_path.removeprefix(scheme), fs, file_size=f.file_size_in_bytes)
+        for f in files
+    ]
     dataset = ds.FileSystemDataset(fragments, fragments[0].physical_schema, file_format, fs)
     checked = []  # the distinct file schemas already checked (files of one writer share one)
     for fragment in fragments:
@@ -368,15 +444,21 @@ def by_name(files: Sequence[DataFile], schema: Schema, row_groups: BooleanExpres
             if i < 0:
                 return None
             found = physical.field(i)
-            if (found.metadata or {}).get(b"PARQUET:field_id") != field_id or _plain(found.type) != arrow_type:
+            if (found.metadata or {}).get(b"PARQUET:field_id") != field_id or _plain(
+                found.type
+            ) != arrow_type:
                 return None
         checked.append(physical)
     skip = _arrow_filter(row_groups, schema)
     if skip is None:
         return dataset
     # subset() keeps the row groups whose statistics may match; the fragments keep their order.
-    return ds.FileSystemDataset([fragment.subset(filter=skip) for fragment in fragments], dataset.schema,
-                                dataset.format, dataset.filesystem)
+    return ds.FileSystemDataset(
+        [fragment.subset(filter=skip) for fragment in fragments],
+        dataset.schema,
+        dataset.format,
+        dataset.filesystem,
+    )
 
 
 def _arrow_filter(expression: BooleanExpression, schema: Schema) -> pc.Expression | None:
@@ -398,7 +480,9 @@ def _names(schema: Schema) -> list[str]:
 def _as_required(rows: pa.Table, schema: Schema) -> pa.Table:
     """``rows`` with the not-null flags of ``schema``, as ``ArrowScan`` gives them, not of the file
     (Spark writes a column it knows has no nulls as required, whatever the table says)."""
-    fields = [pa.field(f.name, rows.schema.field(f.name).type, nullable=not f.required) for f in schema.fields]
+    fields = [
+        pa.field(f.name, rows.schema.field(f.name).type, nullable=not f.required) for f in schema.fields
+    ]
     return rows.cast(pa.schema(fields))
 
 
@@ -434,8 +518,13 @@ def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: in
     for i, (start, stop) in enumerate(zip(bounds, bounds[1:])):
         chunk = rows.slice(start, stop - start)
         file_path = f"{path.rstrip('/')}/part-{i:05d}-{name}.parquet"
-        pq.write_table(chunk, file_path, filesystem=fs, use_dictionary=dictionary_columns(chunk),
-                       write_statistics=statistics_columns(chunk.schema))
+        pq.write_table(
+            chunk,
+            file_path,
+            filesystem=fs,
+            use_dictionary=dictionary_columns(chunk),
+            write_statistics=statistics_columns(chunk.schema),
+        )
         written.append(scheme + file_path)
     return written
 

@@ -12,12 +12,12 @@ from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import position_deletes
-from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.files.manifests import manifest_entries
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store, parse_file_path
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.format.tree import DataTreeNode
-from arctic_sql.table.files.manifests import manifest_entries
+from arctic_sql.table.model.table import ArcticTable
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,16 @@ def live_files(table: Table, snapshot: Snapshot | None, store: str, *, own: bool
     if not deletes:
         return entries
     data = [f for f in entries if not f.is_position_deletes]
-    applying = position_deletes.attach([(f.path, f.partition, f.sequence_number) for f in data],
-                                       [(f.data_file, f.partition, f.sequence_number) for f in deletes])
+    applying = position_deletes.attach(
+        [(f.path, f.partition, f.sequence_number) for f in data],
+        [(f.data_file, f.partition, f.sequence_number) for f in deletes],
+    )
     return [replace(f, deletes=applying[f.path]) if f.path in applying else f for f in data]
 
 
-def live_entries(table: Table, snapshot: Snapshot | None, store: str, *, own: bool = False) -> list[FileEntry]:
+def live_entries(
+    table: Table, snapshot: Snapshot | None, store: str, *, own: bool = False
+) -> list[FileEntry]:
     """Every live file of ``snapshot``: data files and position-delete files alike (``own``: as for
     :func:`live_files`)."""
     if snapshot is None:
@@ -114,13 +118,16 @@ def latest_version(table: ArcticTable) -> int:
     return commits[-1].version if commits else 0
 
 
-def _prune(store: Table, snapshot: Snapshot | None, files: list[FileEntry],
-           row_filter: BooleanExpression) -> list[FileEntry]:
+def _prune(
+    store: Table, snapshot: Snapshot | None, files: list[FileEntry], row_filter: BooleanExpression
+) -> list[FileEntry]:
     """The files pyiceberg's partition and min/max evaluation says may hold rows matching the filter."""
     if snapshot is None or isinstance(row_filter, AlwaysTrue) or not files:
         return files
-    keep = {task.file.file_path for task in store.scan(row_filter=row_filter, snapshot_id=snapshot.snapshot_id)
-            .plan_files()}
+    keep = {
+        task.file.file_path
+        for task in store.scan(row_filter=row_filter, snapshot_id=snapshot.snapshot_id).plan_files()
+    }
     return [f for f in files if f.path in keep]
 
 
@@ -161,18 +168,34 @@ def plan_read(
     if table.change is None:
         snapshot = versions.snapshot_at(table.base, version)
         files = _prune(table.base, snapshot, live_files(table.base, snapshot, Store.BASE), base_filter)
-        return ReadPlan(version, table.schema, tuple(files), (), {}, snapshot.snapshot_id if snapshot else None,
-                        base_filter)
+        return ReadPlan(
+            version,
+            table.schema,
+            tuple(files),
+            (),
+            {},
+            snapshot.snapshot_id if snapshot else None,
+            base_filter,
+        )
 
     base_snapshot = versions.base_snapshot_for(table.base, version)
     marks = versions.watermarks_of(base_snapshot)
     base_files = _on_key_paths(
-        _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, Store.BASE), base_filter), key_hashes)
+        _prune(table.base, base_snapshot, live_files(table.base, base_snapshot, Store.BASE), base_filter),
+        key_hashes,
+    )
     change_snapshot = versions.snapshot_at(table.change, version)
     change_files = [
         f
-        for f in _on_key_paths(_prune(table.change, change_snapshot,
-                                      live_files(table.change, change_snapshot, Store.CHANGE), change_filter), key_hashes)
+        for f in _on_key_paths(
+            _prune(
+                table.change,
+                change_snapshot,
+                live_files(table.change, change_snapshot, Store.CHANGE),
+                change_filter,
+            ),
+            key_hashes,
+        )
         if marks.get(f.partition, 0) < f.sequence_number <= version
     ]
     return ReadPlan(

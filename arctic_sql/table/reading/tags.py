@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import VersionNotFoundError
-from arctic_sql.table.records import leases
 from arctic_sql.table.format import layout
+from arctic_sql.table.records import leases
 
 if TYPE_CHECKING:
     from arctic_sql.table.model.table import ArcticTable
@@ -52,8 +52,14 @@ class Tag:
         return self.retain_until_ms is None or now_ms < self.retain_until_ms
 
     def value(self) -> str:
-        return json.dumps({"version": self.version, "created-at-ms": self.created_at_ms,
-                           "retain-until-ms": self.retain_until_ms}, sort_keys=True)
+        return json.dumps(
+            {
+                "version": self.version,
+                "created-at-ms": self.created_at_ms,
+                "retain-until-ms": self.retain_until_ms,
+            },
+            sort_keys=True,
+        )
 
     @classmethod
     def of(cls, name: str, value: str) -> Tag:
@@ -67,7 +73,7 @@ def now_ms() -> int:
 
 def tags(table: ArcticTable) -> list[Tag]:
     """Every tag of ``table``, live or past its retention, by name."""
-    found = [Tag.of(k[len(PREFIX):], v) for k, v in table.base.properties.items() if k.startswith(PREFIX)]
+    found = [Tag.of(k[len(PREFIX) :], v) for k, v in table.base.properties.items() if k.startswith(PREFIX)]
     return sorted(found, key=lambda t: t.name)
 
 
@@ -82,8 +88,9 @@ def version_of(table: ArcticTable, name: str) -> int:
     if tag is None or not tag.live(now_ms()):
         known = ", ".join(t.name for t in tags(table) if t.live(now_ms())) or "none"
         state = "has passed its retention" if tag is not None else "does not exist"
-        raise VersionNotFoundError(f"Tag '{name}' of {table.identifier} {state} (tags: {known}; "
-                                   f"see {table.identifier}.refs)")
+        raise VersionNotFoundError(
+            f"Tag '{name}' of {table.identifier} {state} (tags: {known}; see {table.identifier}.refs)"
+        )
     return tag.version
 
 

@@ -15,8 +15,8 @@ from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.reading.changes import Range, version_at
 
 if TYPE_CHECKING:
-    from arctic_sql.table.model.table import ArcticTable
     from arctic_sql.table.format.versions import History
+    from arctic_sql.table.model.table import ArcticTable
 
 
 def utc(micros: int) -> str:

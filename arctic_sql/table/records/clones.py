@@ -49,7 +49,9 @@ def _path(table_root: str, claim_id: str) -> str:
 
 
 def save(table_root: str, claim: Claim) -> None:
-    storage.replace_file(_path(table_root, claim.claim_id), json.dumps(asdict(claim), sort_keys=True).encode())
+    storage.replace_file(
+        _path(table_root, claim.claim_id), json.dumps(asdict(claim), sort_keys=True).encode()
+    )
 
 
 def claims(table_root: str) -> list[Claim]:
@@ -57,8 +59,14 @@ def claims(table_root: str) -> list[Claim]:
     knowing what the clones hold."""
     found = []
     for record in storage.json_records(folder(table_root)):
-        found.append(Claim(record["claim_id"], record["clone"], int(record["created_ms"]),
-                           tuple(record["manifest_lists"])))
+        found.append(
+            Claim(
+                record["claim_id"],
+                record["clone"],
+                int(record["created_ms"]),
+                tuple(record["manifest_lists"]),
+            )
+        )
     return found
 
 

@@ -82,7 +82,9 @@ def folder(table_root: str) -> str:
 
 
 def save(table_root: str, lease: Lease) -> None:
-    storage.replace_file(f"{folder(table_root)}/{lease.lease_id}.json", json.dumps(asdict(lease), sort_keys=True).encode())
+    storage.replace_file(
+        f"{folder(table_root)}/{lease.lease_id}.json", json.dumps(asdict(lease), sort_keys=True).encode()
+    )
 
 
 def _remove(table_root: str, lease: Lease) -> None:
@@ -104,7 +106,9 @@ def take(table_root: str, operation: str) -> Lease:
     DataFrame writer or the streaming sink): no renewal thread; it holds for :data:`TASK_LEASE_MS`
     unless :func:`release` ends it (the commit or the abort does)."""
     started = now_ms()
-    lease = Lease(uuid.uuid4().hex, operation, started, started + TASK_LEASE_MS, socket.gethostname(), os.getpid())
+    lease = Lease(
+        uuid.uuid4().hex, operation, started, started + TASK_LEASE_MS, socket.gethostname(), os.getpid()
+    )
     save(table_root, lease)
     return lease
 
@@ -161,7 +165,9 @@ class _Renewal:
     def __init__(self, table_root: str, lease: Lease) -> None:
         self.table_root, self.lease = table_root, lease
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"arctic-lease-{lease.lease_id[:8]}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"arctic-lease-{lease.lease_id[:8]}", daemon=True
+        )
         self._thread.start()
 
     def _loop(self) -> None:

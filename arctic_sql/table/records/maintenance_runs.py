@@ -87,8 +87,15 @@ def recorded(table: ArcticTable, kind: str, trigger: str, run: Callable[[], T]) 
     (:class:`InvalidArgumentError`: nothing ran) is not recorded.
     """
     started = now_ms()
-    record = MaintenanceRun(f"{started:013d}-{uuid.uuid4().hex[:8]}", str(table.identifier), str(kind), trigger,
-                            RunStatus.SUCCESS, started, started)
+    record = MaintenanceRun(
+        f"{started:013d}-{uuid.uuid4().hex[:8]}",
+        str(table.identifier),
+        str(kind),
+        trigger,
+        RunStatus.SUCCESS,
+        started,
+        started,
+    )
     try:
         result = run()
     except InvalidArgumentError:
@@ -105,7 +112,9 @@ def recorded(table: ArcticTable, kind: str, trigger: str, run: Callable[[], T]) 
 
 
 def save(table: ArcticTable, record: MaintenanceRun) -> None:
-    storage.replace_file(f"{folder(table)}/{record.run_id}.json", json.dumps(asdict(record), sort_keys=True).encode())
+    storage.replace_file(
+        f"{folder(table)}/{record.run_id}.json", json.dumps(asdict(record), sort_keys=True).encode()
+    )
     _trim(table)
 
 

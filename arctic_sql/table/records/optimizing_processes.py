@@ -55,7 +55,13 @@ class Status(StrEnum):
 
 PLANNED, EXECUTING, COMMITTING = Status.PLANNED, Status.EXECUTING, Status.COMMITTING
 SUCCESS, PARTIAL, DROPPED, FAILED, CANCELLED, ABANDONED = (
-    Status.SUCCESS, Status.PARTIAL, Status.DROPPED, Status.FAILED, Status.CANCELLED, Status.ABANDONED)
+    Status.SUCCESS,
+    Status.PARTIAL,
+    Status.DROPPED,
+    Status.FAILED,
+    Status.CANCELLED,
+    Status.ABANDONED,
+)
 ACTIVE = frozenset({PLANNED, EXECUTING, COMMITTING})
 TRANSITIONS: dict[str, frozenset[str]] = {
     PLANNED: frozenset({EXECUTING, FAILED, CANCELLED}),
@@ -117,8 +123,9 @@ def _folder(table: ArcticTable) -> str:
     return f"{table_root(table)}/optimizing"
 
 
-def new_record(table: ArcticTable, mode: str, trigger: str, base_snapshot_id: int | None,
-               change_snapshot_id: int | None) -> ProcessRecord:
+def new_record(
+    table: ArcticTable, mode: str, trigger: str, base_snapshot_id: int | None, change_snapshot_id: int | None
+) -> ProcessRecord:
     process_id = f"{now_ms():013d}-{uuid.uuid4().hex[:8]}"  # sorts by start time
     started = now_ms()
     return ProcessRecord(
@@ -137,15 +144,25 @@ def new_record(table: ArcticTable, mode: str, trigger: str, base_snapshot_id: in
 
 def save(table: ArcticTable, record: ProcessRecord) -> None:
     """Write the record (whole-file replace: readers see the old or the new one)."""
-    storage.replace_file(f"{_folder(table)}/{record.process_id}.json", json.dumps(asdict(record), sort_keys=True).encode())
+    storage.replace_file(
+        f"{_folder(table)}/{record.process_id}.json", json.dumps(asdict(record), sort_keys=True).encode()
+    )
 
 
-def transition(table: ArcticTable, record: ProcessRecord, status: str, *, failure: str | None = None,
-               detail: str | None = None) -> None:
+def transition(
+    table: ArcticTable,
+    record: ProcessRecord,
+    status: str,
+    *,
+    failure: str | None = None,
+    detail: str | None = None,
+) -> None:
     """Move ``record`` to ``status`` (checked against the state machine) and save it; ``failure`` is the
     one-line reason, ``detail`` the full message behind it."""
     if status not in TRANSITIONS.get(record.status, frozenset()):
-        raise ArcticError(f"Optimizing process {record.process_id} cannot go from {record.status} to {status}")
+        raise ArcticError(
+            f"Optimizing process {record.process_id} cannot go from {record.status} to {status}"
+        )
     record.status = status
     record.heartbeat_ms = now_ms()
     if status not in ACTIVE:
@@ -189,9 +206,11 @@ def processes(table: ArcticTable, *, strict: bool = True) -> list[ProcessRecord]
                 continue
             from arctic_sql.errors import ExecutionError
 
-            raise ExecutionError(f"Cannot read the optimizing record {storage.prefix(_folder(table), path)}"
-                                 f"{info.path} ({type(e).__name__}: {e}); nothing was changed; "
-                                 "retry, or remove or repair the record") from None
+            raise ExecutionError(
+                f"Cannot read the optimizing record {storage.prefix(_folder(table), path)}"
+                f"{info.path} ({type(e).__name__}: {e}); nothing was changed; "
+                "retry, or remove or repair the record"
+            ) from None
     return records
 
 

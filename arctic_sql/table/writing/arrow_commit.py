@@ -18,11 +18,18 @@ from pyiceberg.table import Table
 
 from arctic_sql.errors import ExecutionError
 from arctic_sql.table.files import storage
-from arctic_sql.table.writing import commit, base_rows
-from arctic_sql.table.writing.arrow_files import WrittenFile, sidecar_path
-from arctic_sql.table.writing.arrow_tasks import APPEND, CHANGES, OVERWRITE, WritePlan, discard, resolve_across_files
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
+from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.writing import base_rows, commit
+from arctic_sql.table.writing.arrow_files import WrittenFile, sidecar_path
+from arctic_sql.table.writing.arrow_tasks import (
+    APPEND,
+    CHANGES,
+    OVERWRITE,
+    WritePlan,
+    discard,
+    resolve_across_files,
+)
 
 
 @dataclass(frozen=True)
@@ -44,9 +51,15 @@ class BatchAlreadyCommitted(Exception):
     """A replayed micro-batch: the table already holds it."""
 
 
-def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
-                 stream: StreamBatch | None = None, *, fresh: bool = False,
-                 validate: Callable[[Table], None] | None = None) -> int | None:
+def commit_write(
+    table: ArcticTable,
+    plan: WritePlan,
+    files: list[WrittenFile],
+    stream: StreamBatch | None = None,
+    *,
+    fresh: bool = False,
+    validate: Callable[[Table], None] | None = None,
+) -> int | None:
     """Commit the files of one write as one version; return its number, or None when nothing was
     committed (no rows, or a micro-batch the table already holds: its files are deleted).
 
@@ -69,17 +82,21 @@ def commit_write(table: ArcticTable, plan: WritePlan, files: list[WrittenFile],
     paths = [f.path for f in files]
     footers = {f.path: (f.size, f.footer) for f in files if f.size is not None and f.footer is not None}
     if stream is not None:
+
         def validate(current: Table, check=validate) -> None:  # noqa: ANN001
             if stream.committed_in(current):
                 raise BatchAlreadyCommitted()
             if check is not None:
                 check(current)
+
     try:
         return _commit(table, plan, paths, stream, validate, footers, fresh)
     except BatchAlreadyCommitted:
         return None  # commit_loop deleted the files: nothing was sent
     finally:
-        if plan.sequence_column is not None:  # only then did the tasks write sidecars (arrow_writes.write_task)
+        if (
+            plan.sequence_column is not None
+        ):  # only then did the tasks write sidecars (arrow_writes.write_task)
             storage.delete_files([sidecar_path(p) for p in paths])
 
 
@@ -96,16 +113,26 @@ def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:
     for f, info in zip(files, storage.file_infos([f.path for f in files], under=plan.location), strict=True):
         if info.type != FileType.File or (f.size is not None and info.size != f.size):
             rows = sum(x.rows for x in files)
-            raise ExecutionError(f"{plan.what} wrote {rows} rows in {len(files)} file(s), but {f.path} was gone "
-                                 "or changed before the commit; nothing was committed")
+            raise ExecutionError(
+                f"{plan.what} wrote {rows} rows in {len(files)} file(s), but {f.path} was gone "
+                "or changed before the commit; nothing was committed"
+            )
 
 
-def _commit(table: ArcticTable, plan: WritePlan, paths: list[str], stream: StreamBatch | None,
-            validate, footers: dict[str, tuple[int, pq.FileMetaData]], fresh: bool) -> int | None:  # noqa: ANN001
+def _commit(
+    table: ArcticTable,
+    plan: WritePlan,
+    paths: list[str],
+    stream: StreamBatch | None,
+    validate,
+    footers: dict[str, tuple[int, pq.FileMetaData]],
+    fresh: bool,
+) -> int | None:  # noqa: ANN001
     summary = stream.summary() if stream is not None else None
     if plan.mode == CHANGES:
-        return commit.commit_change(table, paths, plan.operation, validate=validate, summary=summary,
-                                    footers=footers, fresh=fresh)
+        return commit.commit_change(
+            table, paths, plan.operation, validate=validate, summary=summary, footers=footers, fresh=fresh
+        )
     if plan.mode == OVERWRITE:
         base_rows.commit_overwrite(table, paths, plan.operation)
     elif plan.mode == APPEND:

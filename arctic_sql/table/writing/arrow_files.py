@@ -49,7 +49,7 @@ from arctic_sql.table.format.statistics import statistics_columns
 MAX_HASHED_ROWS = 1_000_000
 _US_PER_DAY, _US_PER_HOUR = 86_400_000_000, 3_600_000_000
 # Characters Spark's ExternalCatalogUtils.escapePathName writes as %XX in a partition directory name.
-_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(1, 32))
+_ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(1, 32))
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,20 @@ class WriteTarget:
 
         settings = table.settings
         target = table.base if store == Store.BASE else table.change
-        buckets = settings.base_file_index_hash_bucket if store == Store.BASE else settings.change_file_index_hash_bucket
-        return cls(store, target.location(), table.schema, table.spec, tuple(table.primary_key),
-                   buckets if table.primary_key else 0, max_rows_per_file(table))
+        buckets = (
+            settings.base_file_index_hash_bucket
+            if store == Store.BASE
+            else settings.change_file_index_hash_bucket
+        )
+        return cls(
+            store,
+            target.location(),
+            table.schema,
+            table.spec,
+            tuple(table.primary_key),
+            buckets if table.primary_key else 0,
+            max_rows_per_file(table),
+        )
 
     def new_location(self) -> str:
         return layout.new_write_location(self.store_location)
@@ -171,8 +182,9 @@ def directory_values(table: pa.Table, target: WriteTarget, ops: pa.Array | None)
         column = table.column(source.name).combine_chunks()
         values[helper_name(position)] = _partition_value(column, source.field_type, field.transform)
     if target.keys:
-        values[layout.NODE_COLUMN] = pa.array(node_ids([table.column(k).combine_chunks() for k in target.keys],
-                                                       target.buckets))
+        values[layout.NODE_COLUMN] = pa.array(
+            node_ids([table.column(k).combine_chunks() for k in target.keys], target.buckets)
+        )
     if target.store == Store.CHANGE:
         assert ops is not None
         values[layout.OP_COLUMN] = ops
@@ -187,8 +199,12 @@ def folders(table: pa.Table, target: WriteTarget, ops: pa.Array | None) -> dict[
     values = directory_values(table, target, ops)
     if not values:
         return {"": pa.array(range(table.num_rows), pa.int64())}
-    keyed = pa.table({**{f"d{i}": v for i, v in enumerate(values.values())},
-                      "__row": pa.array(range(table.num_rows), pa.int64())})
+    keyed = pa.table(
+        {
+            **{f"d{i}": v for i, v in enumerate(values.values())},
+            "__row": pa.array(range(table.num_rows), pa.int64()),
+        }
+    )
     names = [f"d{i}" for i in range(len(values))]
     grouped = keyed.group_by(names, use_threads=False).aggregate([("__row", "list")])
     rows = grouped.column("__row_list").combine_chunks()
@@ -199,8 +215,15 @@ def folders(table: pa.Table, target: WriteTarget, ops: pa.Array | None) -> dict[
     return result
 
 
-def write_table(rows: pa.Table, target: WriteTarget, location: str, *, ops: pa.Array | None = None,
-                task: int = 0, sidecar: str | None = None) -> list[WrittenFile]:
+def write_table(
+    rows: pa.Table,
+    target: WriteTarget,
+    location: str,
+    *,
+    ops: pa.Array | None = None,
+    task: int = 0,
+    sidecar: str | None = None,
+) -> list[WrittenFile]:
     """Write ``rows`` (the table's columns, as :meth:`WriteTarget.arrow_schema`) under ``location``.
 
     ``ops`` (change store only) holds each row's kind of change, ``upsert`` or ``delete``.
@@ -215,12 +238,22 @@ def write_table(rows: pa.Table, target: WriteTarget, location: str, *, ops: pa.A
         group = rows.take(indices)
         if target.keys:
             group = group.take(pc.sort_indices(group, [(k, "ascending") for k in target.keys]))
-        written.extend(write_folder(group, target, f"{location}/{folder}".rstrip("/"), job, task, sidecar=sidecar))
+        written.extend(
+            write_folder(group, target, f"{location}/{folder}".rstrip("/"), job, task, sidecar=sidecar)
+        )
     return written
 
 
-def write_folder(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UUID, task: int, *,
-                 sidecar: str | None = None, key_hashes: bool = True) -> list[WrittenFile]:
+def write_folder(
+    group: pa.Table,
+    target: WriteTarget,
+    folder: str,
+    job: uuid.UUID,
+    task: int,
+    *,
+    sidecar: str | None = None,
+    key_hashes: bool = True,
+) -> list[WrittenFile]:
     """Write one folder's rows, already sorted by key, as files of at most ``target.max_rows`` rows.
 
     ``key_hashes``: record each file's key hashes for the committer (arrow_tasks.py); a write that
@@ -238,8 +271,14 @@ def write_folder(group: pa.Table, target: WriteTarget, folder: str, job: uuid.UU
             part = part.drop_columns([sidecar])
         footer: list[pq.FileMetaData] = []
         with fs.open_output_stream(f"{path}/{name}") as out:
-            pq.write_table(part, out, compression="snappy", store_schema=False, metadata_collector=footer,
-                           write_statistics=statistics_columns(part.schema))
+            pq.write_table(
+                part,
+                out,
+                compression="snappy",
+                store_schema=False,
+                metadata_collector=footer,
+                write_statistics=statistics_columns(part.schema),
+            )
             size = out.tell()
         hashes = _key_hashes(part, target) if key_hashes else None
         written.append(WrittenFile(f"{scheme}{path}/{name}", part.num_rows, hashes, size, footer[0]))
@@ -285,6 +324,8 @@ def null_where(rows: pa.Table, mask: np.ndarray, keep: set[str]) -> pa.Table:
     if not mask.any():
         return rows
     flags = pa.array(mask)
-    columns = [column if name in keep else pc.if_else(flags, pa.scalar(None, column.type), column)
-               for name, column in zip(rows.column_names, rows.columns, strict=True)]
+    columns = [
+        column if name in keep else pc.if_else(flags, pa.scalar(None, column.type), column)
+        for name, column in zip(rows.column_names, rows.columns, strict=True)
+    ]
     return pa.Table.from_arrays(columns, schema=rows.schema)

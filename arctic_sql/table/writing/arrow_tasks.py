@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from arctic_sql.table.files import storage
+from arctic_sql.table.format import layout
 from arctic_sql.table.format.statistics import statistics_columns
 from arctic_sql.table.writing.arrow_files import WriteTarget, WrittenFile, conform, sidecar_path, write_table
 from arctic_sql.table.writing.change_kinds import (
@@ -28,7 +29,6 @@ from arctic_sql.table.writing.change_kinds import (
     newest_per_key,
     to_changes,
 )
-from arctic_sql.table.format import layout
 
 SEQUENCE_SIDECAR = "__arctic_sequence"
 CHANGES, OVERWRITE, APPEND = "changes", "overwrite", "append"
@@ -71,8 +71,9 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task: int) ->
         return write_table(rows, target, plan.location, task=task)
     changes = to_changes(batch, target, plan.sequence_column, plan.change_column)
     check_not_null(changes.rows, target, plan.what, changes.deletes)
-    keep = newest_per_key(changes.rows.select(list(target.keys)), changes.sequence, plan.what, plan.scope,
-                          plan.duplicate_hint)
+    keep = newest_per_key(
+        changes.rows.select(list(target.keys)), changes.sequence, plan.what, plan.scope, plan.duplicate_hint
+    )
     rows, ops, sequence = changes.rows, changes.ops, changes.sequence
     if len(keep) < rows.num_rows:
         index = pa.array(keep)
@@ -80,8 +81,14 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task: int) ->
         sequence = sequence.take(index) if sequence is not None else None
     if sequence is None:
         return write_table(rows, target, plan.location, ops=ops, task=task)
-    return write_table(rows.append_column(SEQUENCE_SIDECAR, sequence), target, plan.location, ops=ops,
-                       task=task, sidecar=SEQUENCE_SIDECAR)
+    return write_table(
+        rows.append_column(SEQUENCE_SIDECAR, sequence),
+        target,
+        plan.location,
+        ops=ops,
+        task=task,
+        sidecar=SEQUENCE_SIDECAR,
+    )
 
 
 def _node_folder(path: str) -> str:
@@ -121,7 +128,9 @@ def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -
     check_null_keys(key_rows, plan.what)
     sequence = None
     if plan.sequence_column is not None:
-        sequence = pa.concat_arrays([_read(sidecar_path(f.path), None).column(0).combine_chunks() for f in group])
+        sequence = pa.concat_arrays(
+            [_read(sidecar_path(f.path), None).column(0).combine_chunks() for f in group]
+        )
     keep = newest_per_key(key_rows, sequence, plan.what, plan.scope, plan.duplicate_hint)
     if len(keep) == key_rows.num_rows:
         return group
@@ -129,7 +138,7 @@ def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -
     kept[keep] = True
     result, start = [], 0
     for f, table in zip(group, tables, strict=True):
-        mask = kept[start:start + table.num_rows]
+        mask = kept[start : start + table.num_rows]
         start += table.num_rows
         result.extend([f] if mask.all() else _rewrite(f, mask))
     return result
@@ -151,8 +160,13 @@ def _rewrite(f: WrittenFile, mask: np.ndarray) -> list[WrittenFile]:
     path = f"{folder}/{name.replace('part-', 'part-r', 1)}"
     fs, inner = storage.filesystem(path)
     with fs.open_output_stream(inner) as out:
-        pq.write_table(rows, out, compression="snappy", store_schema=False,
-                       write_statistics=statistics_columns(rows.schema))
+        pq.write_table(
+            rows,
+            out,
+            compression="snappy",
+            store_schema=False,
+            write_statistics=statistics_columns(rows.schema),
+        )
     return [WrittenFile(path, rows.num_rows)]
 
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 from pyiceberg.table import Table
 
 from arctic_sql.errors import CommitConflictError
-from arctic_sql.table.records import leases
-from arctic_sql.table.writing import bulk_base_files, commit, spark_files
-from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
+from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.scan import latest_version, live_entries, live_files
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing import bulk_base_files, commit, spark_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,8 +40,9 @@ class StaleRead(Exception):
     """A commit landed after the version a statement read; the statement must run again."""
 
 
-def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str,
-                   named: Callable[[str], bool] | None = None) -> None:
+def overwrite_rows(
+    table: ArcticTable, rows: DataFrame, operation: str, named: Callable[[str], bool] | None = None
+) -> None:
     """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``: one
     Spark job checks the keys and writes sorted, node-aligned base files (bulk_base_files.py).
     ``named``: partitions replaced even when no row falls in them (``PARTITION (r = 'us')``)."""
@@ -50,8 +51,9 @@ def overwrite_rows(table: ArcticTable, rows: DataFrame, operation: str,
         commit_overwrite(table, paths, operation, named)
 
 
-def commit_overwrite(table: ArcticTable, paths: list[str], operation: str,
-                     named: Callable[[str], bool] | None = None) -> None:
+def commit_overwrite(
+    table: ArcticTable, paths: list[str], operation: str, named: Callable[[str], bool] | None = None
+) -> None:
     """Commit base files that replace the partitions they fall in (the whole table if unpartitioned),
     and those ``named`` accepts: one version, stamped with a reserved transaction number on a keyed table."""
     new_files = commit.data_files(table.base, paths)
@@ -69,8 +71,11 @@ def commit_overwrite(table: ArcticTable, paths: list[str], operation: str,
         replaced = set(affected)
         if named is not None:
             # commit_reserved refreshed the change store: every change below txn is in it
-            changed = ({f.partition for f in live_files(table.change, table.change.current_snapshot(), Store.CHANGE)}
-                       if table.change is not None else set())
+            changed = (
+                {f.partition for f in live_files(table.change, table.change.current_snapshot(), Store.CHANGE)}
+                if table.change is not None
+                else set()
+            )
             replaced |= {p for p in {f.partition for f in live} | changed | set(marks) if named(p)}
         old = [f.data_file for f in live if f.partition in replaced]
         summary = {versions.OPERATION: operation}
@@ -89,13 +94,20 @@ def append_rows(table: ArcticTable, rows: DataFrame, operation: str) -> None:
     """Append rows to a table without a primary key."""
     with leases.writing(table, operation):
         what = f"{operation.upper()} into {table.identifier}"
-        paths = bulk_base_files.write_base_files(spark_files.align(rows, table.schema, what=what), table, what)
+        paths = bulk_base_files.write_base_files(
+            spark_files.align(rows, table.schema, what=what), table, what
+        )
         if paths:
             commit_append(table, paths, operation)
 
 
-def commit_append(table: ArcticTable, paths: list[str], operation: str, summary: dict[str, str] | None = None,
-                  validate: Callable[[Table], None] | None = None) -> None:
+def commit_append(
+    table: ArcticTable,
+    paths: list[str],
+    operation: str,
+    summary: dict[str, str] | None = None,
+    validate: Callable[[Table], None] | None = None,
+) -> None:
     """Commit base files of a table without a primary key as one appending version.
 
     ``validate`` sees the fresh base store before every attempt and may refuse the commit."""
@@ -116,7 +128,9 @@ def rewrite_table(table: ArcticTable, build_rows, operation: str) -> None:  # no
         snapshot = table.base.current_snapshot()
         read_id = snapshot.snapshot_id if snapshot else None
         what = f"{operation.upper()} into {table.identifier}"
-        paths = bulk_base_files.write_base_files(spark_files.align(build_rows(version), table.schema, what=what), table, what)
+        paths = bulk_base_files.write_base_files(
+            spark_files.align(build_rows(version), table.schema, what=what), table, what
+        )
         new_files = commit.data_files(table.base, paths)
 
         def build(store: Table) -> commit.BaseChange:
@@ -159,6 +173,12 @@ def retrying(table: ArcticTable, operation: str, attempt_once) -> None:  # noqa:
             attempt_once(latest_version(table))
             return
         except StaleRead:
-            log.info("%s on %s read a stale version; running it again (%d)", operation, table.identifier,
-                     attempt + 1)
-    raise CommitConflictError(f"{operation.upper()} on {table.identifier} kept conflicting with other writers")
+            log.info(
+                "%s on %s read a stale version; running it again (%d)",
+                operation,
+                table.identifier,
+                attempt + 1,
+            )
+    raise CommitConflictError(
+        f"{operation.upper()} on {table.identifier} kept conflicting with other writers"
+    )

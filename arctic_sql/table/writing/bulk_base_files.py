@@ -29,10 +29,16 @@ import pyarrow.compute as pc
 from arctic_sql import errors
 from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
 from arctic_sql.table.files import storage
-from arctic_sql.table.writing import spark_files
-from arctic_sql.table.writing.arrow_files import WriteTarget, WrittenFile, conform, directory_text, write_folder
-from arctic_sql.table.writing.change_kinds import check_not_null
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.writing import spark_files
+from arctic_sql.table.writing.arrow_files import (
+    WriteTarget,
+    WrittenFile,
+    conform,
+    directory_text,
+    write_folder,
+)
+from arctic_sql.table.writing.change_kinds import check_not_null
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -66,7 +72,9 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     plan = BulkPlan(target, target.new_location(), tuple(directories), what)
     if directories and out.rdd.getNumPartitions() > 1:  # planning only: no job runs
         out = out.repartition(*directories)
-    results = out.mapInArrow(storage.shipped(lambda batches: write_task(plan, batches)), RESULT_SCHEMA).collect()
+    results = out.mapInArrow(
+        storage.shipped(lambda batches: write_task(plan, batches)), RESULT_SCHEMA
+    ).collect()
     problems = sorted(r["problem"] for r in results if r["problem"])
     paths = [r["path"] for r in results if r["path"]]
     if problems:
@@ -84,12 +92,15 @@ def write_base_files(rows: DataFrame, table: ArcticTable, what: str) -> list[str
     return spark_files.write_files(rows, table, store=Store.BASE)
 
 
-def write_laid_out_files(rows: DataFrame, table: ArcticTable, directories: list[str], location: str, *,
-                         clustered: bool = False) -> list[str]:
+def write_laid_out_files(
+    rows: DataFrame, table: ArcticTable, directories: list[str], location: str, *, clustered: bool = False
+) -> list[str]:
     """Base files of ``rows`` laid out by ``spark_files.laid_out`` (optimizing's merged rows), under
     ``location``: on the local disk Spark's Parquet writer; elsewhere :func:`write_streamed`."""
     if not storage.is_remote(location):
-        return spark_files.write_laid_out(rows, table, directories, store=Store.BASE, location=location, clustered=clustered)
+        return spark_files.write_laid_out(
+            rows, table, directories, store=Store.BASE, location=location, clustered=clustered
+        )
     from pyspark.sql import functions as F
 
     if not clustered and directories and rows.rdd.getNumPartitions() > 1:  # planning only: no job runs
@@ -97,7 +108,9 @@ def write_laid_out_files(rows: DataFrame, table: ArcticTable, directories: list[
     return write_streamed(rows, WriteTarget.of(table, Store.BASE), tuple(directories), location)
 
 
-def write_streamed(rows: DataFrame, target: WriteTarget, directories: tuple[str, ...], location: str) -> list[str]:
+def write_streamed(
+    rows: DataFrame, target: WriteTarget, directories: tuple[str, ...], location: str
+) -> list[str]:
     """Write ``rows`` (each directory's rows in one Spark partition) as sorted files under
     ``location`` with pyarrow in Spark tasks; return their locations.
 
@@ -109,13 +122,15 @@ def write_streamed(rows: DataFrame, target: WriteTarget, directories: tuple[str,
     order = [*directories, *target.keys]
     if order:
         rows = rows.sortWithinPartitions(*[F.col(f"`{c}`") for c in order])
-    results = rows.mapInArrow(storage.shipped(lambda batches: _streamed_task(target, directories, location, batches)),
-                              RESULT_SCHEMA).collect()
+    results = rows.mapInArrow(
+        storage.shipped(lambda batches: _streamed_task(target, directories, location, batches)), RESULT_SCHEMA
+    ).collect()
     return [r["path"] for r in results]
 
 
-def _streamed_task(target: WriteTarget, directories: tuple[str, ...], location: str,
-                   batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _streamed_task(
+    target: WriteTarget, directories: tuple[str, ...], location: str, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -128,8 +143,14 @@ def _streamed_task(target: WriteTarget, directories: tuple[str, ...], location: 
         rows = pa.concat_tables(pending)
         upto = rows.num_rows if upto is None else upto
         pending[:] = [rows.slice(upto)] if upto < rows.num_rows else []
-        written = write_folder(conform(rows.slice(0, upto), target), target, f"{location}/{folder}".rstrip("/"),
-                               uuid.uuid4(), task, key_hashes=False)
+        written = write_folder(
+            conform(rows.slice(0, upto), target),
+            target,
+            f"{location}/{folder}".rstrip("/"),
+            uuid.uuid4(),
+            task,
+            key_hashes=False,
+        )
         yield _results([f.path for f in written], [f.rows for f in written], [None] * len(written))
 
     for batch in batches:
@@ -176,8 +197,14 @@ def write_task(plan: BulkPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa
 
     def write(run: tuple[str, int, int]) -> list[WrittenFile]:
         folder, start, stop = run
-        return write_folder(data.slice(start, stop - start), target, f"{plan.location}/{folder}".rstrip("/"),
-                            job, task, key_hashes=False)
+        return write_folder(
+            data.slice(start, stop - start),
+            target,
+            f"{plan.location}/{folder}".rstrip("/"),
+            job,
+            task,
+            key_hashes=False,
+        )
 
     runs = list(directory_runs(rows, plan.directories))
     # pyarrow encodes and compresses without the GIL: a task with several folders writes them at once
@@ -198,8 +225,13 @@ def _null_problem(rows: pa.Table, target: WriteTarget, what: str) -> str | None:
 def _results(paths: list[str | None], counts: list[int], problems: list[str | None]) -> pa.RecordBatch:
     if not paths:
         paths, counts = [None] * len(problems), [0] * len(problems)
-    return pa.RecordBatch.from_pydict({"path": pa.array(paths, pa.string()), "rows": pa.array(counts, pa.int64()),
-                                       "problem": pa.array(problems, pa.string())})
+    return pa.RecordBatch.from_pydict(
+        {
+            "path": pa.array(paths, pa.string()),
+            "rows": pa.array(counts, pa.int64()),
+            "problem": pa.array(problems, pa.string()),
+        }
+    )
 
 
 def key_problem(rows: pa.Table, keys: tuple[str, ...], what: str) -> str | None:
@@ -249,6 +281,8 @@ def directory_runs(rows: pa.Table, directories: tuple[str, ...]) -> Iterator[tup
         changed |= np.asarray(pc.or_(differs, nulls_differ))
     starts = [0, *(np.nonzero(changed)[0] + 1).tolist()]
     for start, stop in zip(starts, [*starts[1:], count], strict=True):
-        folder = "/".join(f"{d}={directory_text(column[start].as_py())}"
-                          for d, column in zip(directories, columns, strict=True))
+        folder = "/".join(
+            f"{d}={directory_text(column[start].as_py())}"
+            for d, column in zip(directories, columns, strict=True)
+        )
         yield folder, start, stop

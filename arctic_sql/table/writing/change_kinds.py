@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arctic_sql.errors import InvalidArgumentError, PrimaryKeyViolationError
-from arctic_sql.table.writing.arrow_files import WriteTarget, conform, null_where
 from arctic_sql.table.format import layout
+from arctic_sql.table.writing.arrow_files import WriteTarget, conform, null_where
 
 CHANGE_TYPE = "_change_type"
 UPSERT_TYPES = frozenset({"upsert", "insert", "update", "update_postimage"})
@@ -46,8 +46,9 @@ def find_column(names: list[str], wanted: str) -> str | None:
     return next((n for n in names if n.lower() == lowered), None)
 
 
-def to_changes(batch: pa.Table, target: WriteTarget, sequence_column: str | None,
-               change_column: str = CHANGE_TYPE) -> Changes:
+def to_changes(
+    batch: pa.Table, target: WriteTarget, sequence_column: str | None, change_column: str = CHANGE_TYPE
+) -> Changes:
     """Turn input rows (the table's columns by name, maybe ``change_column`` and a sequence) into changes."""
     names = batch.column_names
     change_name = find_column(names, change_column)
@@ -61,7 +62,9 @@ def to_changes(batch: pa.Table, target: WriteTarget, sequence_column: str | None
     else:
         kinds = _kinds(batch, change_name)
         if (shown := _first_other(kinds, CHANGE_TYPES)) is not None:
-            raise InvalidArgumentError(f"{CHANGE_TYPE} {shown} is not one of {', '.join(sorted(CHANGE_TYPES))}")
+            raise InvalidArgumentError(
+                f"{CHANGE_TYPE} {shown} is not one of {', '.join(sorted(CHANGE_TYPES))}"
+            )
         keep = pc.invert(pc.is_in(kinds, pa.array(sorted(IGNORED_TYPES))))
         if not pc.all(keep).as_py():
             batch, kinds = batch.filter(keep), kinds.filter(keep)
@@ -80,8 +83,9 @@ def check_appends(batch: pa.Table, table: str) -> None:
     if change_name is None:
         return
     if (shown := _first_other(_kinds(batch, change_name), {"insert"})) is not None:
-        raise InvalidArgumentError(f"{table} has no primary key: {CHANGE_TYPE} {shown} needs one (only 'insert' "
-                                   "rows append)")
+        raise InvalidArgumentError(
+            f"{table} has no primary key: {CHANGE_TYPE} {shown} needs one (only 'insert' rows append)"
+        )
 
 
 def _kinds(batch: pa.Table, change_name: str) -> pa.Array:
@@ -98,8 +102,10 @@ def _first_other(kinds: pa.Array, allowed: set[str] | frozenset[str]) -> str | N
 
 
 def _shown(keys: pa.Table, row: int) -> str:
-    return ", ".join(f"{name}={'NULL' if (v := keys.column(name)[row].as_py()) is None else repr(v)}"
-                     for name in keys.column_names)
+    return ", ".join(
+        f"{name}={'NULL' if (v := keys.column(name)[row].as_py()) is None else repr(v)}"
+        for name in keys.column_names
+    )
 
 
 def check_null_keys(keys: pa.Table, what: str) -> None:
@@ -122,13 +128,17 @@ def check_not_null(rows: pa.Table, target: WriteTarget, what: str, deletes: np.n
         if deletes is not None:
             nulls &= ~deletes
         if nulls.any():
-            shown = _shown(rows.select(list(target.keys)), int(np.nonzero(nulls)[0][0])) if target.keys else ""
-            raise InvalidArgumentError(f"{what} writes NULL into NOT NULL column '{field.name}'"
-                                       + (f" ({shown})" if shown else ""))
+            shown = (
+                _shown(rows.select(list(target.keys)), int(np.nonzero(nulls)[0][0])) if target.keys else ""
+            )
+            raise InvalidArgumentError(
+                f"{what} writes NULL into NOT NULL column '{field.name}'" + (f" ({shown})" if shown else "")
+            )
 
 
-def newest_per_key(keys: pa.Table, sequence: pa.Array | None, what: str, scope: str,
-                   hint: str | None = SEQUENCE_HINT) -> np.ndarray:
+def newest_per_key(
+    keys: pa.Table, sequence: pa.Array | None, what: str, scope: str, hint: str | None = SEQUENCE_HINT
+) -> np.ndarray:
     """The rows to keep (indices, ascending): one per key, the newest by ``sequence``.
 
     Raises on a null key, on two changes of a key without a sequence, and on a tie or a NULL
@@ -155,8 +165,10 @@ def newest_per_key(keys: pa.Table, sequence: pa.Array | None, what: str, scope: 
     first_dup = int(np.nonzero(same)[0][0]) + 1
     if sequence is None:
         count = _run_length(same, first_dup - 1)
-        raise PrimaryKeyViolationError(f"{what} writes primary key ({_shown(ordered, first_dup)}) {count} times "
-                                       f"{scope}" + (f"; {hint}" if hint else ""))
+        raise PrimaryKeyViolationError(
+            f"{what} writes primary key ({_shown(ordered, first_dup)}) {count} times "
+            f"{scope}" + (f"; {hint}" if hint else "")
+        )
     _check_sequences(ordered, sequence.take(pa.array(order)), same, what)
     keep = np.concatenate([[True], ~same])
     return np.sort(order[keep])
@@ -176,8 +188,10 @@ def _check_sequences(ordered: pa.Table, sequence: pa.Array, same: np.ndarray, wh
     nulls = duplicated & ~np.asarray(sequence.is_valid())
     if nulls.any():
         row = int(np.nonzero(nulls)[0][0])
-        raise InvalidArgumentError(f"{what}: primary key ({_shown(ordered, row)}) has several changes and a NULL "
-                                   "sequence value among them")
+        raise InvalidArgumentError(
+            f"{what}: primary key ({_shown(ordered, row)}) has several changes and a NULL "
+            "sequence value among them"
+        )
     rows = len(sequence)
     equal = np.asarray(pc.equal(sequence.slice(1), sequence.slice(0, rows - 1)).fill_null(False))
     # a tie matters only between a key's newest change and the next one
@@ -185,5 +199,7 @@ def _check_sequences(ordered: pa.Table, sequence: pa.Array, same: np.ndarray, wh
     ties = same & equal & starts
     if ties.any():
         row = int(np.nonzero(ties)[0][0]) + 1
-        raise InvalidArgumentError(f"{what}: primary key ({_shown(ordered, row)}) has two changes with the same "
-                                   f"sequence value {sequence[row].as_py()!r}")
+        raise InvalidArgumentError(
+            f"{what}: primary key ({_shown(ordered, row)}) has two changes with the same "
+            f"sequence value {sequence[row].as_py()!r}"
+        )

@@ -34,14 +34,14 @@ import pyarrow.compute as pc
 from arctic_sql import errors
 from arctic_sql.errors import ArcticError
 from arctic_sql.table.files import storage
-from arctic_sql.table.records import leases
-from arctic_sql.table.writing import commit, base_rows
-from arctic_sql.table.writing.arrow_commit import commit_write
-from arctic_sql.table.writing.arrow_files import WriteTarget, WrittenFile
-from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan, discard, write_task
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.model.schemas import spark_schema
+from arctic_sql.table.records import leases
+from arctic_sql.table.writing import base_rows, commit
+from arctic_sql.table.writing.arrow_commit import commit_write
+from arctic_sql.table.writing.arrow_files import WriteTarget, WrittenFile
+from arctic_sql.table.writing.arrow_tasks import CHANGES, WritePlan, discard, write_task
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -80,7 +80,9 @@ def _changes_frame(
     return result
 
 
-def _in_table_types(df: DataFrame, fields: list, *, op: str | None = None, only: set[str] | None = None) -> DataFrame:
+def _in_table_types(
+    df: DataFrame, fields: list, *, op: str | None = None, only: set[str] | None = None
+) -> DataFrame:
     """``df``'s columns named like the table's, cast where their type differs (NULL for columns not in
     ``only``), its ``arctic_*`` columns, and ``op`` as ``arctic_op`` when given. The arrow writers
     attach the field ids; the casts are Spark's, as for any INSERT."""
@@ -94,9 +96,13 @@ def _in_table_types(df: DataFrame, fields: list, *, op: str | None = None, only:
         elif found is not None and found.dataType == field.dataType:
             projection.append(f"{_quoted(found.name)} AS {name}")
         else:  # a missing column fails here as Spark's analysis error naming it
-            projection.append(f"CAST({_quoted(found.name if found else field.name)} AS "
-                              f"{_sql_type(df, field.dataType)}) AS {name}")
-    projection.extend(_quoted(c) for c in df.columns if c.startswith("arctic_") and (op is None or c != layout.OP_COLUMN))
+            projection.append(
+                f"CAST({_quoted(found.name if found else field.name)} AS "
+                f"{_sql_type(df, field.dataType)}) AS {name}"
+            )
+    projection.extend(
+        _quoted(c) for c in df.columns if c.startswith("arctic_") and (op is None or c != layout.OP_COLUMN)
+    )
     if op is not None:
         projection.append(f"'{op}' AS {layout.OP_COLUMN}")
     return df.selectExpr(*projection)
@@ -138,6 +144,7 @@ def write_changes(
         files = write(_changes_frame(table, upserts, deletes, changes), plan, small=small)
         validate = None
         if read_version is not None:
+
             def validate(change_store: Table) -> None:
                 table.base.refresh()
                 commits = versions.data_commits(table.base, change_store)
@@ -145,6 +152,7 @@ def write_changes(
                     raise base_rows.StaleRead()
                 if commit.reservation_pending(table.base, change_store, read_version):
                     raise base_rows.StaleRead()  # an overwrite is landing: run again after it
+
         # The stores were loaded when the statement started: a commit made since makes the catalog
         # refuse the first attempt, and the retry reloads (commit.commit_loop).
         return commit_write(table, plan, files, validate=validate, fresh=True)
@@ -153,9 +161,18 @@ def write_changes(
 def plan_changes(table: ArcticTable, operation: str) -> WritePlan:
     """The write of one statement's change rows into ``table``'s change store."""
     target = WriteTarget.of(table, Store.CHANGE)
-    return WritePlan(str(table.identifier), layout.table_root(table.base.location()), target,
-                     target.new_location(), CHANGES, None, operation, "in one statement",
-                     change_column=layout.OP_COLUMN, duplicate_hint=None)
+    return WritePlan(
+        str(table.identifier),
+        layout.table_root(table.base.location()),
+        target,
+        target.new_location(),
+        CHANGES,
+        None,
+        operation,
+        "in one statement",
+        change_column=layout.OP_COLUMN,
+        duplicate_hint=None,
+    )
 
 
 def write(changes: DataFrame, plan: WritePlan, *, small: bool = False) -> list[WrittenFile]:
@@ -173,7 +190,9 @@ def write(changes: DataFrame, plan: WritePlan, *, small: bool = False) -> list[W
     # would make many small files. Fewer, larger tasks cost no shuffle (coalesce only merges them).
     if changes._jdf.rdd().getNumPartitions() > 2 * parallelism:  # planning only: no job runs
         changes = changes.coalesce(2 * parallelism)
-    results = changes.mapInArrow(storage.shipped(lambda batches: _task(plan, batches)), RESULT_SCHEMA).collect()
+    results = changes.mapInArrow(
+        storage.shipped(lambda batches: _task(plan, batches)), RESULT_SCHEMA
+    ).collect()
     files = [f for r in results if r["files"] for f in pickle.loads(r["files"])]
     problems = sorted(r["problem"] for r in results if r["problem"])
     refused = any(r["refused"] for r in results)
@@ -252,6 +271,10 @@ def _task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
 
 
 def _result(files: list[WrittenFile], problem: str | None, *, refused: bool = False) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict({"files": pa.array([pickle.dumps(files)], pa.binary()),
-                                       "problem": pa.array([problem], pa.string()),
-                                       "refused": pa.array([refused], pa.bool_())})
+    return pa.RecordBatch.from_pydict(
+        {
+            "files": pa.array([pickle.dumps(files)], pa.binary()),
+            "problem": pa.array([problem], pa.string()),
+            "refused": pa.array([refused], pa.bool_()),
+        }
+    )

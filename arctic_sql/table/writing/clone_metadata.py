@@ -39,30 +39,47 @@ def snapshots_at(table: ArcticTable, version: int) -> tuple[Snapshot | None, Sna
     return versions.base_snapshot_for(table.base, version), versions.snapshot_at(table.change, version)
 
 
-def write_first_metadata(source: Table, snapshot: Snapshot | None, location: str,
-                         properties: Mapping[str, str]) -> str:
+def write_first_metadata(
+    source: Table, snapshot: Snapshot | None, location: str, properties: Mapping[str, str]
+) -> str:
     """Write the first metadata file of a clone's store at ``location`` whose one snapshot is
     ``snapshot`` of ``source`` (none: an empty store); return the file's location."""
     metadata = source.metadata
     if not isinstance(metadata, TableMetadataV2):
-        raise UnsupportedOperationError(f"Cannot clone {source.name()}: only Iceberg format version 2 stores clone")
+        raise UnsupportedOperationError(
+            f"Cannot clone {source.name()}: only Iceberg format version 2 stores clone"
+        )
     update: dict[str, object] = {
         "location": location.rstrip("/"),
         "table_uuid": uuid.uuid4(),
         "last_updated_ms": int(time.time() * 1000),
-        "snapshots": [], "current_snapshot_id": None, "snapshot_log": [], "refs": {},
-        "metadata_log": [], "statistics": [], "partition_statistics": [],
+        "snapshots": [],
+        "current_snapshot_id": None,
+        "snapshot_log": [],
+        "refs": {},
+        "metadata_log": [],
+        "statistics": [],
+        "partition_statistics": [],
         "properties": dict(properties),
     }
     if snapshot is not None:
         # The source's parents are not the clone's: its history begins here (as after an expiration).
         own = snapshot.model_copy(update={"parent_snapshot_id": None})
-        update.update({
-            "snapshots": [own], "current_snapshot_id": own.snapshot_id,
-            "snapshot_log": [SnapshotLogEntry(snapshot_id=own.snapshot_id, timestamp_ms=own.timestamp_ms)],
-            "refs": {MAIN_BRANCH: SnapshotRef(snapshot_id=own.snapshot_id, snapshot_ref_type=SnapshotRefType.BRANCH)},
-            "last_sequence_number": own.sequence_number,
-        })
+        update.update(
+            {
+                "snapshots": [own],
+                "current_snapshot_id": own.snapshot_id,
+                "snapshot_log": [
+                    SnapshotLogEntry(snapshot_id=own.snapshot_id, timestamp_ms=own.timestamp_ms)
+                ],
+                "refs": {
+                    MAIN_BRANCH: SnapshotRef(
+                        snapshot_id=own.snapshot_id, snapshot_ref_type=SnapshotRefType.BRANCH
+                    )
+                },
+                "last_sequence_number": own.sequence_number,
+            }
+        )
     path = f"{location.rstrip('/')}/metadata/00000-{uuid.uuid4()}.metadata.json"
     ToOutputFile.table_metadata(metadata.model_copy(update=update), source.io.new_output(path))
     return path

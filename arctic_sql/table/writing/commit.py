@@ -51,9 +51,9 @@ from pyiceberg.table.update.snapshot import _SnapshotProducer
 from arctic_sql.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError
 from arctic_sql.faults import fault_point
 from arctic_sql.table.files import position_deletes, storage
+from arctic_sql.table.files.manifests import manifest_entries
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.partitioning import record_from_path
-from arctic_sql.table.files.manifests import manifest_entries
 
 if TYPE_CHECKING:
     from pyiceberg.table.update.schema import UpdateSchema
@@ -87,8 +87,9 @@ class _FloatStatisticsLeftOut(logging.Filter):
 logging.getLogger("pyiceberg.io.pyarrow").addFilter(_FloatStatisticsLeftOut())
 
 
-def data_files(store: Table, paths: Iterable[str],
-               footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None) -> list[DataFile]:
+def data_files(
+    store: Table, paths: Iterable[str], footers: Mapping[str, tuple[int, pq.FileMetaData]] | None = None
+) -> list[DataFile]:
     """Iceberg entries for Parquet files written by a writer: data files with stats from footers and
     partition from paths, and position-delete files (by name, see position_deletes.py).
 
@@ -110,8 +111,10 @@ def data_files(store: Table, paths: Iterable[str],
         try:
             stats = data_file_statistics_from_parquet_metadata(metadata, stats_plan, mapping)
         except OverflowError as e:  # Python's dates stop at years 1 and 9999; Spark's do not
-            raise InvalidArgumentError(f"A DATE or TIMESTAMP outside the years 1 to 9999 cannot be written ({e}); "
-                                       "nothing was committed") from None
+            raise InvalidArgumentError(
+                f"A DATE or TIMESTAMP outside the years 1 to 9999 cannot be written ({e}); "
+                "nothing was committed"
+            ) from None
         finally:
             _FloatStatisticsLeftOut.current.metadata = None
         return DataFile.from_args(
@@ -134,8 +137,12 @@ def data_files(store: Table, paths: Iterable[str],
             footers = {**footers, **dict(zip(unread, pool.map(read, unread), strict=True))}
     elif unread:
         footers = {**footers, unread[0]: read(unread[0])}
-    return [position_deletes.data_file(store, path) if position_deletes.is_delete_file(path)
-            else one(path, *footers[path]) for path in paths]
+    return [
+        position_deletes.data_file(store, path)
+        if position_deletes.is_delete_file(path)
+        else one(path, *footers[path])
+        for path in paths
+    ]
 
 
 def _landed(store: Table, commit_id: str) -> Snapshot:
@@ -159,8 +166,10 @@ def _look_for(store: Table, commit_id: str) -> Snapshot | None:
 
 def _unknown(table: ArcticTable, e: BaseException) -> CommitStateUnknownError:
     reason = f"{type(e).__name__}: {str(e).strip()}" if str(e).strip() else type(e).__name__
-    return CommitStateUnknownError(f"Commit to {table.identifier} may or may not have landed ({reason}); "
-                                   "its files are kept: check the table's history before retrying")
+    return CommitStateUnknownError(
+        f"Commit to {table.identifier} may or may not have landed ({reason}); "
+        "its files are kept: check the table's history before retrying"
+    )
 
 
 def commit_change(
@@ -195,7 +204,9 @@ def commit_change(
         if validate is not None:
             validate(store)
         properties = {**summary, versions.COMMIT_ID: commit_id}
-        with tx.update_snapshot(snapshot_properties=properties).merge_append() as append:  # see catalog._STORE_DEFAULTS
+        with tx.update_snapshot(
+            snapshot_properties=properties
+        ).merge_append() as append:  # see catalog._STORE_DEFAULTS
             for data_file in files:
                 append.append_data_file(data_file)
 
@@ -253,15 +264,19 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         spec = self.spec(spec_id)
         if content == ManifestContent.DATA:
             return self.new_manifest_writer(spec)
-        return _DeleteManifestWriter(spec, self.schema(), self.new_manifest_output(), self._snapshot_id,
-                                     self._compression)
+        return _DeleteManifestWriter(
+            spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
+        )
 
     def _manifests(self) -> list[ManifestFile]:
         removed = {f.file_path for f in self._deleted_data_files}
         kept: list[ManifestFile] = []
         gone: dict[tuple[int, ManifestContent], list[ManifestEntry]] = defaultdict(list)
-        parent = (self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
-                  if self._parent_snapshot_id is not None else None)
+        parent = (
+            self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
+            if self._parent_snapshot_id is not None
+            else None
+        )
         for manifest in parent.manifests(self._io) if parent is not None else []:
             entries = manifest_entries(self._io, manifest)
             if not any(e.data_file.file_path in removed for e in entries):
@@ -269,7 +284,8 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
                 continue
             remaining = [e for e in entries if e.data_file.file_path not in removed]
             gone[(manifest.partition_spec_id, manifest.content)].extend(
-                e for e in entries if e.data_file.file_path in removed)
+                e for e in entries if e.data_file.file_path in removed
+            )
             if remaining:
                 with self._writer(manifest.partition_spec_id, manifest.content) as writer:
                     for entry in remaining:
@@ -282,12 +298,21 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
         written = []
         spec_id = self._transaction.table_metadata.spec().spec_id
         for content in (ManifestContent.DATA, ManifestContent.DELETES):
-            added = [f for f in self._added_data_files if (f.content == DataFileContent.DATA) == (content == ManifestContent.DATA)]
+            added = [
+                f
+                for f in self._added_data_files
+                if (f.content == DataFileContent.DATA) == (content == ManifestContent.DATA)
+            ]
             if added:
                 with self._writer(spec_id, content) as writer:
                     for data_file in added:
-                        writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED,
-                                                           snapshot_id=self._snapshot_id, data_file=data_file))
+                        writer.add(
+                            ManifestEntry.from_args(
+                                status=ManifestEntryStatus.ADDED,
+                                snapshot_id=self._snapshot_id,
+                                data_file=data_file,
+                            )
+                        )
                 written.append(writer.to_manifest_file())
         for (manifest_spec, content), entries in gone.items():
             with self._writer(manifest_spec, content) as writer:
@@ -344,10 +369,17 @@ def commit_loop(
             tx.commit_transaction()
         except ValidationException as e:  # pyiceberg's own retry found the commit invalid: not landed
             storage.delete_files(written)
-            raise CommitConflictError(f"Commit to {table.identifier} conflicted with another writer: {e}") from e
+            raise CommitConflictError(
+                f"Commit to {table.identifier} conflicted with another writer: {e}"
+            ) from e
         except CommitFailedException:  # the catalog refused it: it did not land
             wait = min(0.02 * 2**attempt, 1.0) * (1 + random.random())
-            log.info("commit to %s lost a race (attempt %d); retrying in %.2fs", table.identifier, attempt + 1, wait)
+            log.info(
+                "commit to %s lost a race (attempt %d); retrying in %.2fs",
+                table.identifier,
+                attempt + 1,
+                wait,
+            )
             time.sleep(wait)
             continue
         except Exception as e:
@@ -369,7 +401,11 @@ def reserve_transaction(table: ArcticTable, operation: str) -> int:
     assert table.change is not None
 
     def apply(tx: Transaction, commit_id: str) -> None:
-        properties = {versions.OPERATION: versions.BEGIN, versions.COMMIT_ID: commit_id, "arctic.for": operation}
+        properties = {
+            versions.OPERATION: versions.BEGIN,
+            versions.COMMIT_ID: commit_id,
+            "arctic.for": operation,
+        }
         with tx.update_snapshot(snapshot_properties=properties).fast_append():
             pass
 
@@ -415,8 +451,9 @@ def commit_base(table: ArcticTable, build: Callable[[Table], BaseChange], writte
     return commit_loop(table, store, apply, written)
 
 
-def commit_reserved(table: ArcticTable, operation: str, build: Callable[[Table, int], BaseChange],
-                    written: list[str]) -> tuple[Snapshot, int]:
+def commit_reserved(
+    table: ArcticTable, operation: str, build: Callable[[Table, int], BaseChange], written: list[str]
+) -> tuple[Snapshot, int]:
     """Commit to a keyed table's base store under a reserved transaction number (INSERT OVERWRITE,
     TRUNCATE, rollback); return the snapshot and the number.
 
@@ -451,19 +488,31 @@ def reservation_pending(base: Table, change: Table, after: int) -> bool:
     before it (an UPDATE would bring back a row the overwrite removed). A reservation is settled once
     a base commit carries its number or a higher one, or after PENDING_RESERVATION_MS.
     """
-    settled = max((int(versions.summary_of(s)[versions.TXN]) for s in base.metadata.snapshots
-                   if versions.TXN in versions.summary_of(s)), default=-1)
+    settled = max(
+        (
+            int(versions.summary_of(s)[versions.TXN])
+            for s in base.metadata.snapshots
+            if versions.TXN in versions.summary_of(s)
+        ),
+        default=-1,
+    )
     oldest = time.time() * 1000 - PENDING_RESERVATION_MS
-    return any(s.sequence_number > max(after, settled) and s.timestamp_ms > oldest
-               and versions.operation_of(s) == versions.BEGIN for s in change.metadata.snapshots)
+    return any(
+        s.sequence_number > max(after, settled)
+        and s.timestamp_ms > oldest
+        and versions.operation_of(s) == versions.BEGIN
+        for s in change.metadata.snapshots
+    )
 
 
 def _data_committed_after(change: Table, txn: int) -> bool:
     """Whether a data commit (not a reservation, optimizing or TTL) landed in the change store after ``txn``."""
-    return any(s.sequence_number > txn
-               and (s.summary.additional_properties.get(versions.OPERATION) if s.summary else None)
-               not in versions.NON_DATA_OPERATIONS
-               for s in change.metadata.snapshots)
+    return any(
+        s.sequence_number > txn
+        and (s.summary.additional_properties.get(versions.OPERATION) if s.summary else None)
+        not in versions.NON_DATA_OPERATIONS
+        for s in change.metadata.snapshots
+    )
 
 
 # maintenance commits that appends would never let land --------------------------------------------
@@ -481,7 +530,9 @@ _YIELD_POLL_S = 0.2
 def announce_maintenance(store: Table) -> None:
     """Ask ``store``'s appenders to wait for this process's next commit (at most MAINTENANCE_PENDING_S)."""
     until = int((time.time() + MAINTENANCE_PENDING_S) * 1000)
-    for attempt in range(MAX_ATTEMPTS):  # a metadata-only commit: it loses a race only in the catalog's window
+    for attempt in range(
+        MAX_ATTEMPTS
+    ):  # a metadata-only commit: it loses a race only in the catalog's window
         try:
             store.refresh()
             set_properties(store, {MAINTENANCE_PENDING_KEY: str(until)})
@@ -503,7 +554,9 @@ def withdraw_maintenance(store: Table) -> None:
         store.refresh()
         set_properties(store, removals=[MAINTENANCE_PENDING_KEY])
     except Exception as e:  # noqa: BLE001 - the wait ends by itself at the time it names
-        log.info("could not withdraw maintenance on %s (%s); it ends by itself", store.name(), type(e).__name__)
+        log.info(
+            "could not withdraw maintenance on %s (%s); it ends by itself", store.name(), type(e).__name__
+        )
 
 
 def yield_to_maintenance(store: Table) -> None:
@@ -520,7 +573,9 @@ def yield_to_maintenance(store: Table) -> None:
 
 
 # metadata-only changes ----------------------------------------------------------------------------
-def set_properties(store: Table, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()) -> None:
+def set_properties(
+    store: Table, updates: Mapping[str, str] | None = None, removals: Iterable[str] = ()
+) -> None:
     """Set ``updates`` and remove ``removals`` (those present) in one commit of ``store``'s metadata."""
     present = [key for key in removals if key in store.properties]
     if not updates and not present:
@@ -532,13 +587,17 @@ def set_properties(store: Table, updates: Mapping[str, str] | None = None, remov
             tx.remove_properties(*present)
 
 
-def evolve_schema(store: Table, change: Callable[[UpdateSchema], None], *, allow_incompatible: bool = False) -> None:
+def evolve_schema(
+    store: Table, change: Callable[[UpdateSchema], None], *, allow_incompatible: bool = False
+) -> None:
     """Apply ``change`` to ``store``'s schema in one commit (pyiceberg checks the result)."""
     with store.update_schema(allow_incompatible_changes=allow_incompatible) as update:
         change(update)
 
 
-def expire_snapshots(store: Table, snapshot_ids: Iterable[int], properties: Mapping[str, str] | None = None) -> None:
+def expire_snapshots(
+    store: Table, snapshot_ids: Iterable[int], properties: Mapping[str, str] | None = None
+) -> None:
     """Remove ``snapshot_ids`` from ``store``'s metadata in one commit (files are deleted by the caller,
     which knows what no retained snapshot needs), setting ``properties`` in the same commit."""
     from pyiceberg.table.update.snapshot import ExpireSnapshots

@@ -56,7 +56,9 @@ def widens(current: IcebergType, wanted: IcebergType) -> bool:
         return False
     # pyiceberg's promote (0.12) compares the file's scale with itself: a new scale would pass it,
     # and its schema update, and old files would then read scaled wrong.
-    return not (isinstance(wanted, DecimalType) and isinstance(current, DecimalType) and wanted.scale != current.scale)
+    return not (
+        isinstance(wanted, DecimalType) and isinstance(current, DecimalType) and wanted.scale != current.scale
+    )
 
 
 def check_widening(table: ArcticTable, field: NestedField, wanted: IcebergType) -> None:
@@ -69,8 +71,9 @@ def check_widening(table: ArcticTable, field: NestedField, wanted: IcebergType) 
         )
 
 
-def incoming(table: ArcticTable, schema: StructType, skip: Collection[str] = ()
-             ) -> tuple[list[tuple[str, IcebergType]], list[tuple[NestedField, IcebergType]]]:
+def incoming(
+    table: ArcticTable, schema: StructType, skip: Collection[str] = ()
+) -> tuple[list[tuple[str, IcebergType]], list[tuple[NestedField, IcebergType]]]:
     """What taking the columns of ``schema`` (a write's rows, a MERGE's source) would change: the
     columns ``table`` lacks, to add, and those ``schema`` carries wider than a legal widening of the
     table's type, to widen; names in ``skip`` (lower case: change-feed columns) are not columns.
@@ -86,8 +89,10 @@ def incoming(table: ArcticTable, schema: StructType, skip: Collection[str] = ()
         if name in skip:
             continue
         if name in {a[0].lower() for a in added}:
-            raise InvalidArgumentError(f"Column '{column.name}' appears twice in the rows written to "
-                                       f"{table.identifier} (column names are case-insensitive)")
+            raise InvalidArgumentError(
+                f"Column '{column.name}' appears twice in the rows written to "
+                f"{table.identifier} (column names are case-insensitive)"
+            )
         wanted = to_iceberg_type(column.dataType, _Ids(), column.name)
         field = fields.get(name)
         if field is None:
@@ -97,8 +102,11 @@ def incoming(table: ArcticTable, schema: StructType, skip: Collection[str] = ()
     return added, widened
 
 
-def add_and_widen(table: ArcticTable, added: Sequence[tuple[str, IcebergType]],
-                  widened: Sequence[tuple[NestedField, IcebergType]]) -> None:
+def add_and_widen(
+    table: ArcticTable,
+    added: Sequence[tuple[str, IcebergType]],
+    widened: Sequence[tuple[NestedField, IcebergType]],
+) -> None:
     """Add nullable columns at the end and widen columns, in one commit of the base store's schema
     (then the change store's); each widening checked first, nothing changed when one is refused."""
     for field, wanted in widened:

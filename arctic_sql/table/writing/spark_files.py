@@ -68,7 +68,11 @@ def laid_out(df: DataFrame, table: ArcticTable, store: str) -> tuple[DataFrame, 
     keys = table.primary_key
     if keys:
         settings = table.settings
-        buckets = settings.base_file_index_hash_bucket if store == Store.BASE else settings.change_file_index_hash_bucket
+        buckets = (
+            settings.base_file_index_hash_bucket
+            if store == Store.BASE
+            else settings.change_file_index_hash_bucket
+        )
         out = out.withColumn(layout.NODE_COLUMN, node_id_column(keys, buckets))
         directories.append(layout.NODE_COLUMN)
     if store == Store.CHANGE:
@@ -87,8 +91,15 @@ def write_files(df: DataFrame, table: ArcticTable, *, store: str, location: str 
     return write_laid_out(out, table, directories, store=store, location=location)
 
 
-def write_laid_out(out: DataFrame, table: ArcticTable, directories: list[str], *, store: str,
-                   location: str | None = None, clustered: bool = False) -> list[str]:
+def write_laid_out(
+    out: DataFrame,
+    table: ArcticTable,
+    directories: list[str],
+    *,
+    store: str,
+    location: str | None = None,
+    clustered: bool = False,
+) -> list[str]:
     """Write rows that carry their directory columns (see :func:`laid_out`).
 
     ``clustered``: each Spark partition already holds whole directories (the optimizer shuffles by
@@ -129,8 +140,10 @@ def verify_rows(paths: list[str], expected: int, location: str) -> None:
     found = sum(footer_rows(paths))
     if found != expected:
         storage.delete_tree(location)
-        raise ExecutionError(f"The write to {location} produced {expected} rows but {len(paths)} file(s) holding "
-                             f"{found} were found after it; nothing was committed")
+        raise ExecutionError(
+            f"The write to {location} produced {expected} rows but {len(paths)} file(s) holding "
+            f"{found} were found after it; nothing was committed"
+        )
 
 
 def footer_rows(paths: list[str]) -> list[int]:

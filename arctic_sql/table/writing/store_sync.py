@@ -47,10 +47,16 @@ def align(name: str, base: Schema, change: Table) -> None:
         wanted = {f.field_id: f for f in base.fields}
         have = {f.field_id: f for f in current.fields}
         gone = [f.name for f in current.fields if f.field_id not in wanted]
-        renamed = [(f.name, wanted[f.field_id].name) for f in current.fields
-                   if f.field_id in wanted and wanted[f.field_id].name != f.name]
-        retyped = [(wanted[f.field_id].name, wanted[f.field_id].field_type) for f in current.fields
-                   if f.field_id in wanted and wanted[f.field_id].field_type != f.field_type]
+        renamed = [
+            (f.name, wanted[f.field_id].name)
+            for f in current.fields
+            if f.field_id in wanted and wanted[f.field_id].name != f.name
+        ]
+        retyped = [
+            (wanted[f.field_id].name, wanted[f.field_id].field_type)
+            for f in current.fields
+            if f.field_id in wanted and wanted[f.field_id].field_type != f.field_type
+        ]
         added = [f for f in base.fields if f.field_id not in have]
         try:
             _commit(change, gone, lambda u, n: u.delete_column(n))
@@ -66,12 +72,15 @@ def align(name: str, base: Schema, change: Table) -> None:
                 f"{_shape(change.schema())} against {_shape(base)}"
             )
         return
-    raise CommitConflictError(f"The change store of {name} kept changing while its schema was brought into line")
+    raise CommitConflictError(
+        f"The change store of {name} kept changing while its schema was brought into line"
+    )
 
 
 def _commit(store: Table, items: list, apply: Callable[[UpdateSchema, object], object]) -> None:
     if not items:
         return
+
     def change(update: UpdateSchema) -> None:
         for item in items:
             apply(update, item)

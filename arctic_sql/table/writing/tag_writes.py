@@ -24,8 +24,16 @@ UNIT_MS = {"days": 86_400_000, "hours": 3_600_000, "minutes": 60_000}
 WAIT_FOR_EXPIRATION_S = 120.0  # how long a tag waits for a running expiration before it gives up
 
 
-def create(table: ArcticTable, name: str, version: int | None = None, retain_ms: int | None = None, *,
-           replace: bool = False, create: bool = True, if_not_exists: bool = False) -> Tag | None:
+def create(
+    table: ArcticTable,
+    name: str,
+    version: int | None = None,
+    retain_ms: int | None = None,
+    *,
+    replace: bool = False,
+    create: bool = True,
+    if_not_exists: bool = False,
+) -> Tag | None:
     """Name ``version`` (default: the newest) ``name``. ``create``/``replace``: whether a new tag
     may be made / an existing one moved (CREATE: create only; REPLACE: replace only; CREATE OR
     REPLACE: both). Returns the tag written, None when IF NOT EXISTS found one."""
@@ -34,11 +42,21 @@ def create(table: ArcticTable, name: str, version: int | None = None, retain_ms:
         raise InvalidArgumentError(f"Tag '{name}' of {table.identifier}: RETAIN must be positive")
     with leases.writing(table, TAGGING):
         wait_for_expiration(table, f"Tag '{key}' of {table.identifier}")
-        return _create(table, key, version, retain_ms, replace=replace, create=create, if_not_exists=if_not_exists)
+        return _create(
+            table, key, version, retain_ms, replace=replace, create=create, if_not_exists=if_not_exists
+        )
 
 
-def _create(table: ArcticTable, key: str, version: int | None, retain_ms: int | None, *, replace: bool,
-            create: bool, if_not_exists: bool) -> Tag | None:
+def _create(
+    table: ArcticTable,
+    key: str,
+    version: int | None,
+    retain_ms: int | None,
+    *,
+    replace: bool,
+    create: bool,
+    if_not_exists: bool,
+) -> Tag | None:
     table.base.refresh()
     if table.change is not None:  # an expiration may have just ended: check the version on what it left
         table.change.refresh()
@@ -46,8 +64,10 @@ def _create(table: ArcticTable, key: str, version: int | None, retain_ms: int | 
     if existing is not None and not replace:
         if if_not_exists:
             return None
-        raise InvalidArgumentError(f"Tag '{key}' of {table.identifier} already exists (version {existing.version}); "
-                                   "REPLACE TAG moves it")
+        raise InvalidArgumentError(
+            f"Tag '{key}' of {table.identifier} already exists (version {existing.version}); "
+            "REPLACE TAG moves it"
+        )
     if existing is None and not create:
         raise VersionNotFoundError(f"Tag '{key}' of {table.identifier} does not exist; CREATE TAG makes it")
     history = versions.history(table.base, table.change)
@@ -56,8 +76,9 @@ def _create(table: ArcticTable, key: str, version: int | None, retain_ms: int | 
             raise VersionNotFoundError(f"{table.identifier} has no version to tag yet")
         version = history.latest
     elif version == 0:
-        raise VersionNotFoundError(f"Version 0 of {table.identifier} is the empty table before any commit: "
-                                   "there is nothing to tag")
+        raise VersionNotFoundError(
+            f"Version 0 of {table.identifier} is the empty table before any commit: there is nothing to tag"
+        )
     checked_version(table, history, version)
     created = now_ms()
     tag = Tag(key, version, created, created + retain_ms if retain_ms is not None else None)
@@ -73,8 +94,10 @@ def wait_for_expiration(table: ArcticTable, what: str) -> None:
     deadline = time.monotonic() + WAIT_FOR_EXPIRATION_S
     while leases.running(root, EXPIRING):
         if time.monotonic() >= deadline:
-            raise CommitConflictError(f"{what}: an expiration of the table has run for "
-                                      f"over {WAIT_FOR_EXPIRATION_S:.0f} s; try again when it ends")
+            raise CommitConflictError(
+                f"{what}: an expiration of the table has run for "
+                f"over {WAIT_FOR_EXPIRATION_S:.0f} s; try again when it ends"
+            )
         time.sleep(0.2)
 
 
@@ -100,6 +123,8 @@ def drop_past_retention(table: ArcticTable, at_ms: int) -> list[str]:
 
 def _checked_name(name: str) -> str:
     if not NAME.fullmatch(name) or name.lower() == MAIN:
-        raise InvalidArgumentError(f"'{name}' is not a tag name: letters, digits and underscores, not starting "
-                                   f"with a digit, and not '{MAIN}'")
+        raise InvalidArgumentError(
+            f"'{name}' is not a tag name: letters, digits and underscores, not starting "
+            f"with a digit, and not '{MAIN}'"
+        )
     return name.lower()

@@ -46,22 +46,28 @@ def test_a_process_of_another_python_process_is_elsewhere():
 
 
 def test_a_failure_keeps_a_useful_line_and_its_whole_message():
-    jvm = ("An error occurred while calling o93.collectToPython.\n"
-           ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times\n"
-           "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
-           '  File "node_merge.py", line 80, in read_node\n'
-           "FileNotFoundError: [Errno 2] Failed to open local file '/w/db/t/change/data/x.parquet'\n"
-           "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(x.scala:1)\n")
+    jvm = (
+        "An error occurred while calling o93.collectToPython.\n"
+        ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times\n"
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        '  File "node_merge.py", line 80, in read_node\n'
+        "FileNotFoundError: [Errno 2] Failed to open local file '/w/db/t/change/data/x.parquet'\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(x.scala:1)\n"
+    )
     try:
         try:
             raise RuntimeError(jvm)
         except RuntimeError as inner:
-            raise ExecutionError("Optimizing db.t failed after 1 attempt(s): An error occurred while calling "
-                                 "o93.collectToPython.") from inner
+            raise ExecutionError(
+                "Optimizing db.t failed after 1 attempt(s): An error occurred while calling "
+                "o93.collectToPython."
+            ) from inner
     except ArcticError as e:
         summary, detail = failure_summary(e), full_message(e)
     assert "\n" not in summary
-    assert summary == ("Optimizing db.t failed after 1 attempt(s): An error occurred while calling "
-                       "o93.collectToPython.: FileNotFoundError: [Errno 2] Failed to open local file "
-                       "'/w/db/t/change/data/x.parquet'")
+    assert summary == (
+        "Optimizing db.t failed after 1 attempt(s): An error occurred while calling "
+        "o93.collectToPython.: FileNotFoundError: [Errno 2] Failed to open local file "
+        "'/w/db/t/change/data/x.parquet'"
+    )
     assert "Job aborted due to stage failure" in detail and "handlePythonException" in detail

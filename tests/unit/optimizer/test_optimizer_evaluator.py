@@ -40,8 +40,9 @@ def metrics(**kwargs) -> PartitionMetrics:
     return PartitionMetrics("p", **kwargs)
 
 
-def mode_of(m: PartitionMetrics, settings: Settings = SETTINGS, history: History = NEVER,
-            now: int = NOW) -> str | None:
+def mode_of(
+    m: PartitionMetrics, settings: Settings = SETTINGS, history: History = NEVER, now: int = NOW
+) -> str | None:
     decision = evaluate(m, settings, history, now)
     assert decision.partition == "p" and decision.reason
     return decision.mode
@@ -50,21 +51,24 @@ def mode_of(m: PartitionMetrics, settings: Settings = SETTINGS, history: History
 # --- settings and classification -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("field", "key", "amoro"), [
-    ("target_size", "self-optimizing.target-size", 128 * MB),
-    ("fragment_ratio", "self-optimizing.fragment-ratio", 8),
-    ("min_target_size_ratio", "self-optimizing.min-target-size-ratio", 0.75),
-    ("minor_file_count", "self-optimizing.minor.trigger.file-count", 12),
-    ("minor_interval_ms", "self-optimizing.minor.trigger.interval", HOUR),
-    ("major_duplicate_ratio", "self-optimizing.major.trigger.duplicate-ratio", 0.1),
-    ("full_interval_ms", "self-optimizing.full.trigger.interval", -1),
-    ("max_file_count", "self-optimizing.max-file-count", 10_000),
-    ("major_delete_rows", "self-optimizing.major.trigger.delete-rows", None),
-    ("major_delete_ratio", "self-optimizing.major.trigger.delete-ratio", None),
-    ("major_min_rows", "self-optimizing.major.trigger.min-rows", None),
-    ("major_small_file_count", "self-optimizing.major.trigger.small-file-count", None),
-    ("major_interval_ms", "self-optimizing.major.trigger.interval", None),
-])
+@pytest.mark.parametrize(
+    ("field", "key", "amoro"),
+    [
+        ("target_size", "self-optimizing.target-size", 128 * MB),
+        ("fragment_ratio", "self-optimizing.fragment-ratio", 8),
+        ("min_target_size_ratio", "self-optimizing.min-target-size-ratio", 0.75),
+        ("minor_file_count", "self-optimizing.minor.trigger.file-count", 12),
+        ("minor_interval_ms", "self-optimizing.minor.trigger.interval", HOUR),
+        ("major_duplicate_ratio", "self-optimizing.major.trigger.duplicate-ratio", 0.1),
+        ("full_interval_ms", "self-optimizing.full.trigger.interval", -1),
+        ("max_file_count", "self-optimizing.max-file-count", 10_000),
+        ("major_delete_rows", "self-optimizing.major.trigger.delete-rows", None),
+        ("major_delete_ratio", "self-optimizing.major.trigger.delete-ratio", None),
+        ("major_min_rows", "self-optimizing.major.trigger.min-rows", None),
+        ("major_small_file_count", "self-optimizing.major.trigger.small-file-count", None),
+        ("major_interval_ms", "self-optimizing.major.trigger.interval", None),
+    ],
+)
 def test_settings_defaults_are_the_property_defaults(field, key, amoro):
     default = getattr(Settings(), field)
     assert default == properties.lookup(key).default
@@ -72,30 +76,39 @@ def test_settings_defaults_are_the_property_defaults(field, key, amoro):
         assert default == amoro
 
 
-@pytest.mark.parametrize(("size", "store", "expected"), [
-    (0, "base", "fragment"),
-    (16 * MB, "base", "fragment"),  # target / fragment-ratio, inclusive
-    (16 * MB + 1, "base", "undersized"),
-    (96 * MB, "base", "undersized"),  # target x min-target-size-ratio, inclusive
-    (96 * MB + 1, "base", "segment"),
-    (1024 * MB, "base", "segment"),
-    (1024 * MB, "change", "fragment"),  # change files are always fragments
-    (50 * MB, "change", "fragment"),
-])
+@pytest.mark.parametrize(
+    ("size", "store", "expected"),
+    [
+        (0, "base", "fragment"),
+        (16 * MB, "base", "fragment"),  # target / fragment-ratio, inclusive
+        (16 * MB + 1, "base", "undersized"),
+        (96 * MB, "base", "undersized"),  # target x min-target-size-ratio, inclusive
+        (96 * MB + 1, "base", "segment"),
+        (1024 * MB, "base", "segment"),
+        (1024 * MB, "change", "fragment"),  # change files are always fragments
+        (50 * MB, "change", "fragment"),
+    ],
+)
 def test_classify_at_the_edges(size, store, expected):
     assert classify(PlanFile("f", store, 4, "p", 1, size), SETTINGS) == expected
 
 
-@pytest.mark.parametrize(("size", "expected"), [(100, "fragment"), (101, "undersized"), (500, "undersized"),
-                                                (501, "segment")])
+@pytest.mark.parametrize(
+    ("size", "expected"), [(100, "fragment"), (101, "undersized"), (500, "undersized"), (501, "segment")]
+)
 def test_classify_follows_the_settings(size, expected):
     settings = Settings(target_size=1000, fragment_ratio=10, min_target_size_ratio=0.5)
     assert classify(PlanFile("f", "base", 4, "p", 1, size), settings) == expected
 
 
 def test_measure_counts_by_class_and_nodes_written():
-    base_files = [base("f4", 4, 1 * MB, 10), base("f5", 5, 2 * MB, 20), base("u", 6, 50 * MB, 300),
-                  base("s6", 6, 200 * MB, 4000), base("s7", 7, 200 * MB, 5000)]
+    base_files = [
+        base("f4", 4, 1 * MB, 10),
+        base("f5", 5, 2 * MB, 20),
+        base("u", 6, 50 * MB, 300),
+        base("s6", 6, 200 * MB, 4000),
+        base("s7", 7, 200 * MB, 5000),
+    ]
     changes = [change("c4", 4, rows=7), change("c6", 6, rows=8), change("d6", 6, rows=3, delete=True)]
     m = measure("p", base_files, changes, SETTINGS)
     assert (m.fragments, m.fragment_bytes, m.undersized, m.segments) == (2, 3 * MB, [50 * MB], 2)
@@ -109,12 +122,15 @@ def test_measure_counts_by_class_and_nodes_written():
 # --- minor -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("buckets", "file_count", "nodes", "threshold"), [
-    (4, 12, 1, 12),
-    (4, 12, 4, 48),  # 12 per tree node written
-    (16, 12, 1, 17),  # at least B + 1
-    (4, 2, 2, 5),
-])
+@pytest.mark.parametrize(
+    ("buckets", "file_count", "nodes", "threshold"),
+    [
+        (4, 12, 1, 12),
+        (4, 12, 4, 48),  # 12 per tree node written
+        (16, 12, 1, 17),  # at least B + 1
+        (4, 2, 2, 5),
+    ],
+)
 def test_minor_file_count_threshold(buckets, file_count, nodes, threshold):
     settings = Settings(base_buckets=buckets, minor_file_count=file_count)
     below = metrics(fragments=threshold - 2, change_files=1, nodes=nodes)
@@ -149,15 +165,24 @@ def test_minor_interval_of_a_table_without_key_needs_two_small_files():
 # --- clocks ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("history", "expected"), [
-    (History(oldest_change_ms=NOW - HOUR), MINOR),  # never optimized: the clock starts with the data
-    (History(oldest_change_ms=NOW - HOUR + 1), None),
-    (History(created_ms=NOW - HOUR), MINOR),  # no change time known: since the table was created
-    (History(oldest_change_ms=NOW - 60_000, created_ms=NOW - 10 * HOUR), None),  # the data time wins
-    (History(last_minor_ms=NOW - 2 * HOUR, last_full_ms=NOW - 60_000), None),  # a full resets minor's clock
-    (History(last_minor_ms=NOW - 2 * HOUR, last_major_ms=NOW - 60_000), None),  # so does a major
-    (History(last_minor_ms=NOW - 60_000, oldest_change_ms=NOW - 10 * HOUR), None),  # an optimize beats data time
-])
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        (History(oldest_change_ms=NOW - HOUR), MINOR),  # never optimized: the clock starts with the data
+        (History(oldest_change_ms=NOW - HOUR + 1), None),
+        (History(created_ms=NOW - HOUR), MINOR),  # no change time known: since the table was created
+        (History(oldest_change_ms=NOW - 60_000, created_ms=NOW - 10 * HOUR), None),  # the data time wins
+        (
+            History(last_minor_ms=NOW - 2 * HOUR, last_full_ms=NOW - 60_000),
+            None,
+        ),  # a full resets minor's clock
+        (History(last_minor_ms=NOW - 2 * HOUR, last_major_ms=NOW - 60_000), None),  # so does a major
+        (
+            History(last_minor_ms=NOW - 60_000, oldest_change_ms=NOW - 10 * HOUR),
+            None,
+        ),  # an optimize beats data time
+    ],
+)
 def test_minor_clock(history, expected):
     assert mode_of(metrics(change_files=1), history=history) == expected
 
@@ -168,7 +193,10 @@ def test_a_recent_minor_does_not_reset_the_stronger_clocks():
     assert mode_of(m, Settings(major_interval_ms=HOUR), history) == MAJOR
     assert mode_of(m, Settings(full_interval_ms=2 * HOUR), history) == FULL
     # ... and a recent major does not reset full's.
-    assert mode_of(m, Settings(full_interval_ms=2 * HOUR), dataclasses.replace(history, last_major_ms=NOW)) == FULL
+    assert (
+        mode_of(m, Settings(full_interval_ms=2 * HOUR), dataclasses.replace(history, last_major_ms=NOW))
+        == FULL
+    )
 
 
 # --- full ------------------------------------------------------------------------------------
@@ -177,7 +205,9 @@ def test_a_recent_minor_does_not_reset_the_stronger_clocks():
 def test_full_is_off_by_default():
     assert SETTINGS.full_interval_ms == -1
     history = History(last_minor_ms=NOW, last_major_ms=NOW, last_full_ms=0, created_ms=0)
-    assert mode_of(metrics(change_files=1, fragments=5, undersized=[20 * MB, 20 * MB]), history=history) is None
+    assert (
+        mode_of(metrics(change_files=1, fragments=5, undersized=[20 * MB, 20 * MB]), history=history) is None
+    )
 
 
 @pytest.mark.parametrize(("since_ms", "expected"), [(24 * HOUR, FULL), (24 * HOUR - 1, MINOR)])
@@ -186,14 +216,17 @@ def test_full_interval(since_ms, expected):
     assert mode_of(metrics(change_files=1), Settings(full_interval_ms=24 * HOUR), history) == expected
 
 
-@pytest.mark.parametrize(("m", "expected"), [
-    (metrics(segments=3), None),
-    (metrics(segments=3, fragments=4), None),  # not more than B fragments
-    (metrics(segments=3, fragments=5), FULL),
-    (metrics(undersized=[20 * MB]), None),
-    (metrics(undersized=[20 * MB, 20 * MB]), FULL),
-    (metrics(change_files=1), FULL),
-])
+@pytest.mark.parametrize(
+    ("m", "expected"),
+    [
+        (metrics(segments=3), None),
+        (metrics(segments=3, fragments=4), None),  # not more than B fragments
+        (metrics(segments=3, fragments=5), FULL),
+        (metrics(undersized=[20 * MB]), None),
+        (metrics(undersized=[20 * MB, 20 * MB]), FULL),
+        (metrics(change_files=1), FULL),
+    ],
+)
 def test_full_needs_something_to_clean(m, expected):
     settings = Settings(full_interval_ms=HOUR, minor_interval_ms=10 * HOUR)
     assert mode_of(m, settings, History(last_full_ms=NOW - HOUR, last_minor_ms=NOW)) == expected
@@ -202,14 +235,17 @@ def test_full_needs_something_to_clean(m, expected):
 # --- major -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("change_node", "change_rows", "expected"), [
-    (4, 100, None),  # 100 / 1000 = 0.1: not above the ratio
-    (4, 101, MAJOR),
-    (8, 101, MAJOR),  # a change node below the segment's sends all its rows there
-    (5, 10_000, None),  # an unrelated node hits nothing
-    (2, 200, None),  # a change node one level up spreads half of its rows to the segment's node
-    (2, 202, MAJOR),
-])
+@pytest.mark.parametrize(
+    ("change_node", "change_rows", "expected"),
+    [
+        (4, 100, None),  # 100 / 1000 = 0.1: not above the ratio
+        (4, 101, MAJOR),
+        (8, 101, MAJOR),  # a change node below the segment's sends all its rows there
+        (5, 10_000, None),  # an unrelated node hits nothing
+        (2, 200, None),  # a change node one level up spreads half of its rows to the segment's node
+        (2, 202, MAJOR),
+    ],
+)
 def test_major_duplicate_ratio(change_node, change_rows, expected):
     m = measure("p", [base("s", 4, 200 * MB, rows=1000)], [change("c", change_node, change_rows)], SETTINGS)
     assert m.rewrite_segments == (1 if expected else 0)
@@ -226,13 +262,16 @@ def test_major_duplicate_ratio_shares_change_rows_among_related_base_rows():
     assert measure("p", segments[:1], [change("c", 4, 501)], settings).rewrite_segments == 1
 
 
-@pytest.mark.parametrize(("sizes_mb", "expected"), [
-    ([64, 64], MAJOR),  # sum reaches target (128) and the two smallest fit in one target file
-    ([64, 63], None),  # sum short of the target
-    ([70, 70], None),  # the two smallest would not fit in one target file
-    ([20, 50, 58], MAJOR),
-    ([20, 50, 57], None),
-])
+@pytest.mark.parametrize(
+    ("sizes_mb", "expected"),
+    [
+        ([64, 64], MAJOR),  # sum reaches target (128) and the two smallest fit in one target file
+        ([64, 63], None),  # sum short of the target
+        ([70, 70], None),  # the two smallest would not fit in one target file
+        ([20, 50, 58], MAJOR),
+        ([20, 50, 57], None),
+    ],
+)
 def test_major_when_undersized_segments_fill_a_target_file(sizes_mb, expected):
     assert mode_of(metrics(undersized=[s * MB for s in sizes_mb])) == expected
 
@@ -259,13 +298,16 @@ def test_major_delete_rows(deleted, expected):
     assert mode_of(m) == expected
 
 
-@pytest.mark.parametrize(("base_rows", "upserted", "deleted", "expected"), [
-    (80_000, 20_000, 20_000, MAJOR),  # 20_000 / 100_000 = 0.2
-    (80_000, 20_000, 19_999, None),
-    (79_999, 20_000, 50_000, None),  # below min-rows the ratio does not count
-    (0, 0, 10, None),  # an empty base does not trigger on a few deletes
-    (0, 100_000, 20_000, MAJOR),  # upserted rows count towards the volume
-])
+@pytest.mark.parametrize(
+    ("base_rows", "upserted", "deleted", "expected"),
+    [
+        (80_000, 20_000, 20_000, MAJOR),  # 20_000 / 100_000 = 0.2
+        (80_000, 20_000, 19_999, None),
+        (79_999, 20_000, 50_000, None),  # below min-rows the ratio does not count
+        (0, 0, 10, None),  # an empty base does not trigger on a few deletes
+        (0, 100_000, 20_000, MAJOR),  # upserted rows count towards the volume
+    ],
+)
 def test_major_delete_ratio(base_rows, upserted, deleted, expected):
     m = metrics(segments=1, base_rows=base_rows, change_files=2, upserted_rows=upserted, deleted_rows=deleted)
     decision = evaluate(m, SETTINGS, NEVER, NOW)
@@ -274,9 +316,15 @@ def test_major_delete_ratio(base_rows, upserted, deleted, expected):
         assert "delete ratio" in decision.reason
 
 
-@pytest.mark.parametrize(("nodes", "small", "expected"), [
-    (1, 64, MAJOR), (1, 63, MINOR), (2, 128, MAJOR), (2, 127, MINOR),
-])
+@pytest.mark.parametrize(
+    ("nodes", "small", "expected"),
+    [
+        (1, 64, MAJOR),
+        (1, 63, MINOR),
+        (2, 128, MAJOR),
+        (2, 127, MINOR),
+    ],
+)
 def test_major_small_file_count_per_node(nodes, small, expected):
     assert mode_of(metrics(fragments=small, nodes=nodes)) == expected
 
@@ -299,4 +347,6 @@ def test_the_strongest_mode_due_wins():
     assert mode_of(everything, Settings(full_interval_ms=HOUR, major_interval_ms=HOUR), history) == FULL
     assert mode_of(everything, SETTINGS, history) == MAJOR
     assert mode_of(metrics(fragments=12), SETTINGS, history) == MINOR
-    assert mode_of(metrics(segments=5), Settings(full_interval_ms=HOUR, major_interval_ms=HOUR), history) is None
+    assert (
+        mode_of(metrics(segments=5), Settings(full_interval_ms=HOUR, major_interval_ms=HOUR), history) is None
+    )

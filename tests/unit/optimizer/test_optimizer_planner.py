@@ -29,15 +29,33 @@ SETTINGS = Settings()  # target 128 MB: fragments <= 16 MB, undersized <= 96 MB,
 FRAGMENT, UNDERSIZED, SEGMENT = 8 * MB, 64 * MB, 128 * MB
 
 
-def base(path: str, node: int, size: int = SEGMENT, keys: tuple | None = None, partition: str = "p") -> PlanFile:
+def base(
+    path: str, node: int, size: int = SEGMENT, keys: tuple | None = None, partition: str = "p"
+) -> PlanFile:
     """A base file; ``keys`` is the (min, max) of a one-column key, None for unknown bounds."""
     return PlanFile(path, "base", node, partition, 1000, size, key_bounds=None if keys is None else (keys,))
 
 
-def change(path: str, node: int, txn: int = 1, keys: tuple | None = None, size: int = MB,
-           partition: str = "p", delete: bool = False) -> PlanFile:
-    return PlanFile(path, "change", node, partition, 10, size, sequence_number=txn, is_delete=delete,
-                    key_bounds=None if keys is None else (keys,))
+def change(
+    path: str,
+    node: int,
+    txn: int = 1,
+    keys: tuple | None = None,
+    size: int = MB,
+    partition: str = "p",
+    delete: bool = False,
+) -> PlanFile:
+    return PlanFile(
+        path,
+        "change",
+        node,
+        partition,
+        10,
+        size,
+        sequence_number=txn,
+        is_delete=delete,
+        key_bounds=None if keys is None else (keys,),
+    )
 
 
 def targets_of(f: PlanFile, level: int) -> set[int]:
@@ -59,8 +77,9 @@ def covered(task: Task) -> set[str]:
     return paths(task.base_files) | paths(task.kept_files)
 
 
-def check_invariants(tasks: list[Task], base_files: list[PlanFile], change_files: list[PlanFile],
-                     settings: Settings) -> None:
+def check_invariants(
+    tasks: list[Task], base_files: list[PlanFile], change_files: list[PlanFile], settings: Settings
+) -> None:
     level = settings.write_level
     targets = [t.target_node for t in tasks]
     assert len(targets) == len(set(targets)), "two tasks write one target node"
@@ -92,22 +111,27 @@ def check_invariants(tasks: list[Task], base_files: list[PlanFile], change_files
         for c in t.change_files:
             for b in base_files:
                 if t.target_node in targets_of(b, level) and overlaps(b, c):
-                    assert b.path in covered(t), f"{b.path} may hold a key of {c.path} but is neither rewritten nor kept"
+                    assert b.path in covered(t), (
+                        f"{b.path} may hold a key of {c.path} but is neither rewritten nor kept"
+                    )
 
 
 # --- subtree roots ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("node_ids", "expected"), [
-    ([], []),
-    ([1, 4, 5, 6, 7], [1]),  # a root node with files swallows the whole tree
-    ([4, 5, 6, 7], [4, 6, 5, 7]),  # pre-order: 4 and 6 are the children of 2, 5 and 7 of 3
-    ([7, 3, 2], [2, 3]),
-    ([2, 8, 12, 5, 13], [2, 5]),  # 8 and 12 lie under 2; 13 under 5
-    ([9, 3, 15, 11], [3]),  # 9, 15 and 11 all lie under 3 (index & 1 == 1)
-    ([9, 15, 11, 5], [5, 11, 15]),  # 9 under 5; 11 and 15 under the empty 7
-    ([8, 12, 10, 14], [8, 12, 10, 14]),  # all leaves of 8 buckets under node 2, in pre-order
-])
+@pytest.mark.parametrize(
+    ("node_ids", "expected"),
+    [
+        ([], []),
+        ([1, 4, 5, 6, 7], [1]),  # a root node with files swallows the whole tree
+        ([4, 5, 6, 7], [4, 6, 5, 7]),  # pre-order: 4 and 6 are the children of 2, 5 and 7 of 3
+        ([7, 3, 2], [2, 3]),
+        ([2, 8, 12, 5, 13], [2, 5]),  # 8 and 12 lie under 2; 13 under 5
+        ([9, 3, 15, 11], [3]),  # 9, 15 and 11 all lie under 3 (index & 1 == 1)
+        ([9, 15, 11, 5], [5, 11, 15]),  # 9 under 5; 11 and 15 under the empty 7
+        ([8, 12, 10, 14], [8, 12, 10, 14]),  # all leaves of 8 buckets under node 2, in pre-order
+    ],
+)
 def test_subtree_roots_in_preorder(node_ids, expected):
     assert [n.id for n in subtree_roots(DataTreeNode.of_id(i) for i in node_ids)] == expected
 
@@ -125,16 +149,19 @@ def test_subtree_roots_are_disjoint_and_cover_every_node():
 # --- key ranges ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("a", "b", "expected"), [
-    (((0, 99),), ((100, 110),), False),
-    (((0, 100),), ((100, 110),), True),  # bounds are inclusive
-    (((5, 6),), ((0, 10),), True),
-    (((0, 10), ("a", "c")), ((5, 15), ("d", "f")), False),  # composite: disjoint on one column
-    (((0, 10), ("a", "d")), ((5, 15), ("d", "f")), True),
-    (((0, 10), (None, None)), ((5, 15), ("d", "f")), True),  # an unknown column bound is no evidence
-    (None, ((100, 110),), True),
-    (((0, 1),), None, True),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        (((0, 99),), ((100, 110),), False),
+        (((0, 100),), ((100, 110),), True),  # bounds are inclusive
+        (((5, 6),), ((0, 10),), True),
+        (((0, 10), ("a", "c")), ((5, 15), ("d", "f")), False),  # composite: disjoint on one column
+        (((0, 10), ("a", "d")), ((5, 15), ("d", "f")), True),
+        (((0, 10), (None, None)), ((5, 15), ("d", "f")), True),  # an unknown column bound is no evidence
+        (None, ((100, 110),), True),
+        (((0, 1),), None, True),
+    ],
+)
 def test_overlaps(a, b, expected):
     fa = PlanFile("a", "base", 4, "p", 1, 1, key_bounds=a)
     fb = PlanFile("b", "change", 4, "p", 1, 1, key_bounds=b)
@@ -168,8 +195,11 @@ def test_unknown_bounds_overlap_everything():
 
 def test_key_range_groups_are_transitive():
     # c touches the fragment, the fragment touches the low segment: one group, all rewritten.
-    files = [base("low", 4, keys=(0, 99)), base("frag", 4, FRAGMENT, keys=(50, 150)),
-             base("far", 4, keys=(500, 600))]
+    files = [
+        base("low", 4, keys=(0, 99)),
+        base("frag", 4, FRAGMENT, keys=(50, 150)),
+        base("far", 4, keys=(500, 600)),
+    ]
     c = change("c", 4, keys=(150, 160))
     tasks = plan_partition("p", files, [c], MINOR, SETTINGS)
     assert paths(tasks[0].base_files) == {"frag"} and paths(tasks[0].kept_files) == {"low"}
@@ -181,21 +211,28 @@ def test_key_range_groups_are_transitive():
 # One target node, no change data, key-range groups: {f1, f2} two fragments, {u1, u2} two undersized,
 # {f3, s1} a fragment with a segment, {s2} a lone segment, {u3} a lone undersized, {f4} a lone fragment.
 MODE_FILES = [
-    base("f1", 4, FRAGMENT, (0, 10)), base("f2", 4, FRAGMENT, (5, 15)),
-    base("u1", 4, UNDERSIZED, (20, 30)), base("u2", 4, UNDERSIZED, (25, 35)),
-    base("f3", 4, FRAGMENT, (40, 50)), base("s1", 4, SEGMENT, (45, 200)),
-    base("s2", 4, SEGMENT, (300, 400)), base("u3", 4, UNDERSIZED, (500, 600)),
+    base("f1", 4, FRAGMENT, (0, 10)),
+    base("f2", 4, FRAGMENT, (5, 15)),
+    base("u1", 4, UNDERSIZED, (20, 30)),
+    base("u2", 4, UNDERSIZED, (25, 35)),
+    base("f3", 4, FRAGMENT, (40, 50)),
+    base("s1", 4, SEGMENT, (45, 200)),
+    base("s2", 4, SEGMENT, (300, 400)),
+    base("u3", 4, UNDERSIZED, (500, 600)),
     base("f4", 4, FRAGMENT, (700, 800)),
 ]
 
 
-@pytest.mark.parametrize(("mode", "rewritten"), [
-    # Every group holding a fragment (the node has >= 2); without change data a segment in such a
-    # group is no input at all (nothing supersedes its rows).
-    (MINOR, {"f1", "f2", "f3", "f4"}),
-    (MAJOR, {"f1", "f2", "u1", "u2", "f3", "u3", "f4"}),  # ... or an undersized segment
-    (FULL, {"f1", "f2", "u1", "u2", "f3", "s1", "u3", "f4"}),  # everything but the lone clean segment
-])
+@pytest.mark.parametrize(
+    ("mode", "rewritten"),
+    [
+        # Every group holding a fragment (the node has >= 2); without change data a segment in such a
+        # group is no input at all (nothing supersedes its rows).
+        (MINOR, {"f1", "f2", "f3", "f4"}),
+        (MAJOR, {"f1", "f2", "u1", "u2", "f3", "u3", "f4"}),  # ... or an undersized segment
+        (FULL, {"f1", "f2", "u1", "u2", "f3", "s1", "u3", "f4"}),  # everything but the lone clean segment
+    ],
+)
 def test_what_each_mode_rewrites(mode, rewritten):
     tasks = plan_partition("p", MODE_FILES, [], mode, SETTINGS)
     assert len(tasks) == 1 and tasks[0].target_node == 4 and not tasks[0].change_files
@@ -210,7 +247,9 @@ def test_a_lone_clean_segment_is_left_alone(mode):
 
 def test_change_data_is_merged_in_every_mode():
     for mode in (MINOR, MAJOR, FULL):
-        tasks = plan_partition("p", [base("s", 5, keys=(0, 9))], [change("c", 5, keys=(3, 3))], mode, SETTINGS)
+        tasks = plan_partition(
+            "p", [base("s", 5, keys=(0, 9))], [change("c", 5, keys=(3, 3))], mode, SETTINGS
+        )
         assert [(t.target_node, covered(t), paths(t.change_files)) for t in tasks] == [(5, {"s"}, {"c"})]
         # Full rewrites the segment; minor and major leave it with position deletes.
         assert paths(tasks[0].kept_files) == (set() if mode == FULL else {"s"})
@@ -220,13 +259,18 @@ def deleted(path: str, node: int, size: int, rows: int, deleted_rows: int, keys:
     """A base file of ``rows`` rows, ``deleted_rows`` of them removed by a position-delete file."""
     from pyiceberg.manifest import DataFile, DataFileContent
 
-    delete_file = DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path=f"{path}-deletes",
-                                     record_count=deleted_rows)
+    delete_file = DataFile.from_args(
+        content=DataFileContent.POSITION_DELETES, file_path=f"{path}-deletes", record_count=deleted_rows
+    )
     return PlanFile(path, "base", node, "p", rows, size, key_bounds=(keys,), deletes=(delete_file,))
 
 
 def test_minor_keeps_every_file_past_fragment_size_and_rewrites_fragments():
-    files = [base("f", 4, FRAGMENT, (0, 50)), base("u", 4, UNDERSIZED, (40, 90)), base("s", 4, SEGMENT, (80, 200))]
+    files = [
+        base("f", 4, FRAGMENT, (0, 50)),
+        base("u", 4, UNDERSIZED, (40, 90)),
+        base("s", 4, SEGMENT, (80, 200)),
+    ]
     c = change("c", 4, keys=(0, 200))
     [task] = plan_partition("p", files, [c], MINOR, SETTINGS)
     assert paths(task.base_files) == {"f"} and paths(task.kept_files) == {"u", "s"}
@@ -257,7 +301,9 @@ def test_a_lone_segment_with_position_deletes_is_not_clean_for_full():
 
 def test_a_task_too_large_to_merge_in_memory_rewrites_its_files_whole():
     settings = Settings(in_memory_max_bytes=SEGMENT)
-    [task] = plan_partition("p", [base("s", 4, SEGMENT, (0, 9))], [change("c", 4, keys=(3, 3))], MINOR, settings)
+    [task] = plan_partition(
+        "p", [base("s", 4, SEGMENT, (0, 9))], [change("c", 4, keys=(3, 3))], MINOR, settings
+    )
     assert paths(task.base_files) == {"s"} and not task.kept_files
 
 
@@ -279,15 +325,23 @@ def test_an_unknown_mode_is_refused():
 
 def test_a_root_node_file_is_assigned_to_every_target_node():
     root = base("root", 1, keys=(0, 50))
-    segments = [base("s4", 4, keys=(0, 100)), base("s5", 5, keys=(0, 100)),
-                base("s6", 6, keys=(500, 600)), base("s7", 7, keys=(500, 600))]
+    segments = [
+        base("s4", 4, keys=(0, 100)),
+        base("s5", 5, keys=(0, 100)),
+        base("s6", 6, keys=(500, 600)),
+        base("s7", 7, keys=(500, 600)),
+    ]
     c = change("c", 5, keys=(10, 20))
     tasks = by_target(plan_partition("p", [root, *segments], [c], MINOR, SETTINGS))
     assert sorted(tasks) == [4, 5, 6, 7]
     assert all(t.has_upper_files for t in tasks.values())
     # The root file goes everywhere; a segment goes along only where it overlaps the root file or c.
-    assert {n: paths(t.base_files) for n, t in tasks.items()} == \
-        {4: {"root", "s4"}, 5: {"root", "s5"}, 6: {"root"}, 7: {"root"}}
+    assert {n: paths(t.base_files) for n, t in tasks.items()} == {
+        4: {"root", "s4"},
+        5: {"root", "s5"},
+        6: {"root"},
+        7: {"root"},
+    }
     assert {n: paths(t.change_files) for n, t in tasks.items()} == {4: set(), 5: {"c"}, 6: set(), 7: set()}
     check_invariants(list(tasks.values()), [root, *segments], [c], SETTINGS)
 
@@ -297,8 +351,12 @@ def test_fewer_change_buckets_than_base_buckets():
     segments = [base(f"s{n}", n) for n in (4, 5, 6, 7)]
     changes = [change("c2", 2), change("c3", 3)]
     tasks = by_target(plan_partition("p", segments, changes, MINOR, SETTINGS))
-    assert {n: paths(t.change_files) for n, t in tasks.items()} == \
-        {4: {"c2"}, 5: {"c3"}, 6: {"c2"}, 7: {"c3"}}
+    assert {n: paths(t.change_files) for n, t in tasks.items()} == {
+        4: {"c2"},
+        5: {"c3"},
+        6: {"c2"},
+        7: {"c3"},
+    }
     assert {n: paths(t.base_files) for n, t in tasks.items()} == {n: {f"s{n}"} for n in (4, 5, 6, 7)}
     assert all(t.has_upper_files for t in tasks.values())
     check_invariants(list(tasks.values()), segments, changes, SETTINGS)
@@ -309,8 +367,12 @@ def test_more_change_buckets_than_base_buckets():
     segments = [base(f"s{n}", n) for n in (4, 5, 6, 7)]
     changes = [change(f"c{n}", n) for n in range(8, 16)]
     tasks = by_target(plan_partition("p", segments, changes, MINOR, SETTINGS))
-    assert {n: paths(t.change_files) for n, t in tasks.items()} == \
-        {4: {"c8", "c12"}, 5: {"c9", "c13"}, 6: {"c10", "c14"}, 7: {"c11", "c15"}}
+    assert {n: paths(t.change_files) for n, t in tasks.items()} == {
+        4: {"c8", "c12"},
+        5: {"c9", "c13"},
+        6: {"c10", "c14"},
+        7: {"c11", "c15"},
+    }
     assert not any(t.has_upper_files for t in tasks.values())
     check_invariants(list(tasks.values()), segments, changes, SETTINGS)
 
@@ -344,8 +406,9 @@ def test_one_bucket_tables_write_at_the_root():
     files = [base("root", 1)]
     changes = [change("c4", 4), change("c7", 7)]
     tasks = plan_partition("p", files, changes, MINOR, settings)
-    assert [(t.target_node, paths(t.input_files), t.has_upper_files) for t in tasks] == \
-        [(1, {"root", "c4", "c7"}, False)]
+    assert [(t.target_node, paths(t.input_files), t.has_upper_files) for t in tasks] == [
+        (1, {"root", "c4", "c7"}, False)
+    ]
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -360,10 +423,14 @@ def test_invariants_hold_on_random_file_lists(seed, mode):
         lo = rng.randint(0, 1000)
         return lo, lo + rng.randint(0, 200)
 
-    base_files = [base(f"b{i}", rng.randint(1, 15), rng.choice([FRAGMENT, UNDERSIZED, SEGMENT]), keys())
-                  for i in range(rng.randint(0, 12))]
-    change_files = [change(f"c{i}", rng.randint(1, 15), rng.randint(1, 4), keys(), delete=rng.random() < 0.3)
-                    for i in range(rng.randint(0, 8))]
+    base_files = [
+        base(f"b{i}", rng.randint(1, 15), rng.choice([FRAGMENT, UNDERSIZED, SEGMENT]), keys())
+        for i in range(rng.randint(0, 12))
+    ]
+    change_files = [
+        change(f"c{i}", rng.randint(1, 15), rng.randint(1, 4), keys(), delete=rng.random() < 0.3)
+        for i in range(rng.randint(0, 8))
+    ]
     tasks = plan_partition("p", base_files, change_files, mode, settings)
     check_invariants(tasks, base_files, change_files, settings)
     if mode == FULL:  # full leaves nothing behind but lone clean segments
@@ -382,8 +449,10 @@ def test_unkeyed_tables_bin_pack_the_files_the_mode_takes():
     files = [*fragments, base("u", 1, UNDERSIZED), base("s", 1, SEGMENT)]
     tasks = plan_partition("p", files, [], MINOR, settings)
     assert [len(t.base_files) for t in tasks] == [16, 4]
-    assert all(t.target_node is None and sum(f.file_size for f in t.base_files) <= settings.target_size
-               for t in tasks)
+    assert all(
+        t.target_node is None and sum(f.file_size for f in t.base_files) <= settings.target_size
+        for t in tasks
+    )
     assert set().union(*(paths(t.base_files) for t in tasks)) == paths(fragments)
     assert plan_partition("p", [fragments[0], base("s", 1)], [], MINOR, settings) == []
     major = plan_partition("p", files, [], MAJOR, settings)
@@ -397,21 +466,27 @@ TXNS = {1: 3, 2: 2, 3: 4}  # transaction -> number of change files
 
 
 def txn_files(txns: dict[int, int], partition: str = "p") -> list[PlanFile]:
-    files = [change(f"t{txn}-{i}", 4 + i % 4, txn, partition=partition)
-             for txn, n in txns.items() for i in range(n)]
+    files = [
+        change(f"t{txn}-{i}", 4 + i % 4, txn, partition=partition)
+        for txn, n in txns.items()
+        for i in range(n)
+    ]
     random.Random(3).shuffle(files)  # arrival order must not matter
     return files
 
 
-@pytest.mark.parametrize(("max_files", "taken_txns"), [
-    (100, [1, 2, 3]),
-    (9, [1, 2, 3]),
-    (8, [1, 2]),
-    (5, [1, 2]),
-    (4, [1]),
-    (3, [1]),
-    (1, [1]),  # at least one transaction, even one larger than the cap
-])
+@pytest.mark.parametrize(
+    ("max_files", "taken_txns"),
+    [
+        (100, [1, 2, 3]),
+        (9, [1, 2, 3]),
+        (8, [1, 2]),
+        (5, [1, 2]),
+        (4, [1]),
+        (3, [1]),
+        (1, [1]),  # at least one transaction, even one larger than the cap
+    ],
+)
 def test_take_change_prefix_takes_whole_oldest_transactions(max_files, taken_txns):
     taken, last = take_change_prefix(txn_files(TXNS), max_files)
     assert sorted({f.sequence_number for f in taken}) == taken_txns
@@ -449,18 +524,23 @@ def test_plan_counts_an_upper_file_once():
 
 def budget_inputs() -> list[PartitionInput]:
     # One change file each: the partition's input is exactly that many bytes.
-    return [PartitionInput(name, MINOR, "test", [], [change(f"{name}-c", 4, 1, size=size, partition=name)], 0)
-            for name, size in (("b", 200), ("c", 100), ("a", 300))]
+    return [
+        PartitionInput(name, MINOR, "test", [], [change(f"{name}-c", 4, 1, size=size, partition=name)], 0)
+        for name, size in (("b", 200), ("c", 100), ("a", 300))
+    ]
 
 
-@pytest.mark.parametrize(("budget", "planned", "skipped"), [
-    (None, ["a", "b", "c"], []),
-    (600, ["a", "b", "c"], []),
-    (599, ["a", "b"], ["c"]),
-    (400, ["a", "c"], ["b"]),  # costliest first; b does not fit after a, c still does
-    (300, ["a"], ["b", "c"]),
-    (10, ["a"], ["b", "c"]),  # at least one partition, even over budget
-])
+@pytest.mark.parametrize(
+    ("budget", "planned", "skipped"),
+    [
+        (None, ["a", "b", "c"], []),
+        (600, ["a", "b", "c"], []),
+        (599, ["a", "b"], ["c"]),
+        (400, ["a", "c"], ["b"]),  # costliest first; b does not fit after a, c still does
+        (300, ["a"], ["b", "c"]),
+        (10, ["a"], ["b", "c"]),  # at least one partition, even over budget
+    ],
+)
 def test_plan_input_budget(budget, planned, skipped):
     result = plan(budget_inputs(), SETTINGS, budget)
     assert [p.partition for p in result.partitions] == planned
@@ -470,6 +550,8 @@ def test_plan_input_budget(budget, planned, skipped):
 
 def test_plan_drops_partitions_with_nothing_to_do():
     idle = PartitionInput("idle", MINOR, "test", [base("s", 4)], [], 0)
-    busy = PartitionInput("busy", MINOR, "test", [base("s", 4, keys=(0, 9))], [change("c", 4, keys=(1, 1))], 0)
+    busy = PartitionInput(
+        "busy", MINOR, "test", [base("s", 4, keys=(0, 9))], [change("c", 4, keys=(1, 1))], 0
+    )
     result = plan([idle, busy], SETTINGS, budget_bytes=1)
     assert [p.partition for p in result.partitions] == ["busy"] and result.skipped == []

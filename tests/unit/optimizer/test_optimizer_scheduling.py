@@ -8,15 +8,29 @@ from arctic_sql.optimizer.service import HOUR_MS, last_optimized_ms, occupation,
 from arctic_sql.table.records import optimizing_processes as state
 
 
-@pytest.mark.parametrize(("quota", "cores", "threads"),
-                         [(0.5, 4, 2), (0.5, 3, 2), (0.1, 2, 1), (1.0, 8, 8), (3.0, 8, 3), (2.5, 8, 2)])
+@pytest.mark.parametrize(
+    ("quota", "cores", "threads"),
+    [(0.5, 4, 2), (0.5, 3, 2), (0.1, 2, 1), (1.0, 8, 8), (3.0, 8, 3), (2.5, 8, 2)],
+)
 def test_quota_threads(quota, cores, threads):
     assert quota_threads(quota, cores) == threads
 
 
-def _record(started: int, ended: int | None, task_ms: int, status: str = state.SUCCESS) -> state.ProcessRecord:
-    return state.ProcessRecord("p", "db.t", "minor", "service", status, started, ended or started, "x",
-                               ended_at_ms=ended, task_time_ms=task_ms)
+def _record(
+    started: int, ended: int | None, task_ms: int, status: str = state.SUCCESS
+) -> state.ProcessRecord:
+    return state.ProcessRecord(
+        "p",
+        "db.t",
+        "minor",
+        "service",
+        status,
+        started,
+        ended or started,
+        "x",
+        ended_at_ms=ended,
+        task_time_ms=task_ms,
+    )
 
 
 def test_occupation_counts_only_the_last_hour_share_of_task_time():

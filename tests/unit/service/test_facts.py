@@ -15,16 +15,19 @@ from iceberg_tables import catalog_at, create, write
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.service import views
 from arctic_sql.service.facts import FactsCache, optimizing_status
-from arctic_sql.table.writing import commit
 from arctic_sql.table.format import layout
+from arctic_sql.table.writing import commit
 
 
 @pytest.fixture
 def catalog(tmp_path):
     catalog = catalog_at(tmp_path)
     create(catalog, "a")
-    create(catalog, "b", properties={"self-optimizing.minor.trigger.file-count": "1",
-                                     "base.file-index.hash-bucket": "1"})
+    create(
+        catalog,
+        "b",
+        properties={"self-optimizing.minor.trigger.file-count": "1", "base.file-index.hash-bucket": "1"},
+    )
     create(catalog, "logs", keyed=False)
     return catalog
 
@@ -68,8 +71,9 @@ def test_listing_filters_sorts_and_pages_on_the_server(catalog):
     worst = views.list_tables(cache, sort="health_score", page_size=1)
     assert worst["total"] == 3 and [t["name"] for t in worst["tables"]] == ["db.a"]
     assert [t["name"] for t in views.list_tables(cache, kind="append-only")["tables"]] == ["db.logs"]
-    assert [t["name"] for t in views.list_tables(cache, sort="bytes", order="desc", page=1, page_size=1)["tables"]] \
-        == ["db.a"]
+    assert [
+        t["name"] for t in views.list_tables(cache, sort="bytes", order="desc", page=1, page_size=1)["tables"]
+    ] == ["db.a"]
     assert views.list_tables(cache, page=2, page_size=2)["tables"][0]["name"] == "db.logs"
     with pytest.raises(InvalidArgumentError, match="Unknown sort key 'size'"):
         views.list_tables(cache, sort="size")

@@ -16,10 +16,10 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.service import views
 from arctic_sql.service.facts import FactsCache, current_health, last_failure, optimizing_status
 from arctic_sql.service.health import FAILED_OPTIMIZE_PENALTY
-from arctic_sql.table.writing import commit
-from arctic_sql.table.records import optimizing_processes as state
-from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.format import layout
+from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.records import optimizing_processes as state
+from arctic_sql.table.writing import commit
 
 
 @pytest.fixture
@@ -42,7 +42,9 @@ def _process(catalog, name: str, *path: str, failure: str | None = None, detail:
     state.save(table, record)
     for status in path:
         last = status == path[-1]
-        state.transition(table, record, status, failure=failure if last else None, detail=detail if last else None)
+        state.transition(
+            table, record, status, failure=failure if last else None, detail=detail if last else None
+        )
     return record
 
 
@@ -55,8 +57,14 @@ def test_a_failed_optimize_shows_until_a_later_one_succeeds(catalog):
     cache = FactsCache(catalog)
     healthy = _row(cache, "db.a")
     assert healthy["optimizing_status"] == "idle" and healthy["last_failure"] is None
-    failed = _process(catalog, "a", state.EXECUTING, state.FAILED, failure="Optimizing db.a failed: OSError: disk full",
-                      detail="ExecutionError: Optimizing db.a failed\n\nCaused by: OSError: disk full\n  at ...")
+    failed = _process(
+        catalog,
+        "a",
+        state.EXECUTING,
+        state.FAILED,
+        failure="Optimizing db.a failed: OSError: disk full",
+        detail="ExecutionError: Optimizing db.a failed\n\nCaused by: OSError: disk full\n  at ...",
+    )
     row = _row(cache, "db.a")
     assert row["optimizing_status"] == "failed"
     assert row["last_failure"]["process_id"] == failed.process_id
@@ -78,8 +86,11 @@ def test_a_failed_optimize_shows_until_a_later_one_succeeds(catalog):
     assert _row(cache, "db.a")["optimizing_status"] == "failed"
     _process(catalog, "a", state.EXECUTING, state.COMMITTING, state.SUCCESS)
     after = _row(cache, "db.a")
-    assert (after["optimizing_status"], after["last_failure"], after["health_score"]) == \
-        ("idle", None, healthy["health_score"])
+    assert (after["optimizing_status"], after["last_failure"], after["health_score"]) == (
+        "idle",
+        None,
+        healthy["health_score"],
+    )
     assert _row(cache, "db.b")["optimizing_status"] == "idle"
 
 

@@ -9,8 +9,16 @@ SETTINGS = HealthSettings(minor_file_count=12, duplicate_ratio=0.1, delete_ratio
 
 
 def measure(**changes: int) -> TableMeasure:
-    base = {"files": 4, "small_files": 4, "nodes": 4, "partitions": 1, "base_rows": 1000, "change_rows": 0,
-            "delete_rows": 0, "upsert_rows": 0}
+    base = {
+        "files": 4,
+        "small_files": 4,
+        "nodes": 4,
+        "partitions": 1,
+        "base_rows": 1000,
+        "change_rows": 0,
+        "delete_rows": 0,
+        "upsert_rows": 0,
+    }
     return TableMeasure(**{**base, **changes})
 
 
@@ -34,7 +42,9 @@ def test_small_files_beyond_one_per_node_cost_up_to_40_at_the_minor_trigger():
 
 def test_unmerged_change_rows_cost_up_to_40_at_the_duplicate_ratio():
     assert points(health_score(measure(change_rows=50, upsert_rows=50), SETTINGS))["unmerged_changes"] == 20.0
-    assert points(health_score(measure(change_rows=100, upsert_rows=100), SETTINGS))["unmerged_changes"] == 0.0
+    assert (
+        points(health_score(measure(change_rows=100, upsert_rows=100), SETTINGS))["unmerged_changes"] == 0.0
+    )
     no_base = health_score(measure(base_rows=0, change_rows=3, upsert_rows=3), SETTINGS)
     assert points(no_base)["unmerged_changes"] == 0.0
 

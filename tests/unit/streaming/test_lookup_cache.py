@@ -33,7 +33,10 @@ def test_changes_move_the_cache_to_their_version_and_survive_reopening(tmp_path)
     cache = _cache(tmp_path)
     found = cache.lookup([(3,), (4,), (200,), (None,)])
     assert cache.version() == 6
-    assert {k: [pickle.loads(r) for r in v] for k, v in found.items()} == {(3,): [("new",)], (200,): [("added",)]}
+    assert {k: [pickle.loads(r) for r in v] for k, v in found.items()} == {
+        (3,): [("new",)],
+        (200,): [("added",)],
+    }
 
 
 def test_a_failed_change_set_leaves_the_version_and_rows_as_they_were(tmp_path):
@@ -71,10 +74,16 @@ def test_composite_and_typed_keys_match_their_own_values_only(tmp_path):
         return tuple(sql_value(v) for v in values)
 
     cache = _cache(tmp_path, key_width=2)
-    cache.reload([(key(day, decimal.Decimal("1.50")), (), _row("a")), (key(day, decimal.Decimal("2.00")), (), _row("b"))],
-                 1)
+    cache.reload(
+        [
+            (key(day, decimal.Decimal("1.50")), (), _row("a")),
+            (key(day, decimal.Decimal("2.00")), (), _row("b")),
+        ],
+        1,
+    )
     assert list(cache.lookup([key(day, decimal.Decimal("1.50")), key(day, decimal.Decimal("3.00"))])) == [
-        ("2026-01-31", "1.50")]
+        ("2026-01-31", "1.50")
+    ]
     assert sql_value(True) == 1 and sql_value(day) == "2026-01-31"
 
 
@@ -86,16 +95,27 @@ def test_a_column_is_encoded_by_its_type_and_kept_as_it_is_when_native():
 
 
 def test_options_take_the_peers_words_and_refuse_bad_values():
-    parsed = _options({"lookup.reloading.interval": "10 s", "lookup.cache-max-memory-size": "64mb",
-                       "lookup.buckets": "32"})
+    parsed = _options(
+        {"lookup.reloading.interval": "10 s", "lookup.cache-max-memory-size": "64mb", "lookup.buckets": "32"}
+    )
     assert (parsed[INTERVAL], parsed[MEMORY], parsed[BUCKETS]) == (10_000, 64 << 20, 32)
     assert _options({})[INTERVAL] == 0
-    for spelled, ms in [("10 minutes", 600_000), ("2min", 120_000), ("1 hour", 3_600_000), ("1d", 86_400_000),
-                        ("250", 250), ("30 seconds", 30_000)]:
+    for spelled, ms in [
+        ("10 minutes", 600_000),
+        ("2min", 120_000),
+        ("1 hour", 3_600_000),
+        ("1d", 86_400_000),
+        ("250", 250),
+        ("30 seconds", 30_000),
+    ]:
         assert _options({"lookup.reloading.interval": spelled})[INTERVAL] == ms
-    for bad, words in [({"lookup.buckets": "12"}, "power of two"), ({"lookup.buckets": "0"}, "power of two"),
-                       ({"lookup.reloading.interval": "1 week"}, "duration"),
-                       ({"lookup.cache-max-memory-size": "0"}, "size"), ({"lookup.cache": "full"}, "Unknown")]:
+    for bad, words in [
+        ({"lookup.buckets": "12"}, "power of two"),
+        ({"lookup.buckets": "0"}, "power of two"),
+        ({"lookup.reloading.interval": "1 week"}, "duration"),
+        ({"lookup.cache-max-memory-size": "0"}, "size"),
+        ({"lookup.cache": "full"}, "Unknown"),
+    ]:
         with pytest.raises(InvalidArgumentError, match=words):
             _options(bad)
 
@@ -106,7 +126,9 @@ def test_one_instant_is_one_key_in_any_time_zone():
     local = datetime.datetime(2024, 3, 10, 1, 30, tzinfo=new_york)
     utc = datetime.datetime(2024, 3, 10, 6, 30, tzinfo=datetime.UTC)
     assert sql_value(local) == sql_value(utc)
-    assert sql_value(datetime.datetime(2024, 3, 10, 1, 30)) != sql_value(utc)  # NTZ: the wall clock is the value
+    assert sql_value(datetime.datetime(2024, 3, 10, 1, 30)) != sql_value(
+        utc
+    )  # NTZ: the wall clock is the value
 
 
 def test_small_changes_stay_in_the_wal_and_a_file_made_with_other_pages_still_works(tmp_path):

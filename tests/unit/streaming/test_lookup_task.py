@@ -41,9 +41,23 @@ def test_a_batch_before_any_version_meets_the_first_and_none_without_one():
 
 def _plan(cache_dir: str) -> LookupPlan:
     key = StructType([StructField("id", LongType())])
-    return LookupPlan(spec=None, table="db.dim", table_uuid="u", primary_key=("id",), on=("id",), kept=(),
-                      dim_type=key, fact_names=("id",), output_type=key, with_version=False,
-                      left=False, buckets=4, interval_ms=0, cache_dir=cache_dir, memory_kib=1024)
+    return LookupPlan(
+        spec=None,
+        table="db.dim",
+        table_uuid="u",
+        primary_key=("id",),
+        on=("id",),
+        kept=(),
+        dim_type=key,
+        fact_names=("id",),
+        output_type=key,
+        with_version=False,
+        left=False,
+        buckets=4,
+        interval_ms=0,
+        cache_dir=cache_dir,
+        memory_kib=1024,
+    )
 
 
 def test_a_replayed_batch_meets_the_version_written_down_for_it(tmp_path):

@@ -10,8 +10,8 @@ from iceberg_tables import SCHEMA, catalog_at, create, write
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError, TableAlreadyExistsError
-from arctic_sql.table.writing import commit
 from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, TableIdentifier
+from arctic_sql.table.writing import commit
 
 
 def _exists(path: str) -> bool:
@@ -69,7 +69,9 @@ def test_a_staged_table_is_invisible_until_published_and_discarding_purges_it(ca
     assert not catalog.table_exists(identifier)
     published = catalog.publish(staged)
     assert catalog.table_exists(identifier) and published.change is not None
-    other = catalog.create_table(TableIdentifier("db", "u"), SCHEMA, UNPARTITIONED_PARTITION_SPEC, {}, staged=True)
+    other = catalog.create_table(
+        TableIdentifier("db", "u"), SCHEMA, UNPARTITIONED_PARTITION_SPEC, {}, staged=True
+    )
     path = write(other, [(1, None, "a")])
     commit.commit_change(other, [path], "insert")
     catalog.discard_staged(other)

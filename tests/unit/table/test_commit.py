@@ -12,9 +12,9 @@ from pyiceberg.table import Transaction
 from pyiceberg.types import LongType
 
 from arctic_sql.errors import CommitConflictError, CommitStateUnknownError
-from arctic_sql.table.writing import commit
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.reading.scan import live_files
+from arctic_sql.table.writing import commit
 
 
 @pytest.fixture
@@ -32,8 +32,9 @@ def test_a_change_commit_is_one_version_with_its_files_rows_and_summary(table):
     assert commit.commit_change(table, [upserts, deletes], versions.Operation.MERGE) == 1
     assert commit.commit_change(table, [write(table, [(4, None, "d")])], versions.Operation.INSERT) == 2
     table.change.refresh()
-    summary = versions.summary_of(table.change.snapshot_by_id(versions.data_commits(table.base, table.change)[0]
-                                                            .snapshot_id))
+    summary = versions.summary_of(
+        table.change.snapshot_by_id(versions.data_commits(table.base, table.change)[0].snapshot_id)
+    )
     assert summary[versions.OPERATION] == "merge"
     assert (summary[versions.UPSERTED_ROWS], summary[versions.DELETED_ROWS]) == ("2", "1")
     assert [c.version for c in versions.data_commits(table.base, table.change)] == [1, 2]
@@ -120,8 +121,13 @@ def test_an_overwrite_replaces_files_and_keeps_the_watermark_map(table):
     commit.commit_change(table, [write(table, [(1, None, "a")])], "insert")
     first = write(table, [(1, None, "a")], store=layout.Store.BASE)
     files = commit.data_files(table.base, [first])
-    commit.commit_base(table, lambda store: commit.BaseChange(add=files, watermarks={"": 1},
-                                                               summary={versions.OPERATION: "optimize"}), [first])
+    commit.commit_base(
+        table,
+        lambda store: commit.BaseChange(
+            add=files, watermarks={"": 1}, summary={versions.OPERATION: "optimize"}
+        ),
+        [first],
+    )
     second = write(table, [(1, None, "b")], store=layout.Store.BASE)
     replacement = commit.data_files(table.base, [second])
 
@@ -141,7 +147,11 @@ def test_metadata_changes_go_through_the_committer(table):
     commit.set_properties(table.base, {"a": "1", "b": "2"})
     commit.set_properties(table.base, {"c": "3"}, removals=["a", "not-set"])
     table.base.refresh()
-    assert (table.base.properties.get("a"), table.base.properties["b"], table.base.properties["c"]) == (None, "2", "3")
+    assert (table.base.properties.get("a"), table.base.properties["b"], table.base.properties["c"]) == (
+        None,
+        "2",
+        "3",
+    )
     before = len(table.base.metadata.metadata_log)
     commit.set_properties(table.base, removals=["not-set"])  # nothing to change: no commit
     table.base.refresh()
@@ -193,17 +203,30 @@ def test_footers_kept_by_the_writer_give_the_data_files_a_read_back_gives(table)
     from arctic_sql.table.writing.arrow_files import WriteTarget, write_table
 
     target = WriteTarget.of(table, layout.Store.CHANGE)
-    rows = pa.table({"id": [5, 1, 3], "p": ["x", None, "y"], "v": ["a", "b", None]}, schema=target.arrow_schema())
+    rows = pa.table(
+        {"id": [5, 1, 3], "p": ["x", None, "y"], "v": ["a", "b", None]}, schema=target.arrow_schema()
+    )
     written = write_table(rows, target, target.new_location(), ops=pa.array(["upsert", "delete", "upsert"]))
     assert written and all(f.footer is not None and f.size is not None for f in written)
     paths = [f.path for f in written]
     kept = commit.data_files(table.change, paths, {f.path: (f.size, f.footer) for f in written})
     read = commit.data_files(table.change, paths)
-    fields = ("file_path", "file_size_in_bytes", "record_count", "column_sizes", "value_counts", "null_value_counts",
-              "lower_bounds", "upper_bounds", "split_offsets", "partition")
+    fields = (
+        "file_path",
+        "file_size_in_bytes",
+        "record_count",
+        "column_sizes",
+        "value_counts",
+        "null_value_counts",
+        "lower_bounds",
+        "upper_bounds",
+        "split_offsets",
+        "partition",
+    )
     assert [[getattr(f, n) for n in fields] for f in kept] == [[getattr(f, n) for n in fields] for f in read]
-    assert sorted(f.file_size_in_bytes for f in read) == sorted(os.path.getsize(p.removeprefix("file://"))
-                                                              for p in paths)
+    assert sorted(f.file_size_in_bytes for f in read) == sorted(
+        os.path.getsize(p.removeprefix("file://")) for p in paths
+    )
 
 
 def test_registering_a_file_warns_only_of_statistics_left_out_unexpectedly(tmp_path, caplog):
@@ -219,13 +242,22 @@ def test_registering_a_file_warns_only_of_statistics_left_out_unexpectedly(tmp_p
     from arctic_sql.table.format.statistics import statistics_columns
     from arctic_sql.table.model.identifiers import TableIdentifier
 
-    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "d", DoubleType()),
-                    NestedField(3, "s", StringType()), identifier_field_ids=[1])
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "d", DoubleType()),
+        NestedField(3, "s", StringType()),
+        identifier_field_ids=[1],
+    )
     from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 
-    table = catalog_at(tmp_path).create_table(TableIdentifier("db", "f"), schema, UNPARTITIONED_PARTITION_SPEC, {})
+    table = catalog_at(tmp_path).create_table(
+        TableIdentifier("db", "f"), schema, UNPARTITIONED_PARTITION_SPEC, {}
+    )
     data = pa.table({"id": pa.array([1, 2], pa.int64()), "d": [1.5, float("nan")], "s": ["a", "b"]})
-    folder = layout.new_write_location(table.change.location()) + f"/{layout.NODE_COLUMN}=1/{layout.OP_COLUMN}=upsert"
+    folder = (
+        layout.new_write_location(table.change.location())
+        + f"/{layout.NODE_COLUMN}=1/{layout.OP_COLUMN}=upsert"
+    )
     os.makedirs(folder.removeprefix("file://"))
 
     def registered(name: str, columns) -> list[str]:  # noqa: ANN001
@@ -239,4 +271,5 @@ def test_registering_a_file_warns_only_of_statistics_left_out_unexpectedly(tmp_p
     assert statistics_columns(data.schema) == ["id", "s"]
     assert registered("writers", statistics_columns(data.schema)) == []  # the double column, as expected
     assert registered("no-string-bounds", ["id", "d"]) == [  # anything else still warns
-        "PyArrow statistics missing for column 2 when writing file"]
+        "PyArrow statistics missing for column 2 when writing file"
+    ]

@@ -14,27 +14,37 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from arctic_sql.table.maintenance import expiration
-from arctic_sql.table.writing import commit
 from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.format import versions
+from arctic_sql.table.maintenance import expiration
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import Range, change_files, version_at
-from arctic_sql.table.format import versions
+from arctic_sql.table.writing import commit
 
 
 @pytest.fixture
 def table(tmp_path):
-    iceberg = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    iceberg = load_catalog(
+        "t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}"
+    )
     catalog = ArcticCatalog(iceberg)
     catalog.create_database("db")
-    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()),
-                    identifier_field_ids=[1])
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "v", StringType()),
+        identifier_field_ids=[1],
+    )
     return catalog.create_table(TableIdentifier("db", "t"), schema, UNPARTITIONED_PARTITION_SPEC, {})
 
 
 def _optimize(table, watermark: int) -> None:
-    commit.commit_base(table, lambda store: commit.BaseChange(
-        watermarks={"": watermark}, summary={versions.OPERATION: versions.OPTIMIZE}), [])
+    commit.commit_base(
+        table,
+        lambda store: commit.BaseChange(
+            watermarks={"": watermark}, summary={versions.OPERATION: versions.OPTIMIZE}
+        ),
+        [],
+    )
 
 
 def _history(table) -> versions.History:
@@ -117,12 +127,15 @@ def test_the_change_data_ttl_drops_merged_files_whose_snapshots_expired_before_i
     # The TTL reaches the first commit only: its file goes, the second's stays.
     assert expiration.expire_change_data(table, older_than_ms=first_ms + 1) == 1
     table.change.refresh()
-    live = [f.data_file.file_path for f in live_files(table.change, table.change.current_snapshot(), Store.CHANGE)]
+    live = [
+        f.data_file.file_path for f in live_files(table.change, table.change.current_snapshot(), Store.CHANGE)
+    ]
     assert [p.removeprefix("file://") for p in live] == [second.removeprefix("file://")]
 
 
 def test_an_append_waits_for_an_announced_maintenance_commit_and_a_stale_announcement_holds_nothing(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # The change-data TTL's commit takes seconds; a stream appending every second won every race
     # against it, so it never landed. Appends now wait while it is announced on the change store.
     from iceberg_tables import catalog_at, create, write
@@ -137,8 +150,12 @@ def test_an_append_waits_for_an_announced_maintenance_commit_and_a_stale_announc
         if threading.current_thread() is not this_thread:
             return real_sleep(seconds)
         waits.append(seconds)
-        other = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
-        commit.set_properties(other.load_table(table.change.name()), removals=[commit.MAINTENANCE_PENDING_KEY])
+        other = load_catalog(
+            "t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}"
+        )
+        commit.set_properties(
+            other.load_table(table.change.name()), removals=[commit.MAINTENANCE_PENDING_KEY]
+        )
 
     monkeypatch.setattr(commit.time, "sleep", maintenance_lands)
     commit.commit_change(table, [write(table, [(1, None, "a")])], "insert")

@@ -11,21 +11,22 @@ import json
 from iceberg_tables import catalog_at, create, write
 from pyiceberg.catalog import load_catalog
 
-from arctic_sql.table.files import metadata_cache
-from arctic_sql.table.writing import commit
 from arctic_sql.table.catalog import ArcticCatalog
+from arctic_sql.table.files import metadata_cache
+from arctic_sql.table.format import versions
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import Range, change_files
-from arctic_sql.table.format import versions
 from arctic_sql.table.reading.scan import live_files, plan_read
+from arctic_sql.table.writing import commit
 
 T = TableIdentifier("db", "t")
 
 
 def _second_catalog(folder) -> ArcticCatalog:  # noqa: ANN001 - a pytest tmp_path
     """Another catalog instance on the same SQLite catalog: what another process sees."""
-    return ArcticCatalog(load_catalog("t", type="sql", uri=f"sqlite:///{folder}/catalog.db",
-                                      warehouse=f"file://{folder}"))
+    return ArcticCatalog(
+        load_catalog("t", type="sql", uri=f"sqlite:///{folder}/catalog.db", warehouse=f"file://{folder}")
+    )
 
 
 def test_a_cached_metadata_never_hides_a_commit_made_through_another_catalog(tmp_path):
@@ -44,8 +45,9 @@ def test_a_cached_metadata_never_hides_a_commit_made_through_another_catalog(tmp
     assert commit.commit_change(table, [write(table, [(3, None, "c")])], "insert") == 3
     last = other.load_table(T)
     assert [c.version for c in versions.data_commits(last.base, last.change)] == [1, 2, 3]
-    assert sorted(f.sequence_number for f in live_files(last.change, last.change.current_snapshot(), "change")) == [
-        1, 2, 3]
+    assert sorted(
+        f.sequence_number for f in live_files(last.change, last.change.current_snapshot(), "change")
+    ) == [1, 2, 3]
 
 
 def test_the_metadata_a_commit_wrote_is_what_the_next_load_gets_without_parsing(tmp_path):
@@ -94,10 +96,13 @@ def test_merged_manifests_keep_each_version_its_own_files_and_rows(tmp_path):
     current = table.change.current_snapshot()
     assert len(current.manifests(table.change.io)) < 5  # ten commits, merged as they went
     assert {f.path: f.sequence_number for f in live_files(table.change, current, "change")} == {
-        p: v for v, p in added.items()}
+        p: v for v, p in added.items()
+    }
     for version, path in added.items():  # each version's changes: its own file, nothing merged in
         assert [f.path for f in change_files(table, Range(version - 1, version))] == [path]
-        assert sorted(f.sequence_number for f in plan_read(table, version).change_files) == list(range(1, version + 1))
+        assert sorted(f.sequence_number for f in plan_read(table, version).change_files) == list(
+            range(1, version + 1)
+        )
 
 
 def test_a_bounded_metadata_log_keeps_every_version_readable(tmp_path):
@@ -130,7 +135,9 @@ def test_metadata_written_from_kept_pieces_is_the_json_pyiceberg_writes(tmp_path
     assert _second_catalog(tmp_path).load_table(T).change.metadata == metadata  # the file, parsed
 
 
-def test_a_process_that_only_parsed_the_metadata_writes_its_snapshots_from_the_json_it_read(tmp_path, monkeypatch):
+def test_a_process_that_only_parsed_the_metadata_writes_its_snapshots_from_the_json_it_read(
+    tmp_path, monkeypatch
+):
     # A Spark worker that commits one batch parses the metadata once and writes it once: its snapshots
     # must not be serialized again in Python (at 2,000 snapshots that was most of the commit).
     from pyiceberg.table.snapshots import Snapshot, SnapshotLogEntry
@@ -162,11 +169,21 @@ def test_a_file_another_process_wrote_is_parsed_as_pyiceberg_parses_it_reusing_k
     metadata_cache.clear()  # as in a process that has parsed nothing yet
     with open(table.change.metadata_location.removeprefix("file://")) as f:
         text = f.read()
-    assert metadata_cache.parse_metadata(text) == TableMetadataUtil.parse_raw(text)  # nothing known: all parsed
+    assert metadata_cache.parse_metadata(text) == TableMetadataUtil.parse_raw(
+        text
+    )  # nothing known: all parsed
     raw = json.loads(text)  # the metadata of version 1, as an earlier file held it
-    first = metadata_cache.parse_metadata(json.dumps({**raw, "snapshots": raw["snapshots"][:1], "refs": {},
-                                                      "snapshot-log": raw["snapshot-log"][:1],
-                                                      "current-snapshot-id": raw["snapshots"][0]["snapshot-id"]}))
+    first = metadata_cache.parse_metadata(
+        json.dumps(
+            {
+                **raw,
+                "snapshots": raw["snapshots"][:1],
+                "refs": {},
+                "snapshot-log": raw["snapshot-log"][:1],
+                "current-snapshot-id": raw["snapshots"][0]["snapshot-id"],
+            }
+        )
+    )
     second = metadata_cache.parse_metadata(text)
     assert second == TableMetadataUtil.parse_raw(text)
     assert second.snapshots[0] is first.snapshots[0] and len(second.snapshots) == 2

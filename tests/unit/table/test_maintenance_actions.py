@@ -62,7 +62,8 @@ def test_python_api_arguments_are_keyword_only():
 def test_output_schema_types_and_rows():
     assert output_schema(process.PartitionResult) == (
         "partition string, mode string, input_files_count long, input_bytes long, output_files_count long, "
-        "output_bytes long, duration_ms long, committed boolean")
+        "output_bytes long, duration_ms long, committed boolean"
+    )
     assert output_row(actions.OrphanFile("file:/x")) == ("file:/x",)
 
     @dataclasses.dataclass
@@ -77,7 +78,10 @@ def test_moments_are_aware_datetimes_or_durations_back_from_now():
     aware = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     assert actions.epoch_ms(aware, "older_than") == int(aware.timestamp() * 1000)
     exact = actions.EPOCH + datetime.timedelta(milliseconds=1_700_000_000_123)  # the same instant in any zone
-    assert actions.epoch_ms(exact.astimezone(datetime.timezone(datetime.timedelta(hours=2))), "t") == 1_700_000_000_123
+    assert (
+        actions.epoch_ms(exact.astimezone(datetime.timezone(datetime.timedelta(hours=2))), "t")
+        == 1_700_000_000_123
+    )
     before = actions.expiration.now_ms()
     day_ago = actions.epoch_ms(datetime.timedelta(days=1), "older_than")
     assert before - 86_400_000 <= day_ago <= actions.expiration.now_ms() - 86_400_000
@@ -105,11 +109,14 @@ def test_an_expiration_records_one_run_with_its_result_fields(table):
     assert runs[0].result == dataclasses.asdict(result)
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"retain_last": -1}, "retain_last must be 1 or more"),
-    ({"retain_last": 1.5}, "retain_last must be a whole number"),
-    ({"older_than": datetime.datetime(2100, 1, 1)}, "timezone-aware"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"retain_last": -1}, "retain_last must be 1 or more"),
+        ({"retain_last": 1.5}, "retain_last must be a whole number"),
+        ({"older_than": datetime.datetime(2100, 1, 1)}, "timezone-aware"),
+    ],
+)
 def test_a_refused_expiration_changes_and_records_nothing(table, arguments, message):
     snapshots = len(table.change.snapshots())
     with pytest.raises(InvalidArgumentError, match=message):
@@ -121,5 +128,9 @@ def test_a_refused_expiration_changes_and_records_nothing(table, arguments, mess
 def test_an_orphan_dry_run_is_not_a_run_and_a_real_one_is(table):
     assert actions.remove_orphan_files(table, dry_run=True) == []
     assert maintenance_runs.runs(table) == []
-    assert actions.remove_orphan_files(table, older_than=datetime.timedelta(days=3), trigger="optimizer") == []
-    assert [(r.kind, r.trigger) for r in maintenance_runs.runs(table)] == [("remove-orphan-files", "optimizer")]
+    assert (
+        actions.remove_orphan_files(table, older_than=datetime.timedelta(days=3), trigger="optimizer") == []
+    )
+    assert [(r.kind, r.trigger) for r in maintenance_runs.runs(table)] == [
+        ("remove-orphan-files", "optimizer")
+    ]

@@ -25,7 +25,9 @@ def on_server(server, monkeypatch):
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         monkeypatch.delenv(name)
     before = storage.active()
-    storage.configure(storage.StorageConfig.of(catalog_properties("/unused", server.endpoint, "s3://lake/wh")))
+    storage.configure(
+        storage.StorageConfig.of(catalog_properties("/unused", server.endpoint, "s3://lake/wh"))
+    )
     yield server
     storage.configure(before)
 
@@ -46,7 +48,9 @@ def test_a_small_file_is_one_put_with_no_folder_markers(on_server):
         fs, path = storage.folder(f"{ROOT}/change/data/n=1")
         with fs.open_output_stream(f"{path}/part-0.parquet") as out:
             out.write(b"x" * 1000)
-    assert [(r.method, r.path) for r in requests.requests] == [("PUT", "/lake/wh/db/t/change/data/n=1/part-0.parquet")]
+    assert [(r.method, r.path) for r in requests.requests] == [
+        ("PUT", "/lake/wh/db/t/change/data/n=1/part-0.parquet")
+    ]
     assert objects(on_server.client(), "wh/db/t/change/") == ["wh/db/t/change/data/n=1/part-0.parquet"]
 
 

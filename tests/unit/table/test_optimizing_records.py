@@ -21,8 +21,11 @@ def test_an_unreadable_record_stops_maintenance_and_is_named(tmp_path):
     folder = state.table_root(table).removeprefix("file://") + "/optimizing"
     with open(os.path.join(folder, "0000000000000-broken.json"), "w") as f:
         f.write('{"process_id": "0000000000000-bro')  # cut short: which process it kept is unknown
-    with pytest.raises(ExecutionError, match=r"Cannot read the optimizing record .*0000000000000-broken\.json "
-                                             r"\(JSONDecodeError: .*\); nothing was changed"):
+    with pytest.raises(
+        ExecutionError,
+        match=r"Cannot read the optimizing record .*0000000000000-broken\.json "
+        r"\(JSONDecodeError: .*\); nothing was changed",
+    ):
         state.running_processes(table)
     with pytest.raises(ExecutionError, match="0000000000000-broken.json"):
         expiration.plan_expiry(table, older_than_ms=expiration.now_ms(), retain_last=1)

@@ -20,8 +20,12 @@ def test_defaults_follow_amoro():
 
 
 def test_values_are_validated_and_normalized():
-    assert props.validate({"base.file-index.hash-bucket": " 8 "}, creating=True) == {"base.file-index.hash-bucket": "8"}
-    assert props.validate({"self-optimizing.enabled": "TRUE"}, creating=True) == {"self-optimizing.enabled": "true"}
+    assert props.validate({"base.file-index.hash-bucket": " 8 "}, creating=True) == {
+        "base.file-index.hash-bucket": "8"
+    }
+    assert props.validate({"self-optimizing.enabled": "TRUE"}, creating=True) == {
+        "self-optimizing.enabled": "true"
+    }
     with pytest.raises(InvalidArgumentError, match="power of two"):
         props.validate({"base.file-index.hash-bucket": "6"}, creating=True)
     with pytest.raises(InvalidArgumentError, match="expected int"):

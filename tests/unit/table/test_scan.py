@@ -7,9 +7,9 @@ from iceberg_tables import catalog_at, create, write
 from pyiceberg.expressions import EqualTo
 
 from arctic_sql.errors import VersionNotFoundError
-from arctic_sql.table.writing import commit
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.reading.scan import latest_version, live_files, plan_read
+from arctic_sql.table.writing import commit
 
 
 def _names(files) -> set[str]:  # noqa: ANN001 - planned FileEntry objects or written paths
@@ -19,8 +19,13 @@ def _names(files) -> set[str]:  # noqa: ANN001 - planned FileEntry objects or wr
 def _merge(table, watermarks: dict[str, int], paths: list[str]) -> None:  # noqa: ANN001
     """A base commit that merged the change transactions up to ``watermarks`` (as optimizing does)."""
     files = commit.data_files(table.base, paths)
-    commit.commit_base(table, lambda store: commit.BaseChange(add=files, watermarks=watermarks,
-                                                               summary={versions.OPERATION: versions.OPTIMIZE}), paths)
+    commit.commit_base(
+        table,
+        lambda store: commit.BaseChange(
+            add=files, watermarks=watermarks, summary={versions.OPERATION: versions.OPTIMIZE}
+        ),
+        paths,
+    )
 
 
 def test_each_version_reads_the_change_files_up_to_it_above_the_watermark(tmp_path):
@@ -45,7 +50,9 @@ def test_each_version_reads_the_change_files_up_to_it_above_the_watermark(tmp_pa
 def test_a_version_that_does_not_exist_is_a_one_line_error(tmp_path):
     table = create(catalog_at(tmp_path))
     commit.commit_change(table, [write(table, [(1, None, "a")])], "insert")
-    with pytest.raises(VersionNotFoundError, match=r"Version 7 of db.t does not exist .*available: 1 to 1") as e:
+    with pytest.raises(
+        VersionNotFoundError, match=r"Version 7 of db.t does not exist .*available: 1 to 1"
+    ) as e:
         plan_read(table, 7)
     assert "\n" not in str(e.value)
 
@@ -67,18 +74,34 @@ def test_live_files_know_their_node_kind_and_transaction(tmp_path):
     delete = write(table, [(2, None, None)], op=layout.DELETE, node=6)
     commit.commit_change(table, [upsert, delete], "merge")
     table.change.refresh()
-    entries = {f.path: f for f in live_files(table.change, table.change.current_snapshot(), layout.Store.CHANGE)}
-    assert (entries[upsert].node_id, entries[upsert].is_delete, entries[upsert].sequence_number) == (5, False, 1)
+    entries = {
+        f.path: f for f in live_files(table.change, table.change.current_snapshot(), layout.Store.CHANGE)
+    }
+    assert (entries[upsert].node_id, entries[upsert].is_delete, entries[upsert].sequence_number) == (
+        5,
+        False,
+        1,
+    )
     assert (entries[delete].node_id, entries[delete].is_delete, entries[delete].record_count) == (6, True, 1)
 
 
 def test_a_table_without_a_key_reads_base_snapshots_by_version(tmp_path):
     table = create(catalog_at(tmp_path), keyed=False)
     first = write(table, [(1, None, "a")], store=layout.Store.BASE)
-    commit.commit_base(table, lambda store: commit.BaseChange(add=commit.data_files(store, [first]),
-                                                               summary={versions.OPERATION: "insert"}), [first])
+    commit.commit_base(
+        table,
+        lambda store: commit.BaseChange(
+            add=commit.data_files(store, [first]), summary={versions.OPERATION: "insert"}
+        ),
+        [first],
+    )
     second = write(table, [(2, None, "b")], store=layout.Store.BASE)
-    commit.commit_base(table, lambda store: commit.BaseChange(add=commit.data_files(store, [second]),
-                                                               summary={versions.OPERATION: "insert"}), [second])
+    commit.commit_base(
+        table,
+        lambda store: commit.BaseChange(
+            add=commit.data_files(store, [second]), summary={versions.OPERATION: "insert"}
+        ),
+        [second],
+    )
     assert _names(plan_read(table, 1).base_files) == _names([first])
     assert _names(plan_read(table).base_files) == _names([first, second]) and plan_read(table).version == 2

@@ -16,7 +16,9 @@ def test_records_are_read_and_a_broken_one_is_named(tmp_path):
     (tmp_path / "notes.txt").write_text("not a record")
     assert storage.json_records(str(tmp_path)) == [{"id": 1}]
     (tmp_path / "b.json").write_text("")
-    with pytest.raises(ExecutionError, match=rf"Cannot read the record {tmp_path}/b.json: .*remove or repair it"):
+    with pytest.raises(
+        ExecutionError, match=rf"Cannot read the record {tmp_path}/b.json: .*remove or repair it"
+    ):
         storage.json_records(str(tmp_path))
 
 
@@ -32,20 +34,47 @@ def restore_storage():
 
 
 def s3_config(endpoint: str = "http://127.0.0.1:9000", **extra: str) -> storage.StorageConfig:
-    return storage.StorageConfig.of({"type": "sql", "uri": "sqlite:///catalog.db", "s3.endpoint": endpoint,
-                                     "s3.access-key-id": "AKID", "s3.secret-access-key": SECRET, **extra})
+    return storage.StorageConfig.of(
+        {
+            "type": "sql",
+            "uri": "sqlite:///catalog.db",
+            "s3.endpoint": endpoint,
+            "s3.access-key-id": "AKID",
+            "s3.secret-access-key": SECRET,
+            **extra,
+        }
+    )
 
 
 def test_only_storage_properties_are_kept_and_iceberg_path_style_is_mapped():
-    config = storage.StorageConfig.of({"type": "rest", "uri": "http://cat", "token": "t", "warehouse": "s3://b/w",
-                                       "s3.endpoint": "http://e", "s3.path-style-access": "true",
-                                       "gcs.project-id": "p", "adls.account-name": "a", "hdfs.host": "nn"})
+    config = storage.StorageConfig.of(
+        {
+            "type": "rest",
+            "uri": "http://cat",
+            "token": "t",
+            "warehouse": "s3://b/w",
+            "s3.endpoint": "http://e",
+            "s3.path-style-access": "true",
+            "gcs.project-id": "p",
+            "adls.account-name": "a",
+            "hdfs.host": "nn",
+        }
+    )
     assert dict(config.properties) == {
-        "s3.endpoint": "http://e", "s3.path-style-access": "true", "s3.force-virtual-addressing": "false",
-        "s3.region": "us-east-1", "gcs.project-id": "p", "adls.account-name": "a", "hdfs.host": "nn"}
+        "s3.endpoint": "http://e",
+        "s3.path-style-access": "true",
+        "s3.force-virtual-addressing": "false",
+        "s3.region": "us-east-1",
+        "gcs.project-id": "p",
+        "adls.account-name": "a",
+        "hdfs.host": "nn",
+    }
     virtual = storage.StorageConfig.of({"s3.path-style-access": "false", "s3.region": "eu-west-1"})
-    assert dict(virtual.properties) == {"s3.path-style-access": "false", "s3.force-virtual-addressing": "true",
-                                        "s3.region": "eu-west-1"}
+    assert dict(virtual.properties) == {
+        "s3.path-style-access": "false",
+        "s3.force-virtual-addressing": "true",
+        "s3.region": "eu-west-1",
+    }
 
 
 @pytest.mark.parametrize("scheme", ["s3", "s3a", "s3n"])
@@ -66,23 +95,37 @@ def test_local_locations_need_no_configuration(tmp_path, restore_storage):
     import pyarrow.fs as pafs
 
     storage.configure(s3_config())
-    for location, path in ((f"file://{tmp_path}/a", f"{tmp_path}/a"), (f"file:{tmp_path}/a", f"{tmp_path}/a"),
-                           (f"{tmp_path}/a", f"{tmp_path}/a")):
+    for location, path in (
+        (f"file://{tmp_path}/a", f"{tmp_path}/a"),
+        (f"file:{tmp_path}/a", f"{tmp_path}/a"),
+        (f"{tmp_path}/a", f"{tmp_path}/a"),
+    ):
         fs, found = storage.filesystem(location)
-        assert (type(fs).__name__, found) in ((pafs.LocalFileSystem.__name__, path), ("PyArrowLocalFileSystem", path))
+        assert (type(fs).__name__, found) in (
+            (pafs.LocalFileSystem.__name__, path),
+            ("PyArrowLocalFileSystem", path),
+        )
 
 
 def test_an_unknown_scheme_is_named(restore_storage):
     storage.configure(s3_config())
-    with pytest.raises(InvalidArgumentError, match=r"^Unknown storage scheme 'ftp://': arctic-sql reads and writes "
-                                                   r"file://, s3://.*or a local path$") as raised:
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"^Unknown storage scheme 'ftp://': arctic-sql reads and writes "
+        r"file://, s3://.*or a local path$",
+    ) as raised:
         storage.filesystem("ftp://host/wh/t")
     assert SECRET not in str(raised.value)
 
 
 def test_credentials_never_show(restore_storage):
-    config = s3_config(**{"s3.session-token": "TOKEN-123", "adls.account-key": "ADLS-KEY-456",
-                          "hdfs.kerberos_ticket": "/tmp/krb5cc_TICKET"})
+    config = s3_config(
+        **{
+            "s3.session-token": "TOKEN-123",
+            "adls.account-key": "ADLS-KEY-456",
+            "hdfs.kerberos_ticket": "/tmp/krb5cc_TICKET",
+        }
+    )
     shown = f"{config!r} {config} {[config]}"
     for secret in (SECRET, "TOKEN-123", "ADLS-KEY-456", "AKID", "krb5cc_TICKET"):
         assert secret not in shown
@@ -94,7 +137,9 @@ def test_an_endpoint_that_does_not_answer_is_named_after_the_client_gives_up(res
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     storage.configure(s3_config(f"http://127.0.0.1:{port}"))
-    with pytest.raises(ExecutionError, match=rf"^Cannot reach the warehouse s3://lake/wh at 127.0.0.1:{port}: ") as raised:
+    with pytest.raises(
+        ExecutionError, match=rf"^Cannot reach the warehouse s3://lake/wh at 127.0.0.1:{port}: "
+    ) as raised:
         storage.check_reachable("s3://lake/wh")
     assert SECRET not in str(raised.value) and "\n" not in str(raised.value)
 
@@ -111,24 +156,40 @@ def test_a_shipped_function_applies_the_configuration_it_was_made_under(restore_
 def test_what_travels_to_tasks_holds_only_storage_settings_and_shows_no_credentials(restore_storage):
     from arctic_sql.datasource.source import CatalogSpec
 
-    spec = CatalogSpec("lake", {"type": "rest", "uri": "http://cat", "credential": "id:CATALOG-SECRET",
-                                "s3.endpoint": "http://127.0.0.1:9000", "s3.secret-access-key": SECRET})
+    spec = CatalogSpec(
+        "lake",
+        {
+            "type": "rest",
+            "uri": "http://cat",
+            "credential": "id:CATALOG-SECRET",
+            "s3.endpoint": "http://127.0.0.1:9000",
+            "s3.secret-access-key": SECRET,
+        },
+    )
     assert "CATALOG-SECRET" not in repr(spec) and SECRET not in repr(spec)
-    assert dict(spec.storage().properties) == {"s3.endpoint": "http://127.0.0.1:9000",
-                                               "s3.secret-access-key": SECRET, "s3.region": "us-east-1"}
+    assert dict(spec.storage().properties) == {
+        "s3.endpoint": "http://127.0.0.1:9000",
+        "s3.secret-access-key": SECRET,
+        "s3.region": "us-east-1",
+    }
 
 
 def test_the_stores_tasks_read_carry_no_catalog_uri_or_credential(tmp_path, restore_storage):
     import pickle
 
+    from iceberg_tables import create
     from pyiceberg.catalog import load_catalog
 
     from arctic_sql.table.catalog import ArcticCatalog
     from arctic_sql.table.reading.node_merge import Store
-    from iceberg_tables import create
 
-    iceberg = load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}",
-                           **{"credential": "id:CATALOG-SECRET", "s3.secret-access-key": SECRET})
+    iceberg = load_catalog(
+        "t",
+        type="sql",
+        uri=f"sqlite:///{tmp_path}/catalog.db",
+        warehouse=f"file://{tmp_path}",
+        **{"credential": "id:CATALOG-SECRET", "s3.secret-access-key": SECRET},
+    )
     catalog = ArcticCatalog(iceberg)
     catalog.create_database("db")
     table = create(catalog)

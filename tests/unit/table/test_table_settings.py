@@ -23,12 +23,18 @@ def test_every_registry_key_has_one_typed_attribute():
 
 
 def test_stored_values_are_parsed_to_the_declared_type():
-    s = TableSettings({"self-optimizing.target-size": "1024", "self-optimizing.quota": "2",
-                       "self-optimizing.enabled": "false", "merge-on-read.in-memory-max-bytes": "0"})
+    s = TableSettings(
+        {
+            "self-optimizing.target-size": "1024",
+            "self-optimizing.quota": "2",
+            "self-optimizing.enabled": "false",
+            "merge-on-read.in-memory-max-bytes": "0",
+        }
+    )
     assert (s.target_size, s.quota, s.enabled, s.merge_on_read_in_memory_max_bytes) == (1024, 2.0, False, 0)
     assert isinstance(s.quota, float) and s.fragment_ratio == 8
 
 
 def test_a_bad_stored_value_names_the_key():
     with pytest.raises(InvalidArgumentError, match="'self-optimizing.fragment-ratio'"):
-        TableSettings({"self-optimizing.fragment-ratio": "many"}).fragment_ratio
+        _ = TableSettings({"self-optimizing.fragment-ratio": "many"}).fragment_ratio

@@ -53,6 +53,8 @@ def test_invalid_nodes_are_refused():
 
 
 def test_file_paths_record_node_and_kind():
-    assert parse_file_path("file:///w/db.db/t/change/data/ab/arctic_node=6/arctic_op=delete/part-0.parquet") == (6, True)
+    assert parse_file_path(
+        "file:///w/db.db/t/change/data/ab/arctic_node=6/arctic_op=delete/part-0.parquet"
+    ) == (6, True)
     assert parse_file_path("s3://b/t/base/data/ab/arctic_p_0=eu/arctic_node=5/part-1.parquet") == (5, False)
     assert parse_file_path("/elsewhere/x.parquet") == (1, False)

@@ -16,8 +16,12 @@ V6, V5 = tt.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V6, tt.TProtocolVersion.H
 
 
 def test_columnar_row_set_has_typed_columns_and_lsb_first_null_bitmaps():
-    columns = [ResultColumn("id", st.LongType()), ResultColumn("s", st.StringType()),
-               ResultColumn("d", st.DecimalType(10, 2)), ResultColumn("b", st.BooleanType())]
+    columns = [
+        ResultColumn("id", st.LongType()),
+        ResultColumn("s", st.StringType()),
+        ResultColumn("d", st.DecimalType(10, 2)),
+        ResultColumn("b", st.BooleanType()),
+    ]
     rows = [(1, "a", Decimal("1.50"), True)] + [(i, None, None, None) for i in range(2, 10)]
     result = row_set(rows, columns, offset=20, protocol=V6)
     assert result.startRowOffset == 20 and result.rows == []
@@ -30,18 +34,26 @@ def test_columnar_row_set_has_typed_columns_and_lsb_first_null_bitmaps():
 
 def test_decimals_are_written_at_their_columns_scale():
     """PySpark hands 0.00000001 of a DECIMAL(20,8) over as Decimal('1.0E-8'): it printed 0.000000010."""
-    columns = [ResultColumn("d8", st.DecimalType(20, 8)), ResultColumn("d10", st.DecimalType(38, 10)),
-               ResultColumn("d0", st.DecimalType(38, 0))]
+    columns = [
+        ResultColumn("d8", st.DecimalType(20, 8)),
+        ResultColumn("d10", st.DecimalType(38, 10)),
+        ResultColumn("d0", st.DecimalType(38, 0)),
+    ]
     rows = [(Decimal("1.0E-8"), Decimal("-1.00E-10"), Decimal("99999999999999999999999999999999999999"))]
     for protocol in (V6, V5):
         result = row_set(rows, columns, offset=0, protocol=protocol)
-        texts = ([c.stringVal.values[0] for c in result.columns] if protocol == V6
-                 else [v.stringVal.value for v in result.rows[0].colVals])
+        texts = (
+            [c.stringVal.values[0] for c in result.columns]
+            if protocol == V6
+            else [v.stringVal.value for v in result.rows[0].colVals]
+        )
         assert texts == ["0.00000001", "-0.0000000001", "9" * 38]
 
 
 def test_old_protocols_get_rows():
-    result = row_set([(7, None)], [ResultColumn("i", st.IntegerType()), ResultColumn("s", st.StringType())], 0, V5)
+    result = row_set(
+        [(7, None)], [ResultColumn("i", st.IntegerType()), ResultColumn("s", st.StringType())], 0, V5
+    )
     assert result.columns is None
     assert result.rows[0].colVals[0].i32Val.value == 7
     assert result.rows[0].colVals[1].stringVal.value is None
@@ -79,7 +91,12 @@ def test_jdbc_patterns():
 def test_column_type_names_keep_struct_field_names_as_they_are():
     from arctic_sql.thrift.metadata import type_name
 
-    nested = st.StructType([st.StructField("x", st.IntegerType()), st.StructField("yName", st.StringType()),
-                            st.StructField("a b", st.ArrayType(st.MapType(st.StringType(), st.DecimalType(5, 2))))])
+    nested = st.StructType(
+        [
+            st.StructField("x", st.IntegerType()),
+            st.StructField("yName", st.StringType()),
+            st.StructField("a b", st.ArrayType(st.MapType(st.StringType(), st.DecimalType(5, 2)))),
+        ]
+    )
     assert type_name(nested) == "STRUCT<x: INT, yName: STRING, `a b`: ARRAY<MAP<STRING, DECIMAL(5,2)>>>"
     assert type_name(st.DecimalType(10, 2)) == "DECIMAL(10,2)"

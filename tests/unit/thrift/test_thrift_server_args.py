@@ -22,12 +22,15 @@ def test_the_defaults_are_strict(tmp_path):
     assert (settings.throttle.attempts, settings.throttle.lockout_s) == (5, 1)
 
 
-@pytest.mark.parametrize(("option", "relaxed"), [
-    ("--allow-external-locations", {"allow_external_locations"}),
-    ("--allow-unsafe-functions", {"allow_unsafe_functions"}),
-    ("--allow-set-any", {"allow_set_any"}),
-    ("--trusted", {"allow_external_locations", "allow_unsafe_functions", "allow_set_any"}),
-])
+@pytest.mark.parametrize(
+    ("option", "relaxed"),
+    [
+        ("--allow-external-locations", {"allow_external_locations"}),
+        ("--allow-unsafe-functions", {"allow_unsafe_functions"}),
+        ("--allow-set-any", {"allow_set_any"}),
+        ("--trusted", {"allow_external_locations", "allow_unsafe_functions", "allow_set_any"}),
+    ],
+)
 def test_each_option_relaxes_its_rules(tmp_path, option, relaxed):
     policy = _parsed(tmp_path, option).policy
     flags = {"allow_external_locations", "allow_unsafe_functions", "allow_set_any"}
@@ -35,8 +38,17 @@ def test_each_option_relaxes_its_rules(tmp_path, option, relaxed):
 
 
 def test_limits_are_taken_and_checked(tmp_path):
-    settings = _parsed(tmp_path, "--idle-timeout", "0", "--max-connections", "2", "--max-frame-bytes", "4096",
-                       "--login-attempts", "0")
+    settings = _parsed(
+        tmp_path,
+        "--idle-timeout",
+        "0",
+        "--max-connections",
+        "2",
+        "--max-frame-bytes",
+        "4096",
+        "--login-attempts",
+        "0",
+    )
     assert settings.limits.idle_timeout_s == 0 and settings.limits.max_connections == 2
     assert settings.limits.max_frame_bytes == 4096 and settings.throttle.attempts == 0
     with pytest.raises(UsageError, match="--max-frame-bytes must be at least 1024"):
@@ -51,7 +63,9 @@ def test_a_readable_password_file_is_accepted_only_when_asked(tmp_path):
     passwords.chmod(0o640)
     with pytest.raises(UsageError, match="accessible by group or others"):
         _parsed(tmp_path, "--auth", "PLAIN", "--password-file", str(passwords))
-    settings = _parsed(tmp_path, "--auth", "PLAIN", "--password-file", str(passwords), "--allow-readable-password-file")
+    settings = _parsed(
+        tmp_path, "--auth", "PLAIN", "--password-file", str(passwords), "--allow-readable-password-file"
+    )
     assert settings.credentials.check("alice", "s3cret")
 
 

@@ -39,7 +39,7 @@ def register(*args, **kwargs):  # noqa: ANN002, ANN003 - thin re-export
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext arctic_sql``: the ``%%sql``/``%sql`` magics; see :mod:`arctic_sql.magic`."""
-    from arctic_sql.magic import load_ipython_extension as _load
+    """``%load_ext arctic_sql``: the ``%%sql``/``%sql`` magics; see :mod:`arctic_sql.frontends.magic`."""
+    from arctic_sql.frontends.magic import load_ipython_extension as _load
 
     _load(ipython)

@@ -8,4 +8,4 @@ export SPARK_LOCAL_IP=127.0.0.1
 # Import arctic_sql as installed, never from the source folder in the working directory: the
 # source tree keeps parser/ and procedures/ beside arctic_sql/, installed inside it (package-dir).
 export PYTHONSAFEPATH=1
-exec "$here/.venv/bin/python" -m arctic_sql.demo "$@"
+exec "$here/.venv/bin/python" -m arctic_sql.frontends.demo "$@"

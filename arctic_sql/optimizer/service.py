@@ -1,5 +1,5 @@
 """The background optimizer's loop (its command line, ``arctic-sql optimizer``, is
-``arctic_sql/optimizer_command.py``).
+``arctic_sql/frontends/optimizer_command.py``).
 
 A long-running process that keeps the tables of one optimizer group optimized (DESIGN "The service"):
 every ``--interval`` seconds it lists the catalog's tables, skips those whose snapshots did not move

@@ -31,7 +31,7 @@ def start_service(warehouse: str, interval: float, log_path: str) -> subprocess.
     command = [
         sys.executable,
         "-m",
-        "arctic_sql.cli",
+        "arctic_sql.frontends.cli",
         "optimizer",
         "--warehouse",
         warehouse,

@@ -89,7 +89,7 @@ def token_file(folder: str) -> str:
 def service_process(
     warehouse: str, *args: str, env: dict[str, str] | None = None
 ) -> Iterator[RunningService]:
-    """``python -m arctic_sql.cli service --warehouse W --port 0 ARGS``; yields once it listens.
+    """``python -m arctic_sql.frontends.cli service --warehouse W --port 0 ARGS``; yields once it listens.
     ``env``: more environment for it (a fault to inject, say)."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     with tempfile.NamedTemporaryFile("w+", prefix="arctic-service-", suffix=".log") as log:
@@ -97,7 +97,7 @@ def service_process(
             [
                 sys.executable,
                 "-m",
-                "arctic_sql.cli",
+                "arctic_sql.frontends.cli",
                 "service",
                 "--warehouse",
                 warehouse,

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from arctic_sql.cli import format_table, statement_complete
+from arctic_sql.frontends.cli import format_table, statement_complete
 
 pytestmark = pytest.mark.spark
 
@@ -53,7 +53,7 @@ def run_cli(
     warehouse: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "arctic_sql.cli", "--warehouse", warehouse, *args],
+        [sys.executable, "-m", "arctic_sql.frontends.cli", "--warehouse", warehouse, *args],
         input=stdin if stdin is not None else "",
         check=False,
         capture_output=True,
@@ -318,7 +318,7 @@ def test_the_interactive_shell_keeps_a_multi_line_statement_as_one_history_entry
     home.mkdir()
     controller, terminal = os.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "arctic_sql.cli", "--warehouse", warehouse],
+        [sys.executable, "-m", "arctic_sql.frontends.cli", "--warehouse", warehouse],
         stdin=terminal,
         stdout=terminal,
         stderr=terminal,

@@ -93,7 +93,7 @@ def _optimizer(catalog_file: Path, log: Path) -> subprocess.Popen:
     command = [
         sys.executable,
         "-m",
-        "arctic_sql.cli",
+        "arctic_sql.frontends.cli",
         "optimizer",
         "--warehouse",
         WAREHOUSE,

@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from arctic_sql import demo
+from arctic_sql.frontends import demo
 
 pytestmark = pytest.mark.spark
 

@@ -46,7 +46,7 @@ def test_writer_loop_with_the_optimizer_in_another_process(arctic, warehouse, tm
             [
                 sys.executable,
                 "-m",
-                "arctic_sql.cli",
+                "arctic_sql.frontends.cli",
                 "optimizer",
                 "--warehouse",
                 warehouse,

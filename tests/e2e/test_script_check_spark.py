@@ -1,5 +1,5 @@
 """Checking a script before it runs, with Spark's own parser on the suite's shared session
-(arctic_sql.script_check; tests/unit/test_script_check.py has the cases that need no Spark)."""
+(arctic_sql.frontends.script_check; tests/unit/test_script_check.py has the cases that need no Spark)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from sqlglot import exp
 
-from arctic_sql.parser import parse
-from arctic_sql.script_check import (
+from arctic_sql.frontends.script_check import (
     STATEMENT_WORDS,
     ScriptError,
     check_script,
     spark_parse_error,
     split_script,
 )
+from arctic_sql.parser import parse
 
 pytestmark = pytest.mark.spark
 

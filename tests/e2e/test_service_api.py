@@ -322,7 +322,7 @@ def test_reads_can_be_protected_and_loopback_is_the_default(spark, tmp_path, tmp
         [
             sys.executable,
             "-m",
-            "arctic_sql.cli",
+            "arctic_sql.frontends.cli",
             "service",
             "--warehouse",
             warehouse,

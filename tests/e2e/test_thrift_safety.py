@@ -197,7 +197,7 @@ def test_a_frame_over_the_limit_closes_the_connection_before_it_is_read(server):
 # logins and limits (PLAIN) -----------------------------------------------------------------------
 def _hash(password: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "arctic_sql.cli", "thriftserver", "--hash-password"],
+        [sys.executable, "-m", "arctic_sql.frontends.cli", "thriftserver", "--hash-password"],
         input=password + "\n",
         capture_output=True,
         text=True,

@@ -383,7 +383,7 @@ def test_bad_arguments_fail_before_spark_starts(tmp_path):
         (["--max-connections", "-1"], "--max-connections must be 0 or more"),
     ):
         result = subprocess.run(
-            [sys.executable, "-m", "arctic_sql.cli", "thriftserver", *args],
+            [sys.executable, "-m", "arctic_sql.frontends.cli", "thriftserver", *args],
             capture_output=True,
             text=True,
             timeout=120,

@@ -39,7 +39,7 @@ class ServerProcess:
         command = [
             sys.executable,
             "-m",
-            "arctic_sql.cli",
+            "arctic_sql.frontends.cli",
             "thriftserver",
             "--port",
             "0",

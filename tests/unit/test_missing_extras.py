@@ -43,7 +43,7 @@ def run_without(modules: list[str], code: str, *args: str) -> subprocess.Complet
     )
 
 
-RUN_CLI = "from arctic_sql.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+RUN_CLI = "from arctic_sql.frontends.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 SERVER_HINT = "arctic-sql thriftserver needs the 'server' extra: pip install 'arctic-sql[server]'\n"
 
 
@@ -73,10 +73,10 @@ def test_thriftserver_help_needs_no_extra():
 
 
 def test_the_sql_magic_without_ipython_names_the_jupyter_extra():
-    result = run_without(["IPython"], "import arctic_sql.magic\n")
+    result = run_without(["IPython"], "import arctic_sql.frontends.magic\n")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "ImportError: The %%sql magic (arctic_sql.magic) needs the 'jupyter' extra: "
+        "ImportError: The %%sql magic (arctic_sql.frontends.magic) needs the 'jupyter' extra: "
         "pip install 'arctic-sql[jupyter]'"
     )
 

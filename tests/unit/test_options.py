@@ -12,8 +12,9 @@ import logging
 import pytest
 
 import arctic_sql
-from arctic_sql import cli, demo, optimizer_command, options, session
+from arctic_sql import options, session
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.frontends import cli, demo, optimizer_command
 from arctic_sql.spark import driver_address, spark_warehouse
 from arctic_sql.thrift import server
 

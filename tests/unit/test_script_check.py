@@ -1,11 +1,11 @@
-"""Checking a script before it runs (arctic_sql.script_check), without Spark: Spark's verdict is a
+"""Checking a script before it runs (arctic_sql.frontends.script_check), without Spark: Spark's verdict is a
 function of the statement text here; tests/e2e/test_cli.py runs the real Spark parser."""
 
 from __future__ import annotations
 
 import pytest
 
-from arctic_sql.script_check import ScriptError, check_script, check_statement_starts, split_script
+from arctic_sql.frontends.script_check import ScriptError, check_script, check_statement_starts, split_script
 
 
 def spark_refusing(*refused: str):

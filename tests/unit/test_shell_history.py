@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from arctic_sql.shell_history import HEADER, History
+from arctic_sql.frontends.shell_history import HEADER, History
 
 readline = pytest.importorskip("readline")
 

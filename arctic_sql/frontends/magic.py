@@ -32,7 +32,7 @@ try:
 except ImportError as e:  # a plain `pip install arctic-sql`: say which extra brings IPython
     from arctic_sql.extras import install_hint
 
-    raise ImportError(install_hint("The %%sql magic (arctic_sql.magic)", "jupyter")) from e
+    raise ImportError(install_hint("The %%sql magic (arctic_sql.frontends.magic)", "jupyter")) from e
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 

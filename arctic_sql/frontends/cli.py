@@ -6,7 +6,7 @@
 ...
 
 Arguments are checked, and any ``-e``/``-f`` script read and split into statements, before Spark starts.
-Every statement of a script is checked before any runs (:mod:`arctic_sql.script_check`). Spark's own
+Every statement of a script is checked before any runs (:mod:`arctic_sql.frontends.script_check`). Spark's own
 console output (JVM logging, progress bars) goes to a scratch file,
 never to the terminal; the shell reports every problem as one ``Error: <message>`` line on stderr.
 """
@@ -40,9 +40,9 @@ from arctic_sql.spark import error_message
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.script_check import ScriptStatement
+    from arctic_sql.frontends.script_check import ScriptStatement
+    from arctic_sql.frontends.shell_history import History
     from arctic_sql.session import Session
-    from arctic_sql.shell_history import History
 
 PROG = "arctic-sql"
 PROMPT = f"{PROG}> "
@@ -391,7 +391,7 @@ class Shell:
 
     def report(self, error: BaseException, *, numbered: bool = True) -> None:
         """Print ``Error: <message>``, or for a script ``Error in statement N (line L): <message>``."""
-        from arctic_sql.script_check import ScriptError
+        from arctic_sql.frontends.script_check import ScriptError
 
         self.out.flush()
         if self.args.debug:
@@ -404,8 +404,8 @@ class Shell:
         self.err.flush()
 
     def check(self, text: str, statements: Sequence[ScriptStatement], source: str | None = None) -> None:
-        """Raise :class:`~arctic_sql.script_check.ScriptError` unless every statement parses."""
-        from arctic_sql.script_check import check_script, spark_parse_error
+        """Raise :class:`~arctic_sql.frontends.script_check.ScriptError` unless every statement parses."""
+        from arctic_sql.frontends.script_check import check_script, spark_parse_error
 
         check_script(
             text,
@@ -418,7 +418,7 @@ class Shell:
 
     def check_starts(self, statements: Sequence[ScriptStatement], source: str | None = None) -> None:
         """The check of every statement's first word, which needs no Spark (``SELEC 1``)."""
-        from arctic_sql.script_check import check_statement_starts
+        from arctic_sql.frontends.script_check import check_statement_starts
 
         words = self.statement_words()
         if words is not None:
@@ -427,7 +427,7 @@ class Shell:
     def statement_words(self) -> frozenset[str] | None:
         """The words a statement may start with; ``None`` (any word) when ``--conf
         spark.sql.extensions=...`` may add statements to Spark's parser."""
-        from arctic_sql.script_check import STATEMENT_WORDS
+        from arctic_sql.frontends.script_check import STATEMENT_WORDS
 
         if any(key == "spark.sql.extensions" for key, _ in self.args.conf):
             return None
@@ -454,7 +454,7 @@ class Shell:
 
     def run_text(self, text: str) -> bool:
         """Check, then run every statement typed at the prompt; ``False`` if one failed."""
-        from arctic_sql.script_check import split_script
+        from arctic_sql.frontends.script_check import split_script
 
         statements: list[ScriptStatement] = []
         try:
@@ -543,9 +543,9 @@ def read_scripts(args: argparse.Namespace, read_line: Callable[[str], str] | Non
     """The -f file, then -e; without either, standard input up to its end (or a `quit;` line).
 
     Each is split into statements here, before Spark starts: an unclosed string or comment raises
-    :class:`~arctic_sql.script_check.ScriptError` (naming the file).
+    :class:`~arctic_sql.frontends.script_check.ScriptError` (naming the file).
     """
-    from arctic_sql.script_check import split_script
+    from arctic_sql.frontends.script_check import split_script
 
     inputs: list[tuple[str | None, str]] = []
     if args.file is not None:
@@ -579,7 +579,7 @@ def _stdin_lines() -> Callable[[str], str]:
 
 # Long-running services are subcommands with their own arguments: `arctic-sql optimizer --help`.
 SUBCOMMANDS = {
-    "optimizer": "arctic_sql.optimizer_command",
+    "optimizer": "arctic_sql.frontends.optimizer_command",
     "thriftserver": "arctic_sql.thrift.server",
     "service": "arctic_sql.service.server",
 }
@@ -632,7 +632,7 @@ def _main(shell: Shell, args: argparse.Namespace) -> int:
         statements = [statement.sql for script in scripts for statement in script.statements]
         from_stdin = args.file is None and args.execute is None
         return shell.run_script(statements, keep_going=from_stdin)
-    from arctic_sql.shell_history import History
+    from arctic_sql.frontends.shell_history import History
 
     history = History.open(HISTORY_FILE, HISTORY_LENGTH)
     try:

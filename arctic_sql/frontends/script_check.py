@@ -95,7 +95,7 @@ STATEMENT_WORDS: frozenset[str] = frozenset(
 )
 """The words a statement of Spark SQL can start with: the first tokens of its grammar's
 ``compoundOrSingleStatement`` rule (Spark 4.3; a ``(`` may start one too). arctic-sql's statements
-start with these words as well. tests/e2e/test_script_check.py compares them with the running Spark."""
+start with these words as well. tests/e2e/test_script_check_spark.py compares them with the running Spark."""
 
 _FIRST_WORD = re.compile(r"[^\W\d]\w*")
 

@@ -1,5 +1,5 @@
 """Checking a script before it runs, with Spark's own parser on the suite's shared session
-(arctic_sql.frontends.script_check; tests/unit/test_script_check.py has the cases that need no Spark)."""
+(arctic_sql.frontends.script_check; tests/unit/frontends/test_script_check.py has the cases that need no Spark)."""
 
 from __future__ import annotations
 

@@ -163,15 +163,20 @@ def test_an_insert_of_a_few_values_runs_no_spark_job(arctic, spark_jobs):
     )
 
 
-def test_a_partial_merge_broadcasts_its_keys_rows_instead_of_shuffling_both_sides(kv, spark):
-    from arctic_sql.statements.merge_plan import MergePlan
-
-    keys = _same_node_keys(3)
+def _batch(spark, keys: list[int]) -> None:
+    """The MERGE source ``batch``: a row per key (``v`` = 'm<key>') and one new key, 5000."""
     spark.sql(
         "SELECT * FROM VALUES "
         + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys)
         + ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)"
     ).createOrReplaceTempView("batch")
+
+
+def test_a_partial_merge_broadcasts_its_keys_rows_instead_of_shuffling_both_sides(kv, spark):
+    from arctic_sql.statements.merge_plan import MergePlan
+
+    keys = _same_node_keys(3)
+    _batch(spark, keys)
     merge = (
         "MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v "
         "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)"
@@ -246,11 +251,7 @@ def test_a_partial_merge_reads_its_keys_rows_here_in_no_spark_job(kv, spark, spa
     from arctic_sql.table.reading import lookup
 
     keys = _same_node_keys(10)
-    spark.sql(
-        "SELECT * FROM VALUES "
-        + ", ".join(f"(CAST({k} AS BIGINT), 'm{k}')" for k in keys)
-        + ", (CAST(5000 AS BIGINT), 'new') AS s(k, v)"
-    ).createOrReplaceTempView("batch")
+    _batch(spark, keys)
     merge = (
         "MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
         "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)"

@@ -92,7 +92,7 @@ def row_filter(
 def key_hashes(filters: Sequence[ds.Filter], table: ArcticTable) -> frozenset[int] | None:
     """Spark xxhash64 of each key the filters look up (``=`` or ``IN`` on every key column), to prune
     by tree node; None when they do not pin the key or a key cannot be hashed."""
-    from arctic_sql.table.format.keyhash import key_combinations, lookup_hashes
+    from arctic_sql.table.format.keyhash import hash_types, key_combinations, lookup_hashes
 
     keys = table.primary_key
     if not keys:
@@ -109,5 +109,4 @@ def key_hashes(filters: Sequence[ds.Filter], table: ArcticTable) -> frozenset[in
         else:
             continue
         choices[name] = choices[name] & values if name in choices else values
-    types = tuple(table.schema.find_field(k).field_type for k in keys)
-    return lookup_hashes(key_combinations(keys, choices), types)
+    return lookup_hashes(key_combinations(keys, choices), hash_types(table.key_types, table.key_as_int))

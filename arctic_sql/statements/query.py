@@ -20,7 +20,7 @@ from arctic_sql.statements import aggregate_pushdown, time_travel, views
 from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 from arctic_sql.statements.time_travel import replace_functions
-from arctic_sql.table.format.keyhash import lookup_hashes
+from arctic_sql.table.format.keyhash import hash_types, lookup_hashes
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import changes_between
 
@@ -171,4 +171,4 @@ def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[st
 
 def _key_hashes(table, lookups: list[tuple] | None) -> frozenset[int] | None:
     """Spark xxhash64 of each looked-up key, to prune by tree node; None when any cannot be hashed."""
-    return lookup_hashes(lookups, tuple(table.schema.find_field(k).field_type for k in table.primary_key))
+    return lookup_hashes(lookups, hash_types(table.key_types, table.key_as_int))

@@ -126,7 +126,7 @@ def _only_type(action: exp.AlterColumn) -> bool:
 def _widen_column(ctx: StatementContext, table: ArcticTable, action: exp.AlterColumn) -> None:
     """Widen a column's type as Iceberg allows (int to bigint, float to double, a decimal's precision
     up at the same scale). Files keep their old type: readers promote them by field id, as pyiceberg
-    and Spark do. Key columns stay: their type is in the hash that placed every row in its tree node."""
+    and Spark do. A key column widens from int to bigint only (schema_evolution.py says why)."""
     field = _find(table, action.this.name)
     spark_type = spark_struct(ctx, [exp.ColumnDef(this=action.this.copy(), kind=action.args["dtype"].copy())])
     wanted = to_iceberg_type(spark_type.fields[0].dataType, _Ids(), field.name)

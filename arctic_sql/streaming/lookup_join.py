@@ -41,6 +41,7 @@ from arctic_sql.datasource.read_options import byte_size
 from arctic_sql.datasource.source import installed_spec
 from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError
 from arctic_sql.streaming import lookup_task as task
+from arctic_sql.table.format.tree import key_hash
 from arctic_sql.table.model.identifiers import TableIdentifier
 
 if TYPE_CHECKING:
@@ -222,6 +223,7 @@ def _plan(
         interval_ms=settings[INTERVAL],
         cache_dir=settings[CACHE_DIR],
         memory_kib=settings[MEMORY] // 1024,
+        key_as_int=table.key_as_int,
     )
 
 
@@ -262,5 +264,6 @@ def _joined(facts: DataFrame, plan: task.LookupPlan) -> DataFrame:
         *[k.alias(f"{task.KEY_PREFIX}{i}") for i, k in enumerate(keys)],
     ]
     if plan.on_primary_key:
-        helpers.append(F.xxhash64(*keys).bitwiseAND(F.lit(plan.buckets - 1)).cast("int").alias(task.BUCKET))
+        hashed = key_hash(keys, plan.key_as_int)  # ``on`` is the key, in its declared order
+        helpers.append(hashed.bitwiseAND(F.lit(plan.buckets - 1)).cast("int").alias(task.BUCKET))
     return facts.select("*", *helpers).mapInArrow(task.LookupTask(plan), plan.output_type)

@@ -61,6 +61,7 @@ class LookupPlan:
     interval_ms: int  # lookup.reloading.interval: a batch meets the version newest at a multiple of it
     cache_dir: str
     memory_kib: int  # lookup.cache-max-memory-size: the page cache a worker process gives all buckets
+    key_as_int: tuple[bool, ...] = ()  # key columns widened from int to bigint (format/keyhash.py)
 
     @property
     def on_primary_key(self) -> bool:
@@ -266,7 +267,7 @@ class Dimension:
         plan = self.plan
         for part in planned:
             for batch in partitions.read(part, schema):
-                hashes = spark_xxhash64([batch.column(c) for c in plan.primary_key])
+                hashes = spark_xxhash64([batch.column(c) for c in plan.primary_key], plan.key_as_int)
                 yield batch, (hashes & np.uint64(plan.buckets - 1)).astype(np.int64)
 
     def _rows(self, bucket: int) -> Iterator[Entry]:

@@ -5,6 +5,10 @@ for a point lookup (``WHERE id = 5`` or ``id IN (...)``), the planner needs the 
 Spark: XXH64 (seed 42), with each column's hash seeding the next and nulls skipped, and values
 encoded as Spark does (int and date as 4 bytes, long and timestamp as 8, strings as UTF-8).
 Types this module does not cover return None, and then no node pruning happens.
+
+A key column widened from int to bigint keeps hashing as Spark's int wherever its value fits in
+one, and as a long only beyond (``hash_types`` marks it as an int; ``_encode`` takes an int type's
+value beyond int range as a long): every row written before the widening stays in its tree node.
 """
 
 from __future__ import annotations
@@ -80,7 +84,9 @@ def _encode(value: object, field_type: it.IcebergType) -> bytes | None:
     if isinstance(field_type, it.DateType) and isinstance(value, datetime.date):
         return struct.pack("<i", (value - datetime.date(1970, 1, 1)).days)
     if isinstance(field_type, it.IntegerType) and (whole := _whole(value)) is not None:
-        return struct.pack("<i", whole) if -(2**31) <= whole < 2**31 else None
+        # Beyond int range: only a widened key holds such a value, and it hashes as a long (an INT
+        # column holds none, so the node this picks is as good as any: nothing there matches).
+        return _encode(whole, it.LongType()) if not -(2**31) <= whole < 2**31 else struct.pack("<i", whole)
     if isinstance(field_type, it.LongType) and (whole := _whole(value)) is not None:
         return struct.pack("<q", whole) if -(2**63) <= whole < 2**63 else None
     if isinstance(field_type, it.StringType) and isinstance(value, str):
@@ -101,6 +107,13 @@ def spark_xxhash64(values: tuple[object, ...], types: tuple[it.IcebergType, ...]
             return None
         seed = xxh64(encoded, seed)
     return seed
+
+
+def hash_types(types: tuple[it.IcebergType, ...], as_int: tuple[bool, ...]) -> tuple[it.IcebergType, ...]:
+    """The types key values hash by: a key column widened from int to bigint (``as_int``) by int."""
+    if not any(as_int):
+        return types
+    return tuple(it.IntegerType() if narrow else t for t, narrow in zip(types, as_int, strict=True))
 
 
 MAX_LOOKUP_KEYS = 1024

@@ -135,14 +135,25 @@ def _column_hash(column: pa.Array, seeds: np.ndarray) -> np.ndarray:
     )
 
 
-def spark_xxhash64(columns: list[pa.Array]) -> np.ndarray:
-    """Spark's ``xxhash64(c1, c2, ...)`` of every row, as uint64 (nulls are skipped, as Spark does)."""
+def _as_int_hash(column: pa.Array, seeds: np.ndarray) -> np.ndarray:
+    """A key widened from int to bigint: its int hash where the value fits in an int, else its long's
+    (keyhash.py)."""
+    values = np.asarray(column.cast(pa.int64()).fill_null(0))
+    fits = (values >= -(2**31)) & (values < 2**31)
+    narrow = _hash_fixed(np.where(fits, values, 0), 4, seeds)
+    return narrow if fits.all() else np.where(fits, narrow, _hash_fixed(values, 8, seeds))
+
+
+def spark_xxhash64(columns: list[pa.Array], as_int: tuple[bool, ...] = ()) -> np.ndarray:
+    """Spark's ``xxhash64(c1, c2, ...)`` of every row, as uint64 (nulls are skipped, as Spark does);
+    a column flagged in ``as_int`` is a key widened from int to bigint (keyhash.py)."""
     rows = len(columns[0]) if columns else 0
     seeds = np.full(rows, SPARK_SEED, dtype=_U)
-    for column in columns:
+    for i, column in enumerate(columns):
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
-        hashed = _column_hash(column, seeds)
+        narrow = i < len(as_int) and as_int[i] and pa.types.is_integer(column.type)
+        hashed = _as_int_hash(column, seeds) if narrow else _column_hash(column, seeds)
         if column.null_count:
             valid = np.asarray(column.is_valid())
             hashed = np.where(valid, hashed, seeds)
@@ -150,10 +161,10 @@ def spark_xxhash64(columns: list[pa.Array]) -> np.ndarray:
     return seeds
 
 
-def node_ids(columns: list[pa.Array], buckets: int) -> np.ndarray:
+def node_ids(columns: list[pa.Array], buckets: int, as_int: tuple[bool, ...] = ()) -> np.ndarray:
     """Each row's tree node id for a tree of ``buckets`` leaves (tree.node_id_column, in numpy).
 
     Spark takes ``xxhash64(...) & mask`` on the signed long; for a mask below 2^63 that equals
     the unsigned hash's low bits."""
     mask = buckets - 1
-    return (spark_xxhash64(columns) & _U(mask)).astype(np.int32) + np.int32(mask + 1)
+    return (spark_xxhash64(columns, as_int) & _U(mask)).astype(np.int32) + np.int32(mask + 1)

@@ -11,6 +11,8 @@ function of the project: every writer computes nodes with :func:`node_id_column`
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,10 +73,32 @@ class DataTreeNode:
         return self.is_descendant_of(other) or other.is_descendant_of(self)
 
 
-def node_id_column(key_columns: list[str], buckets: int) -> Column:
+def key_hash(keys: list[Column], as_int: tuple[bool, ...] = ()) -> Column:
+    """Spark's ``xxhash64`` of the key columns. A key widened from int to bigint (flagged in
+    ``as_int``) hashes as an int where its value fits in one (keyhash.py): one branch per
+    combination of such columns fitting or not (a NULL is skipped either way)."""
+    from pyspark.sql import functions as F
+
+    narrow = [i for i, flag in enumerate(as_int) if flag]
+    if not narrow:
+        return F.xxhash64(*keys)
+    fits = {i: F.coalesce(keys[i].between(-(2**31), 2**31 - 1), F.lit(True)) for i in narrow}
+    result: Column | None = None
+    for chosen in itertools.product((True, False), repeat=len(narrow)):
+        cast = {i for i, c in zip(narrow, chosen, strict=True) if c}
+        hashed = F.xxhash64(*[k.cast("int") if i in cast else k for i, k in enumerate(keys)])
+        condition = functools.reduce(
+            lambda a, b: a & b, [fits[i] if c else ~fits[i] for i, c in zip(narrow, chosen, strict=True)]
+        )
+        result = F.when(condition, hashed) if result is None else result.when(condition, hashed)
+    assert result is not None
+    return result
+
+
+def node_id_column(key_columns: list[str], buckets: int, as_int: tuple[bool, ...] = ()) -> Column:
     """The Spark column computing each row's node id for a tree of ``buckets`` leaves."""
     from pyspark.sql import functions as F
 
     mask = buckets - 1
-    index = F.xxhash64(*[F.col(c) for c in key_columns]).bitwiseAND(F.lit(mask))
+    index = key_hash([F.col(c) for c in key_columns], as_int).bitwiseAND(F.lit(mask))
     return (index + F.lit(mask + 1)).cast("int")

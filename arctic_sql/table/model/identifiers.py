@@ -21,6 +21,9 @@ PURGING_KEY = "arctic.purging-base"
 RESERVED_COLUMN_PREFIX = "arctic_"
 # On a shallow clone's base store: its claim on its sources' files (records/clones.py), as JSON.
 CLONE_OF_KEY = "arctic.clone-of"
+# On the base store: field ids of key columns widened from int to bigint, which keep hashing as an
+# int where their values fit in one (format/keyhash.py), so rows written before stay in their nodes.
+KEY_AS_INT_KEY = "arctic.key.hashed-as-int"
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 
 from arctic_sql.table.model import properties as props
-from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.identifiers import KEY_AS_INT_KEY, TableIdentifier
 from arctic_sql.table.model.schemas import spark_schema
 from arctic_sql.table.model.table_settings import TableSettings
 
 if TYPE_CHECKING:
+    from pyiceberg.types import IcebergType
     from pyspark.sql.types import StructType
 
 # pyiceberg must not replay a commit that lost a race: base commits carry a watermark it cannot
@@ -65,6 +66,21 @@ class ArcticTable:
     def primary_key(self) -> list[str]:
         schema = self.schema
         return [schema.find_column_name(fid) for fid in schema.identifier_field_ids]  # type: ignore[misc]
+
+    @property
+    def key_types(self) -> tuple[IcebergType, ...]:
+        schema = self.schema
+        return tuple(schema.find_field(k).field_type for k in self.primary_key)
+
+    @property
+    def key_as_int(self) -> tuple[bool, ...]:
+        """Per primary-key column: whether it was widened from int to bigint and so still hashes as an
+        int where its value fits in one (format/keyhash.py)."""
+        raw = self.properties.get(KEY_AS_INT_KEY, "")
+        if not raw:
+            return tuple(False for _ in self.primary_key)
+        ids = {int(i) for i in raw.split(",")}
+        return tuple(fid in ids for fid in self.schema.identifier_field_ids)
 
     def user_properties(self) -> dict[str, str]:
         return {

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, In, LessThanOrEqual
 
-from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS, lookup_hashes, spark_xxhash64
+from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS, hash_types, lookup_hashes, spark_xxhash64
 from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.table.reading import node_merge
 from arctic_sql.table.reading.merge_on_read import node_groups
@@ -64,13 +64,14 @@ def plan_lookup(table: ArcticTable, version: int, values: Sequence[tuple]) -> Re
     if not keys or table.change is None or not values or len(values) > MAX_LOOKUP_KEYS:
         return None
     types = tuple(table.schema.find_field(k).field_type for k in keys)
-    hashes = lookup_hashes(list(values), types)
+    by = hash_types(types, table.key_as_int)
+    hashes = lookup_hashes(list(values), by)
     if hashes is None:
         return None
     condition = key_filter(keys, values)
     plan = plan_read(table, version, base_filter=condition, change_filter=condition, key_hashes=hashes)
     # Each key by its hash: a file is read only when a key of its node's path lies in its bounds.
-    hashed = [(spark_xxhash64(v, types), v) for v in values]
+    hashed = [(spark_xxhash64(v, by), v) for v in values]
     field_ids = [table.schema.find_field(k).field_id for k in keys]
     plan = replace(
         plan,

@@ -63,6 +63,7 @@ class WriteTarget:
     keys: tuple[str, ...]
     buckets: int  # tree leaves of this store; 0 without a primary key
     max_rows: int
+    key_as_int: tuple[bool, ...] = ()  # keys widened from int to bigint (format/keyhash.py)
 
     @classmethod
     def of(cls, table, store: str) -> WriteTarget:  # noqa: ANN001 - ArcticTable (no import cycle)
@@ -83,6 +84,7 @@ class WriteTarget:
             tuple(table.primary_key),
             buckets if table.primary_key else 0,
             max_rows_per_file(table),
+            table.key_as_int,
         )
 
     def new_location(self) -> str:
@@ -183,7 +185,9 @@ def directory_values(table: pa.Table, target: WriteTarget, ops: pa.Array | None)
         values[helper_name(position)] = _partition_value(column, source.field_type, field.transform)
     if target.keys:
         values[layout.NODE_COLUMN] = pa.array(
-            node_ids([table.column(k).combine_chunks() for k in target.keys], target.buckets)
+            node_ids(
+                [table.column(k).combine_chunks() for k in target.keys], target.buckets, target.key_as_int
+            )
         )
     if target.store == Store.CHANGE:
         assert ops is not None
@@ -288,7 +292,7 @@ def write_folder(
 def _key_hashes(part: pa.Table, target: WriteTarget) -> bytes | None:
     if not target.keys or part.num_rows > MAX_HASHED_ROWS:
         return None
-    return spark_xxhash64([part.column(k).combine_chunks() for k in target.keys]).tobytes()
+    return spark_xxhash64([part.column(k).combine_chunks() for k in target.keys], target.key_as_int).tobytes()
 
 
 def conform(rows: pa.Table, target: WriteTarget) -> pa.Table:

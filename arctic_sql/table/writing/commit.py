@@ -588,11 +588,20 @@ def set_properties(
 
 
 def evolve_schema(
-    store: Table, change: Callable[[UpdateSchema], None], *, allow_incompatible: bool = False
+    store: Table,
+    change: Callable[[UpdateSchema], None],
+    *,
+    allow_incompatible: bool = False,
+    properties: Mapping[str, str] | None = None,
 ) -> None:
-    """Apply ``change`` to ``store``'s schema in one commit (pyiceberg checks the result)."""
-    with store.update_schema(allow_incompatible_changes=allow_incompatible) as update:
+    """Apply ``change`` to ``store``'s schema in one commit (pyiceberg checks the result), setting
+    ``properties`` in the same commit."""
+    tx = store.transaction()
+    with tx.update_schema(allow_incompatible_changes=allow_incompatible) as update:
         change(update)
+    if properties:
+        tx.set_properties(dict(properties))
+    tx.commit_transaction()
 
 
 def expire_snapshots(

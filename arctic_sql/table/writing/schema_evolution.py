@@ -5,8 +5,10 @@ change store follows by field id (store_sync); a crash between the two is finish
 
 A column's type only widens as Iceberg allows (int to long, float to double, a decimal's precision
 up at the same scale): files keep the type they were written with and readers promote them by field
-id. Key and partition columns keep theirs: the key's type is part of the hash that placed each row
-in its tree node, and a partition value's type is part of each file's partition tuple.
+id. Partition columns keep theirs: a partition value's type is part of each file's partition tuple.
+A key column widens from int to bigint only: the key's type is part of the hash that placed each row
+in its tree node, so the table records the column (``KEY_AS_INT_KEY``, in the schema's commit) and
+it goes on hashing as an int wherever its value fits in one (format/keyhash.py).
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.exceptions import ResolveError
 from pyiceberg.schema import promote
-from pyiceberg.types import DecimalType, IcebergType, NestedField
+from pyiceberg.types import DecimalType, IcebergType, IntegerType, LongType, NestedField
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.faults import fault_point
+from arctic_sql.table.model.identifiers import KEY_AS_INT_KEY
 from arctic_sql.table.writing import commit, store_sync
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from pyiceberg.table.update.schema import UpdateSchema
     from pyspark.sql.types import StructType
@@ -30,9 +33,12 @@ if TYPE_CHECKING:
     from arctic_sql.table.model.table import ArcticTable
 
 
-def evolve(table: ArcticTable, change: Callable[[UpdateSchema], None]) -> None:
-    """Apply ``change`` to the base store's schema, then bring the change store into line."""
-    commit.evolve_schema(table.base, change)
+def evolve(
+    table: ArcticTable, change: Callable[[UpdateSchema], None], properties: Mapping[str, str] | None = None
+) -> None:
+    """Apply ``change`` to the base store's schema (with ``properties``, in one commit), then bring
+    the change store into line."""
+    commit.evolve_schema(table.base, change, properties=properties)
     fault_point("alter-between-stores")
     if table.change is not None:
         store_sync.align(str(table.identifier), table.base.schema(), table.change)
@@ -61,9 +67,37 @@ def widens(current: IcebergType, wanted: IcebergType) -> bool:
     )
 
 
+def _widens_key(table: ArcticTable, field: NestedField, wanted: IcebergType) -> bool:
+    """Whether ``field`` is a key column (and no partition source) widening from int to bigint, the one
+    change of a key's type the tree's hash can follow; refused in one line for any other key change."""
+    if field.field_id not in table.schema.identifier_field_ids:
+        return False
+    if any(f.source_id == field.field_id for f in table.spec.fields):
+        return False  # protected() names the partition column
+    if isinstance(field.field_type, IntegerType) and isinstance(wanted, LongType):
+        return True
+    raise InvalidArgumentError(
+        f"Cannot change primary key column '{field.name}' of {table.identifier} from {field.field_type} to "
+        f"{wanted}: a key column widens only from int to bigint"
+    )
+
+
+def key_as_int_property(
+    table: ArcticTable, widened: Sequence[tuple[NestedField, IcebergType]]
+) -> dict[str, str]:
+    """The table property recording the key columns ``widened`` from int to bigint, with those before."""
+    keys = [f for f, wanted in widened if _widens_key(table, f, wanted)]
+    if not keys:
+        return {}
+    raw = table.properties.get(KEY_AS_INT_KEY, "")
+    ids = {int(i) for i in raw.split(",") if i} | {f.field_id for f in keys}
+    return {KEY_AS_INT_KEY: ",".join(str(i) for i in sorted(ids))}
+
+
 def check_widening(table: ArcticTable, field: NestedField, wanted: IcebergType) -> None:
     """Refuse, in one line, a type change of ``field`` to ``wanted`` that is not a legal widening."""
-    protected(table, field.field_id, "change the type of", field.name)
+    if not _widens_key(table, field, wanted):
+        protected(table, field.field_id, "change the type of", field.name)
     if not widens(field.field_type, wanted):
         raise InvalidArgumentError(
             f"Cannot change column '{field.name}' of {table.identifier} from {field.field_type} to {wanted}: only "
@@ -120,4 +154,4 @@ def add_and_widen(
         for name, field_type in added:
             update.add_column(name, field_type)
 
-    evolve(table, change)
+    evolve(table, change, key_as_int_property(table, widened))

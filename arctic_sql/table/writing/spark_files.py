@@ -73,7 +73,7 @@ def laid_out(df: DataFrame, table: ArcticTable, store: str) -> tuple[DataFrame, 
             if store == Store.BASE
             else settings.change_file_index_hash_bucket
         )
-        out = out.withColumn(layout.NODE_COLUMN, node_id_column(keys, buckets))
+        out = out.withColumn(layout.NODE_COLUMN, node_id_column(keys, buckets, table.key_as_int))
         directories.append(layout.NODE_COLUMN)
     if store == Store.CHANGE:
         directories.append(layout.OP_COLUMN)

@@ -26,3 +26,27 @@ def test_values_it_cannot_encode_disable_pruning():
     assert spark_xxhash64((5.5,), (it.LongType(),)) is None
     assert spark_xxhash64(("abc",), (it.IntegerType(),)) is None
     assert spark_xxhash64((1.0,), (it.DoubleType(),)) is None
+
+
+def test_a_key_widened_from_int_hashes_as_an_int_where_it_fits_and_as_a_long_beyond():
+    import numpy as np
+    import pyarrow as pa
+
+    from arctic_sql.table.format import keyhash_arrow
+    from arctic_sql.table.format.keyhash import hash_types
+
+    by = hash_types((it.LongType(), it.StringType()), (True, False))
+    assert by == (it.IntegerType(), it.StringType())
+    as_int = xxh64((7).to_bytes(4, "little", signed=True), SPARK_SEED)
+    big = 5_000_000_000
+    assert spark_xxhash64((7, "x"), by) == xxh64(b"x", as_int)
+    assert spark_xxhash64((big,), by[:1]) == spark_xxhash64((big,), (it.LongType(),))
+    ids = pa.array([7, big, None, -(2**31), 2**31], pa.int64())
+    names = pa.array(["x", "y", "z", None, "w"])
+    widened = keyhash_arrow.spark_xxhash64([ids, names], (True, False))
+    expected = [spark_xxhash64((i, n), by) for i, n in zip(ids.to_pylist(), names.to_pylist(), strict=True)]
+    assert widened.tolist() == expected
+    # Unflagged, the same column hashes every value as a long: the two differ where the value fits.
+    plain = keyhash_arrow.spark_xxhash64([ids, names])
+    assert (plain != widened).tolist() == [True, False, False, True, False]
+    assert np.array_equal(keyhash_arrow.spark_xxhash64([ids], (False,)), keyhash_arrow.spark_xxhash64([ids]))

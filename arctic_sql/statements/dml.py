@@ -11,6 +11,7 @@ other data commit landed after ``v``; otherwise they run again on the new state 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -323,6 +324,8 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
             if added or widened:  # the plan's columns are the table's: plan again on the new schema
                 table, table_node = _target(ctx, expression.this)
                 plan = MergePlan.of(expression, table)
+            given = {f.name.lower() for f in source.fields}
+            plan = replace(plan, missing=frozenset(c for c in plan.columns if c.lower() not in given))
 
     blind = plan.blind_changes(ctx)
 

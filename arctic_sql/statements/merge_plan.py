@@ -138,6 +138,9 @@ class MergePlan:
     columns: tuple[str, ...]
     keys: tuple[str, ...]
     key_types: tuple[object, ...] = ()  # the keys' Spark types
+    # Under schema evolution, the table's columns a narrower source lacks: ``UPDATE SET *`` keeps the
+    # target's value there and ``INSERT *`` writes NULL (Delta's rule); the statement reads the target.
+    missing: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, expression: exp.Merge, table: ArcticTable) -> MergePlan:
@@ -408,6 +411,8 @@ class MergePlan:
         return any(c.table.lower() == target for c in node.find_all(exp.Column))
 
     def _may_be_blind(self) -> bool:
+        if self.missing:  # an update keeps the target's values of the columns the source lacks
+            return False
         pairs = self._on_pairs()
         if any(p is None or p[0].lower() != p[1].lower() for p in pairs):
             return False
@@ -459,6 +464,8 @@ class MergePlan:
             for index, clause in enumerate(self.clauses):
                 if clause.action == "delete":
                     value = exp.column(name, tgt, quoted=True) if name in self.keys else exp.null()
+                elif clause.assignments is None and name in self.missing:
+                    value = exp.column(name, tgt, quoted=True) if clause.action == "update" else exp.null()
                 elif clause.assignments is None:
                     value = exp.column(name, src, quoted=True)
                 elif name in clause.assignments:

@@ -145,6 +145,26 @@ def test_merge_with_schema_evolution_takes_the_source_columns_of_star_clauses_on
     assert _rows(arctic) == [(1, 10, "a", None), (2, BIG, "B", "eu"), (3, 30, "c", "us")]
 
 
+def test_a_narrower_source_leaves_the_columns_it_lacks_as_they_were_for_updates(evolving):
+    # Delta's rule under schema evolution: UPDATE SET * keeps the target's value of a column the
+    # source lacks, INSERT * writes NULL there; the same MERGE without evolution cannot resolve it.
+    arctic = evolving
+    narrow = "(SELECT * FROM VALUES (2, 'B2', true), (4, 'd', false) AS s(id, v, vip))"
+    stars = (
+        "MERGE {} INTO db.e t USING {} s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    with pytest.raises(Exception, match=r"UNRESOLVED_COLUMN.*`n`"):
+        arctic.sql(stars.format("", narrow))
+    assert _rows(arctic) == [(1, 10, "a"), (2, 20, "b")]
+    arctic.sql(stars.format("WITH SCHEMA EVOLUTION", narrow))
+    assert _columns(arctic) == [("id", "bigint"), ("n", "int"), ("v", "string"), ("vip", "boolean")]
+    assert _rows(arctic) == [(1, 10, "a", None), (2, 20, "B2", True), (4, None, "d", False)]
+    # A blind upsert (stars only, no condition) must read the target too when the source is narrower.
+    arctic.sql(stars.format("WITH SCHEMA EVOLUTION", "(SELECT 1 AS id, 'a1' AS v)"))
+    assert _rows(arctic) == [(1, 10, "a1", None), (2, 20, "B2", True), (4, None, "d", False)]
+
+
 def test_insert_with_schema_evolution_by_position_by_name_and_by_column_list(evolving):
     arctic = evolving
     arctic.sql(f"INSERT WITH SCHEMA EVOLUTION INTO db.e SELECT 3, {BIG}, 'c', 'eu' AS region")  # past the end

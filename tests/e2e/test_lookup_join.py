@@ -217,6 +217,34 @@ def test_a_composite_key_of_a_date_and_a_string_meets_its_own_rows(arctic, spark
         query.stop()
 
 
+def test_a_key_widened_from_int_finds_the_rows_its_int_hash_placed(arctic, spark, tmp_path):
+    # Rows written before the widening sit in the tree nodes of the int's hash; the facts' buckets
+    # and the caches' must follow them there (format/keyhash.py), and a key past an int's range too.
+    big = 5_000_000_000
+    arctic.sql(
+        "CREATE TABLE db.wide (id INT, name STRING, PRIMARY KEY (id)) USING arctic "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '4')"
+    )
+    arctic.sql("INSERT INTO db.wide VALUES " + ", ".join(f"({i}, 'n{i}')" for i in range(1, 9)))
+    arctic.sql("CALL system.optimize(table => 'db.wide', mode => 'full')")
+    arctic.sql("ALTER TABLE db.wide ALTER COLUMN id TYPE BIGINT")
+    arctic.sql(f"INSERT INTO db.wide VALUES (2, 'm2'), ({big}, 'big')")
+    facts = Facts(spark, str(tmp_path / "facts"))
+    batches: list = []
+    query = _start(
+        lookup_join(facts.stream(), "db.wide", on="id", how="left", options={"lookup.buckets": "4"}),
+        str(tmp_path / "ck"),
+        batches,
+    )
+    try:
+        facts.add(id=[1, 2, 5, 8, 9, big])
+        query.processAllAvailable()
+        names = {1: "n1", 2: "m2", 5: "n5", 8: "n8", 9: None, big: "big"}
+        assert _rows(batches) == [(i, k, names[k]) for i, k in enumerate([1, 2, 5, 8, 9, big])]
+    finally:
+        query.stop()
+
+
 def test_a_restart_from_the_checkpoint_joins_against_the_pinned_versions(arctic, spark, tmp_path):
     """The second run has new (empty) caches: each bucket is rebuilt from the table at the version
     the checkpoint pinned, and every fact's values equal that version read by time travel."""

@@ -138,18 +138,24 @@ def _check_size(table: ArcticTable, sizes: list[int]) -> None:
 
 
 def _grouped(
-    table: ArcticTable, files: Sequence[FileEntry], *, all_changes: bool = False
+    table: ArcticTable,
+    files: Sequence[FileEntry],
+    *,
+    all_changes: bool = False,
+    held: frozenset[str] | None = None,
 ) -> tuple[list[list[FileEntry]], list[list[int]]]:
     """Node groups and their balanced slots. Only a group with change data is merged in memory
     (``all_changes``: every file is one); any other group is read file by file, so its size does
-    not matter: a table without a key, or the nodes of a keyed table that optimizing left clean."""
+    not matter: a table without a key, or the nodes of a keyed table that optimizing left clean.
+    ``held``: the paths of the only files a task holds whole (a full change feed keeps just the
+    touched keys' rows of the others while scanning), so only they count against the limit."""
 
     def needs_merge(group: list[FileEntry]) -> bool:
         return table.is_keyed and (all_changes or any(f.store == "change" for f in group))
 
     groups = node_groups(files) if table.is_keyed else [[f] for f in files]
     merged = [g for g in groups if needs_merge(g)]
-    _check_size(table, [sum(f.file_size for f in g) for g in merged])
+    _check_size(table, [sum(f.file_size for f in g if held is None or f.path in held) for g in merged])
     groups = merged + [[f] for g in groups if not needs_merge(g) for f in g]
     return groups, balance([sum(f.file_size for f in g) for g in groups], slots()) if groups else []
 
@@ -188,9 +194,9 @@ def full_change_partitions(
 ) -> list[InputPartition]:
     """A full change feed's partitions: each node group holds the range's change files and the files
     of the state they start from, so a task finds its keys' pre-images beside their changes."""
-    groups, shares = _grouped(table, [*plan.before, *plan.changes], all_changes=True)
-    stores = Stores.of(table)
     changed = frozenset(f.path for f in plan.changes)
+    groups, shares = _grouped(table, [*plan.before, *plan.changes], all_changes=True, held=changed)
+    stores = Stores.of(table)
     full = [group_of(g, changed) for g in groups]
     return [FullChangePartition(stores, [full[i] for i in share], committed_at_ms) for share in shares]
 

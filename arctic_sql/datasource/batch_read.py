@@ -6,7 +6,8 @@
 - ``readChangeFeed=true`` with ``startingVersion`` (inclusive, as in Delta) or ``startingTimestamp``,
   and optionally ``endingVersion`` / ``endingTimestamp`` (inclusive; default the newest version):
   per key changed, its last change, with ``_change_type``, ``_change_version`` and
-  ``_commit_timestamp``. SQL's ``VERSION BETWEEN v1 AND v2`` keeps ``(v1, v2]``: startingVersion
+  ``_commit_timestamp``; with ``changeFeedMode=full`` every change of every version, as Delta's
+  change data feed (table/reading/full_changes.py). SQL's ``VERSION BETWEEN v1 AND v2`` keeps ``(v1, v2]``: startingVersion
   ``s`` is ``BETWEEN s-1``.
 
 Spark hands ``pushFilters`` the query's simple filters; they prune partitions, files, tree nodes
@@ -27,7 +28,7 @@ from arctic_sql.datasource import partitions
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import versions
-from arctic_sql.table.reading import tags
+from arctic_sql.table.reading import full_changes, tags
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import Range, change_files, version_at
 from arctic_sql.table.reading.scan import plan_read
@@ -62,7 +63,7 @@ class ArcticBatchReader(DataSourceReader):
         history = versions.history(table.base, table.change)
         if self.options.read_change_feed:
             span = change_feed_range(table, history, self.options)
-            return change_partitions(table, history, span)
+            return change_partitions(table, history, span, mode=self.options.change_feed_mode)
         version = version_as_of(table, history, self.options)
         schema = table.schema
         base_filter = pushed.row_filter(self.pushed, schema)
@@ -170,8 +171,19 @@ def start_after(table: ArcticTable, history: versions.History, micros: int) -> i
 
 
 def change_partitions(
-    table: ArcticTable, history: versions.History, span: Range, *, skip_overwrites: bool = False
+    table: ArcticTable,
+    history: versions.History,
+    span: Range,
+    *,
+    skip_overwrites: bool = False,
+    mode: str = full_changes.LATEST,
 ) -> list[InputPartition]:
+    """The partitions of the changes in ``span``: per key its last change (``latest``), or every
+    change per version with pre-images (``full``; on a table without a key every change is an
+    insert, which ``latest`` gives)."""
     committed = {c.version: c.committed_at_ms for c in history.commits if span.start < c.version <= span.end}
+    if mode == full_changes.FULL and table.is_keyed:
+        plan = full_changes.plan_full(table, span, history, skip_overwrites=skip_overwrites)
+        return partitions.full_change_partitions(table, plan, committed)
     files = change_files(table, span, skip_overwrites=skip_overwrites, history=history)
     return partitions.change_partitions(table, files, committed)

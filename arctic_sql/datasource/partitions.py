@@ -31,7 +31,15 @@ from arctic_sql.errors import UnsupportedOperationError
 from arctic_sql.table.reading import node_merge
 
 # The change types, also for stream_read and lookup_task, which read them here.
-from arctic_sql.table.reading.changes import DELETE, INSERT, UPSERT, conformed, net_changes  # noqa: F401
+from arctic_sql.table.reading.changes import (  # noqa: F401
+    DELETE,
+    INSERT,
+    UPSERT,
+    conformed,
+    net_changes,
+    with_change_columns,
+)
+from arctic_sql.table.reading.full_changes import FullGroup, FullPlan, group_of, read_group
 from arctic_sql.table.reading.merge_on_read import balance, node_groups
 
 if TYPE_CHECKING:
@@ -103,6 +111,15 @@ class ChangePartition(InputPartition):
         self.stores, self.groups, self.committed_at_ms = stores, groups, committed_at_ms
 
 
+class FullChangePartition(InputPartition):
+    """Node groups of a full change feed: every change per version, with pre-images
+    (table/reading/full_changes.py)."""
+
+    def __init__(self, stores: Stores, groups: list[FullGroup], committed_at_ms: dict[int, int]) -> None:
+        super().__init__(len(groups))
+        self.stores, self.groups, self.committed_at_ms = stores, groups, committed_at_ms
+
+
 # planning ----------------------------------------------------------------------------------------
 def slots() -> int:
     """How many partitions a read is balanced into: the planning machine's cores (a Python task
@@ -121,18 +138,24 @@ def _check_size(table: ArcticTable, sizes: list[int]) -> None:
 
 
 def _grouped(
-    table: ArcticTable, files: Sequence[FileEntry], *, all_changes: bool = False
+    table: ArcticTable,
+    files: Sequence[FileEntry],
+    *,
+    all_changes: bool = False,
+    held: frozenset[str] | None = None,
 ) -> tuple[list[list[FileEntry]], list[list[int]]]:
     """Node groups and their balanced slots. Only a group with change data is merged in memory
     (``all_changes``: every file is one); any other group is read file by file, so its size does
-    not matter: a table without a key, or the nodes of a keyed table that optimizing left clean."""
+    not matter: a table without a key, or the nodes of a keyed table that optimizing left clean.
+    ``held``: the paths of the only files a task holds whole (a full change feed keeps just the
+    touched keys' rows of the others while scanning), so only they count against the limit."""
 
     def needs_merge(group: list[FileEntry]) -> bool:
         return table.is_keyed and (all_changes or any(f.store == "change" for f in group))
 
     groups = node_groups(files) if table.is_keyed else [[f] for f in files]
     merged = [g for g in groups if needs_merge(g)]
-    _check_size(table, [sum(f.file_size for f in g) for g in merged])
+    _check_size(table, [sum(f.file_size for f in g if held is None or f.path in held) for g in merged])
     groups = merged + [[f] for g in groups if not needs_merge(g) for f in g]
     return groups, balance([sum(f.file_size for f in g) for g in groups], slots()) if groups else []
 
@@ -166,6 +189,18 @@ def change_partitions(
     return [ChangePartition(stores, [tagged[i] for i in share], committed_at_ms) for share in shares]
 
 
+def full_change_partitions(
+    table: ArcticTable, plan: FullPlan, committed_at_ms: dict[int, int]
+) -> list[InputPartition]:
+    """A full change feed's partitions: each node group holds the range's change files and the files
+    of the state they start from, so a task finds its keys' pre-images beside their changes."""
+    changed = frozenset(f.path for f in plan.changes)
+    groups, shares = _grouped(table, [*plan.before, *plan.changes], all_changes=True, held=changed)
+    stores = Stores.of(table)
+    full = [group_of(g, changed) for g in groups]
+    return [FullChangePartition(stores, [full[i] for i in share], committed_at_ms) for share in shares]
+
+
 def file_count(planned: Sequence[InputPartition]) -> int:
     """How many files a read's partitions read (what pruning saves; the tests count it)."""
     count = 0
@@ -174,6 +209,10 @@ def file_count(planned: Sequence[InputPartition]) -> int:
             count += sum(len(t.base_files) + len(t.change_files) for t in p.groups)
         elif isinstance(p, ChangePartition):
             count += sum(len(g.files) for g in p.groups)
+        elif isinstance(p, FullChangePartition):
+            count += sum(
+                len(g.changes) + len(g.before.base_files) + len(g.before.change_files) for g in p.groups
+            )
     return count
 
 
@@ -189,6 +228,12 @@ def read(partition: InputPartition, output: StructType) -> Iterator[pa.RecordBat
     elif isinstance(partition, ChangePartition):
         for group in partition.groups:
             yield from conformed(_changes(partition, group), arrow_type).to_batches()
+    elif isinstance(partition, FullChangePartition):
+        stores = partition.stores
+        for full in partition.groups:
+            rows, kinds, versions = read_group(stores.store, full, stores.schema, stores.keys)
+            changed = with_change_columns(rows, kinds, versions, partition.committed_at_ms)
+            yield from conformed(changed, arrow_type).to_batches()
 
 
 def _merged(partition: MergePartition, task: node_merge.NodeTask) -> pa.Table:
@@ -229,14 +274,4 @@ def _changes(partition: ChangePartition, group: ChangeGroup) -> pa.Table:
     """The newest change per key of one group (every row, as an insert, on a table without a key)."""
     stores = partition.stores
     rows, kinds, versions = net_changes(stores.store, group.files, stores.schema, stores.keys)
-    lookup = partition.committed_at_ms
-    committed = (
-        np.array([lookup.get(int(v), 0) for v in versions], np.int64)
-        if len(versions)
-        else np.zeros(0, np.int64)
-    )
-    return (
-        rows.append_column("_change_type", pa.array(kinds, pa.string()))
-        .append_column("_change_version", pa.array(versions, pa.int64()))
-        .append_column("_commit_timestamp", _timestamps(committed))
-    )
+    return with_change_columns(rows, kinds, versions, partition.committed_at_ms)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table.reading import full_changes
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -37,7 +38,7 @@ _STREAM_ONLY = (
     "skipOverwrites",
     "consumerId",
 )
-_SHARED = ("path", "table", "readChangeFeed", "startingVersion", "startingTimestamp")
+_SHARED = ("path", "table", "readChangeFeed", "changeFeedMode", "startingVersion", "startingTimestamp")
 KNOWN = {name.lower(): name for name in (*_SHARED, *_BATCH_ONLY, *_STREAM_ONLY)}
 
 
@@ -50,6 +51,7 @@ class ReadOptions:
     tag: str | None = None  # versionAsOf given a tag's name
     timestamp_as_of: int | None = None
     read_change_feed: bool = False
+    change_feed_mode: str = full_changes.LATEST  # full: every change with pre-images (full_changes.py)
     starting_version: int | str | None = None  # a str: a tag's name, resolved by resolve_tags
     starting_latest: bool = False  # startingVersion = "latest"
     starting_timestamp: int | None = None
@@ -134,6 +136,9 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
         tag=given["versionasof"].strip() if _is_tag(given.get("versionasof")) else None,
         timestamp_as_of=_instant(given, "timestampasof"),
         read_change_feed=_flag(given, "readchangefeed"),
+        change_feed_mode=full_changes.checked_mode(
+            given.get("changefeedmode", full_changes.LATEST), "Option changeFeedMode"
+        ),
         starting_version=None
         if start is None or start.strip().lower() == LATEST
         else _version(given, "startingversion"),
@@ -151,6 +156,8 @@ def parse(options: Mapping[str, str], *, strict: bool = True) -> ReadOptions:
     _exclusive(given, "versionasof", "timestampasof")
     _exclusive(given, "startingversion", "startingtimestamp")
     _exclusive(given, "endingversion", "endingtimestamp")
+    if "changefeedmode" in given and not parsed.read_change_feed:
+        raise InvalidArgumentError("Option changeFeedMode needs readChangeFeed=true")
     if parsed.read_change_feed and (
         parsed.version_as_of is not None or parsed.tag is not None or parsed.timestamp_as_of is not None
     ):

@@ -5,7 +5,8 @@ of the table with that id was read (checkpoints written before the id was kept h
 ``{"version": -1}`` is the start of a stream that first reads the table's rows: its first
 micro-batch is the newest version's rows as upserts (inserts on a table without a key), and every
 later micro-batch the changes of the versions in ``(start, end]``: per key, its last change there,
-with ``_change_type``, ``_change_version`` and ``_commit_timestamp``. Optimizing commits are not
+with ``_change_type``, ``_change_version`` and ``_commit_timestamp`` (``changeFeedMode=full``: every
+change of every version, with pre-images, as the batch change feed gives them). Optimizing commits are not
 versions, so they produce nothing (they only move data).
 
 ``startingVersion`` (inclusive: a version or a tag's name) or ``startingTimestamp`` start from changes only;
@@ -42,6 +43,7 @@ from arctic_sql.datasource.batch_read import change_partitions, first_change, re
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import versions
+from arctic_sql.table.reading import full_changes
 from arctic_sql.table.reading.changes import Range, carries_changes, commit_files
 from arctic_sql.table.reading.scan import plan_read
 from arctic_sql.table.records import consumers
@@ -188,6 +190,7 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The versions of the next micro-batch: whole versions, at least one, within the rate
         limits; never past a version that replaced rows (its own batch fails, or skips it)."""
         options = self.options
+        full = options.change_feed_mode == full_changes.FULL
         admitted: list[versions.Commit] = []
         files = rows = size = 0
         limited = not isinstance(limit, ReadAllAvailable)
@@ -196,11 +199,13 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         for commit in pending:
             if not carries_changes(table, commit):
+                if admitted and (not options.skip_overwrites or full):
+                    break  # stream what came before it first
                 if not options.skip_overwrites:
-                    if admitted:
-                        break  # stream what came before it first
                     raise _overwrite_error(table, commit)
                 admitted.append(commit)
+                if full:  # alone: the next batch's pre-images start from its rows
+                    break
                 continue
             if limited and counted:
                 added = commit_files(table, commit)
@@ -230,10 +235,14 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # versions are changes after 0, which the next batches read (a replay after a crash,
                 # or a first commit landing between planning and reading, must not ask for version 0).
                 return []
-            return snapshot_partitions(table, history, finish)
+            return snapshot_partitions(table, history, finish, self.options.change_feed_mode)
         _check_retained(table, history, begin)
         return change_partitions(
-            table, history, Range(begin, finish), skip_overwrites=self.options.skip_overwrites
+            table,
+            history,
+            Range(begin, finish),
+            skip_overwrites=self.options.skip_overwrites,
+            mode=self.options.change_feed_mode,
         )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -263,11 +272,14 @@ def _shown(schema: StructType) -> str:
     )
 
 
-def snapshot_partitions(table: ArcticTable, history: versions.History, version: int) -> list[InputPartition]:
-    """A stream's first batch: the rows of ``version``, each an upsert (insert) of that version."""
+def snapshot_partitions(
+    table: ArcticTable, history: versions.History, version: int, mode: str = full_changes.LATEST
+) -> list[InputPartition]:
+    """A stream's first batch: the rows of ``version``, each an upsert of that version (an insert on a
+    table without a key, and in the full mode, as Delta's stream starts)."""
     plan = plan_read(table, version)
     committed = _committed_at(history, version)
-    kind = partitions.UPSERT if table.is_keyed else partitions.INSERT
+    kind = partitions.UPSERT if table.is_keyed and mode == full_changes.LATEST else partitions.INSERT
     return partitions.merge_partitions(
         table, plan.base_files, plan.change_files, tagged=partitions.ChangeColumns(kind, version, committed)
     )

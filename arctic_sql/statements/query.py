@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.statements import aggregate_pushdown, time_travel, views
+from arctic_sql.statements import aggregate_pushdown, table_changes, time_travel, views
 from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 from arctic_sql.statements.time_travel import replace_functions
@@ -58,12 +58,16 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
     resolved = Resolved(expression)
     bare: set[tuple[str, str]] = set()  # (database, table) of the references read under their bare name
     for node in list(expression.find_all(exp.Table)):
-        if not node.name or isinstance(node.this, exp.Func):
-            continue  # table-valued functions and the like
-        parts = [p.name for p in node.parts]
-        if len(parts) == 1 and parts[0].lower() in ctes:
-            continue
-        df = dataframe_for(ctx, node)
+        changes = table_changes.is_table_changes(node)
+        if changes:
+            parts, df = [table_changes.TABLE_CHANGES], table_changes.dataframe(ctx, node.this)
+        else:
+            if not node.name or isinstance(node.this, exp.Func):
+                continue  # table-valued functions and the like
+            parts = [p.name for p in node.parts]
+            if len(parts) == 1 and parts[0].lower() in ctes:
+                continue
+            df = dataframe_for(ctx, node)
         if df is None:
             continue
         view = f"arctic_view_{next(_view_ids)}"
@@ -72,7 +76,7 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
         if hasattr(df, LOOKUP_NOTE):
             resolved.notes.append(f"{view}: {getattr(df, LOOKUP_NOTE)}")
         alias = node.alias or parts[-1]
-        if not node.alias:
+        if not node.alias and not changes:
             bare.add(((parts[-2] if len(parts) > 1 else ctx.current_database).lower(), alias.lower()))
         replacement = exp.Table(this=exp.to_identifier(view))
         replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))

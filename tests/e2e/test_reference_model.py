@@ -5,9 +5,11 @@ run on tables with 1, 2, 4 and 8 buckets, partitioned and not. After every state
 hold exactly the model's rows, and a filtered read or a lookup by keys its rows; at the end every retained version read with ``VERSION AS OF`` must equal the model's state
 after the commit that made it, and random ``VERSION BETWEEN`` ranges must return, per key changed in
 the range, the model's last change (invariant 3): applied to the state at the start, they give the
-state at the end. A range that crosses an INSERT OVERWRITE must be refused. Column ``v`` (and for
-odd seeds the key ``id``) is widened from INT to BIGINT at a random step, so reads mix files of both
-types and keys placed by the int's hash. Last, a random version
+state at the end. A range that crosses an INSERT OVERWRITE must be refused. The full change feed
+(``table_changes``) of a random range must give, per version, what the model's states before and
+at it imply for the keys its statement wrote. Column ``v`` (and for odd seeds the key ``id``) is
+widened from INT to BIGINT at a random step, so reads mix files of both types and keys placed by
+the int's hash. Last, a random version
 is tagged and history expired: the tagged version and those after it must still read the model's;
 then the table is shallow-cloned and both take random statements of their own, each checked against
 its own copy of the model, before and after the source's hardest maintenance.
@@ -366,3 +368,39 @@ def check_incremental_reads(
         got = sorted((tuple(r) for r in arctic.sql(sql).collect()), key=lambda r: (r[0], r[1] or ""))
         assert got == log.between(start, end, model), (start, end)
         assert _apply(states[start], got, model) == states[end], (start, end)
+    check_the_full_feed(arctic, rng, model, states, log)
+
+
+_KINDS = {"update_preimage": 0, "update_postimage": 1}
+
+
+def _feed_order(row: tuple) -> tuple:
+    return (row[5], row[0], row[1] or "", _KINDS.get(row[4], 0))
+
+
+def check_the_full_feed(
+    arctic, rng: random.Random, model: Model, states: dict[int, list[tuple]], log: Log
+) -> None:
+    """``table_changes`` over a random range that no overwrite crosses: per version and per key its
+    statement wrote, what the model's state before that version and at it imply (Delta's rows)."""
+    versions = sorted(states)
+    ranges = [
+        (a, b) for a in versions for b in versions if a < b and not any(a < v <= b for v in log.overwrites)
+    ]
+    if not ranges:
+        return
+    start, end = rng.choice(ranges)
+    expected = []
+    for version in (v for v in versions if start < v <= end and v in log.changes):
+        previous = max(v for v in versions if v < version)
+        before = {model.key(r): r for r in states[previous]}
+        after = {model.key(r): r for r in states[version]}
+        for key in log.changes[version]:
+            old, new = before.get(key), after.get(key)
+            if old is not None:
+                expected.append((*old, "update_preimage" if new is not None else "delete", version))
+            if new is not None:
+                expected.append((*new, "insert" if old is None else "update_postimage", version))
+    sql = f"SELECT id, p, v, s, _change_type, _change_version FROM table_changes('db.t', {start + 1}, {end})"
+    got = sorted((tuple(r) for r in arctic.sql(sql).collect()), key=_feed_order)
+    assert got == sorted(expected, key=_feed_order), (start, end)

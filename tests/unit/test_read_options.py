@@ -125,3 +125,14 @@ def test_pushed_filters_become_inclusive_pyiceberg_filters():
     )
     assert filters.row_filter(pushed, SCHEMA, {"id"}) == ie.EqualTo("id", 5)  # change files: key columns only
     assert filters.row_filter([], SCHEMA) == ie.AlwaysTrue()
+
+
+def test_change_feed_mode_is_latest_unless_full_and_needs_the_change_feed() -> None:
+    assert parse({"readChangeFeed": "true", "startingVersion": "1"}).change_feed_mode == "latest"
+    assert parse({"readChangeFeed": "true", "changeFeedMode": " Full "}).change_feed_mode == "full"
+    with pytest.raises(
+        InvalidArgumentError, match="^Option changeFeedMode must be latest or full, got 'diff'$"
+    ):
+        parse({"readChangeFeed": "true", "changeFeedMode": "diff"})
+    with pytest.raises(InvalidArgumentError, match="changeFeedMode needs readChangeFeed=true"):
+        parse({"changeFeedMode": "full"})

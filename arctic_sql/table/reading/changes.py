@@ -37,7 +37,7 @@ from arctic_sql.table.reading.merge_on_read import (
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan, live_files
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 CHANGE_TYPE = "_change_type"
 CHANGE_VERSION = "_change_version"
+COMMIT_TIMESTAMP = "_commit_timestamp"
 UPSERT, DELETE, INSERT = "upsert", "delete", "insert"
 # Commits whose rows are all new: an incremental read may cross them.
 _INITIAL_LOADS = frozenset({versions.Operation.CREATE_AS_SELECT})
@@ -82,7 +83,7 @@ def _added_files(store: Table, snapshot: Snapshot, store_name: str, version: int
     ]
 
 
-def _crossing_error(table: ArcticTable, span: Range, commit: versions.Commit) -> VersionNotFoundError:
+def crossing_error(table: ArcticTable, span: Range, commit: versions.Commit) -> VersionNotFoundError:
     return VersionNotFoundError(
         f"Incremental read of {table.identifier} over ({span.start}, {span.end}] crosses the "
         f"{commit.operation.upper()} at version {commit.version}, which replaced rows without per-key "
@@ -121,7 +122,7 @@ def change_files(
         if carries_changes(table, commit):
             files.extend(commit_files(table, commit))
         elif not skip_overwrites:
-            raise _crossing_error(table, span, commit)
+            raise crossing_error(table, span, commit)
     return tuple(files)
 
 
@@ -168,14 +169,7 @@ def net_changes(
     pyarrow; without ``keys`` every row, as an insert. The rows (``schema`` made optional; a delete
     carries only its key), each row's change type and version."""
     optional = node_merge.optional(schema)
-    parts = []
-    for name in (Store.BASE, Store.CHANGE):
-        for is_delete in (False, True):
-            tagged = [(f, tag) for s, f, tag in files if s == name and bool(tag % 2) == is_delete]
-            if tagged:
-                parts.append(
-                    store(name).read_tagged(tagged, optional.select(*keys) if is_delete else optional)
-                )
+    parts = tagged_parts(store, files, schema, keys)
     if not parts:
         return (
             schema_to_pyarrow(optional, include_field_ids=False).empty_table(),
@@ -192,6 +186,39 @@ def net_changes(
         tags = np.concatenate([np.asarray(t, np.int64) for _, t in parts])
         kinds = np.full(len(tags), INSERT)
     return rows, kinds, tags // 2
+
+
+def tagged_parts(
+    store: Callable[[str], node_merge.Store],
+    files: Sequence[tuple[str, DataFile, int]],
+    schema: Schema,
+    keys: Sequence[str],
+) -> list[tuple[pa.Table, np.ndarray]]:
+    """The rows of tagged files (``(store name, file, node_merge.tag)``), read per store and kind, each
+    part with the tag of each row (``schema`` made optional; a delete carries only its key)."""
+    optional = node_merge.optional(schema)
+    parts = []
+    for name in (Store.BASE, Store.CHANGE):
+        for is_delete in (False, True):
+            tagged = [(f, tag) for s, f, tag in files if s == name and bool(tag % 2) == is_delete]
+            if tagged:
+                parts.append(
+                    store(name).read_tagged(tagged, optional.select(*keys) if is_delete else optional)
+                )
+    return parts
+
+
+def with_change_columns(
+    rows: pa.Table, kinds: np.ndarray, versions: np.ndarray, committed_at_ms: Mapping[int, int]
+) -> pa.Table:
+    """``rows`` with ``_change_type``, ``_change_version`` and ``_commit_timestamp`` (the commit time of
+    each row's version, from ``committed_at_ms``)."""
+    committed = np.array([committed_at_ms.get(int(v), 0) for v in versions], np.int64)
+    return (
+        rows.append_column(CHANGE_TYPE, pa.array(kinds, pa.string()))
+        .append_column(CHANGE_VERSION, pa.array(versions, pa.int64()))
+        .append_column(COMMIT_TIMESTAMP, pa.array(committed * 1000, pa.timestamp("us", tz="UTC")))
+    )
 
 
 def conformed(rows: pa.Table, arrow_type: pa.Schema) -> pa.Table:

@@ -10,14 +10,11 @@ group's rows at a time and the keys' rows, never the table's.
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, In, LessThanOrEqual
 
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS, hash_types, lookup_hashes, spark_xxhash64
@@ -143,7 +140,7 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
         return target.empty_table()
     wanted = pa.table({k: pa.array([v[i] for v in values], target.field(k).type) for i, k in enumerate(keys)})
     # Each key column's values, kept while scanning (a superset of the keys for a composite key).
-    kept = functools.reduce(operator.and_, [pc.field(k).isin(pc.unique(wanted.column(k))) for k in keys])
+    kept = node_merge.keys_in(wanted, keys)
     base, change = node_merge.Store.both(table)
     found = []
     for group in node_groups(files):

@@ -16,6 +16,8 @@ carry the field ids of ``schema_to_pyarrow``.
 
 from __future__ import annotations
 
+import functools
+import operator
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,22 +64,40 @@ def newest_changes(changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str])
     A table's tag is one number, or an array of one per row (rows read from several files at once).
     Delete tables may hold only the key columns: their other columns come back null.
     """
+    change = tagged_rows(changes)
+    if change.num_rows == 0:
+        return change
+    change = change.sort_by([*((k, "ascending") for k in keys), (TAG, "descending")])
+    return change.filter(pa.array(key_starts(change, keys)))
+
+
+def tagged_rows(changes: Sequence[tuple[pa.Table, Any]]) -> pa.Table:
+    """Tagged change tables as one, each row with its ``_arctic_tag`` (see :func:`newest_changes`)."""
     parts = [
         t.append_column(TAG, pa.array(np.broadcast_to(np.asarray(value, np.int64), len(t))))
         for t, value in changes
     ]
-    change = pa.concat_tables(parts, promote_options="permissive")
-    if change.num_rows == 0:
-        return change
-    change = change.sort_by([*((k, "ascending") for k in keys), (TAG, "descending")])
-    first = np.zeros(change.num_rows, dtype=bool)
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
+def keys_in(wanted: pa.Table, keys: Sequence[str]) -> pc.Expression:
+    """A pyarrow filter that keeps the rows whose every key column holds a value of ``wanted``'s (a
+    superset of ``wanted``'s keys for a composite key: match them exactly afterwards)."""
+    return functools.reduce(operator.and_, [pc.field(k).isin(pc.unique(wanted.column(k))) for k in keys])
+
+
+def key_starts(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """Which rows of ``rows`` (sorted by ``keys``) start a key: a boolean per row."""
+    first = np.zeros(rows.num_rows, dtype=bool)
+    if rows.num_rows == 0:
+        return first
     first[0] = True
     for k in keys:  # a row starts a new key when any key column differs from the row before
-        column = change.column(k).combine_chunks()
+        column = rows.column(k).combine_chunks()
         first[1:] |= pc.fill_null(
             pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)), True
         ).to_numpy(zero_copy_only=False)
-    return change.filter(pa.array(first))
+    return first
 
 
 def merge(

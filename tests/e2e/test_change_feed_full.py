@@ -1,0 +1,184 @@
+"""The full change feed (changeFeedMode=full, table_changes): Delta's rows per change per version,
+pre-images from the version before, nothing for optimizing, the stream equal to the batch read, and
+one-line errors for a bad mode and for ranges crossing an overwrite."""
+
+from __future__ import annotations
+
+import pytest
+
+from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+from arctic_sql.spark import translate
+
+pytestmark = pytest.mark.spark
+
+
+def _full(spark, **options) -> list[tuple]:
+    reader = spark.read.format("arctic").option("readChangeFeed", "true").option("changeFeedMode", "full")
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    return _rows(reader.load("db.t"))
+
+
+def _rows(df) -> list[tuple]:
+    """(version, id, change type, v), in Delta's order within a version: pre-image before post-image."""
+    order = {"update_preimage": 0, "update_postimage": 1}
+    found = [(r["_change_version"], r["id"], r["_change_type"], r["v"]) for r in df.collect()]
+    return sorted(found, key=lambda r: (r[0], r[1], order.get(r[2], 0)))
+
+
+def _error(action) -> Exception:
+    with pytest.raises(Exception) as caught:
+        action()
+    return translate(caught.value)
+
+
+@pytest.fixture
+def changed(arctic):
+    """Six versions of inserts, updates, upserts, deletes and a MERGE, with optimizing between them."""
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")  # 1
+    arctic.sql("UPDATE db.t SET v = 'b2' WHERE id = 2")  # 2
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")  # no version: moves data
+    arctic.sql("DELETE FROM db.t WHERE id IN (3, 9)")  # 3: 9 was never there
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a2'), (4, 'd')")  # 4: an upsert of 1, an insert of 4
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'minor')")
+    arctic.sql(
+        "MERGE INTO db.t USING (SELECT * FROM VALUES (2, 'b3'), (4, NULL), (5, 'e') AS s(id, v)) s "
+        "ON db.t.id = s.id WHEN MATCHED AND s.v IS NULL THEN DELETE WHEN MATCHED THEN UPDATE SET v = s.v "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )  # 5
+    arctic.sql("INSERT INTO db.t VALUES (3, 'c2')")  # 6: deleted at 3, back again
+    return arctic
+
+
+EXPECTED = [
+    (1, 1, "insert", "a"),
+    (1, 2, "insert", "b"),
+    (1, 3, "insert", "c"),
+    (2, 2, "update_preimage", "b"),
+    (2, 2, "update_postimage", "b2"),
+    (3, 3, "delete", "c"),
+    (4, 1, "update_preimage", "a"),
+    (4, 1, "update_postimage", "a2"),
+    (4, 4, "insert", "d"),
+    (5, 2, "update_preimage", "b2"),
+    (5, 2, "update_postimage", "b3"),
+    (5, 4, "delete", "d"),
+    (5, 5, "insert", "e"),
+    (6, 3, "insert", "c2"),
+]
+
+
+def test_every_change_of_every_version_with_its_pre_image(changed, spark):
+    assert _full(spark, startingVersion=1) == EXPECTED
+    # A range starting later finds its first pre-images in the optimized base at its start.
+    for start, end in ((2, 6), (4, 5), (5, 5), (3, 4)):
+        assert _full(spark, startingVersion=start, endingVersion=end) == [
+            r for r in EXPECTED if start <= r[0] <= end
+        ]
+    rows = spark.read.format("arctic").option("readChangeFeed", "true").option("changeFeedMode", "FULL")
+    assert rows.load("db.t").columns == ["id", "v", "_change_type", "_change_version", "_commit_timestamp"]
+
+
+def test_latest_stays_the_default_mode(changed, spark):
+    reader = spark.read.format("arctic").option("readChangeFeed", "true").option("startingVersion", 4)
+    latest = sorted((r["id"], r["_change_type"]) for r in reader.load("db.t").collect())
+    assert latest == [(1, "upsert"), (2, "upsert"), (3, "upsert"), (4, "delete"), (5, "upsert")]
+    explicit = reader.option("changeFeedMode", "latest").load("db.t")
+    assert sorted((r["id"], r["_change_type"]) for r in explicit.collect()) == latest
+
+
+def test_optimizing_gives_no_changes(changed, spark):
+    changed.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    assert _full(spark, startingVersion=1) == EXPECTED
+    with pytest.raises(Exception) as caught:  # nothing after the newest version: optimizing made none
+        _full(spark, startingVersion=7)
+    assert isinstance(translate(caught.value), VersionNotFoundError)
+
+
+def test_table_changes_in_sql_is_the_full_feed_with_inclusive_bounds(changed, spark):
+    assert _rows(changed.sql("SELECT * FROM table_changes('db.t', 1, 6)")) == EXPECTED
+    assert _rows(changed.sql("SELECT * FROM table_changes('db.t', 4)")) == [r for r in EXPECTED if r[0] >= 4]
+    changed.sql("ALTER TABLE db.t CREATE TAG q AS OF VERSION 5")
+    picked = changed.sql(
+        "SELECT c.* FROM table_changes('db.t', 2, 'q') AS c WHERE _change_type = 'delete' ORDER BY id"
+    )
+    assert [(r["id"], r["v"], r["_change_version"]) for r in picked.collect()] == [(3, "c", 3), (4, "d", 5)]
+    for sql, kind, words in (
+        ("SELECT * FROM table_changes('db.t', 5, 2)", InvalidArgumentError, "start version 5 is after"),
+        ("SELECT * FROM table_changes('db.t')", InvalidArgumentError, "takes a table name, a start"),
+        ("SELECT * FROM table_changes('db.t', 1, 99)", VersionNotFoundError, "outside the table's history"),
+    ):
+        error = _error(lambda sql=sql: changed.sql(sql).collect())
+        assert isinstance(error, kind) and words in str(error) and "\n" not in str(error)
+
+
+def _stream(spark, checkpoint: str, **options) -> list[tuple]:
+    batches: list = []
+    reader = (
+        spark.readStream.format("arctic").option("readChangeFeed", "true").option("changeFeedMode", "full")
+    )
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    query = (
+        reader.load("db.t")
+        .writeStream.option("checkpointLocation", checkpoint)
+        .foreachBatch(lambda df, _: batches.extend(_rows(df)))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return sorted(
+        batches, key=lambda r: (r[0], r[1], {"update_preimage": 0, "update_postimage": 1}.get(r[2], 0))
+    )
+
+
+def test_a_stream_in_full_mode_sees_the_batch_rows(changed, spark, tmp_path):
+    # A micro-batch a version: every batch finds its pre-images at its own start.
+    assert _stream(spark, str(tmp_path / "one"), startingVersion=1, maxVersionsPerTrigger=1) == EXPECTED
+    assert _stream(spark, str(tmp_path / "all"), startingVersion=2) == _full(spark, startingVersion=2)
+    # Without a start the stream begins with the table's rows, as inserts (Delta's stream does).
+    first = _stream(spark, str(tmp_path / "rows"))
+    assert first == [
+        (6, 1, "insert", "a2"),
+        (6, 2, "insert", "b3"),
+        (6, 3, "insert", "c2"),
+        (6, 5, "insert", "e"),
+    ]
+
+
+def test_an_overwrite_is_refused_unless_a_stream_skips_it(changed, spark, tmp_path):
+    changed.sql("INSERT OVERWRITE db.t VALUES (1, 'over'), (7, 'g')")  # 7
+    changed.sql("INSERT INTO db.t VALUES (1, 'after')")  # 8
+    error = _error(lambda: _full(spark, startingVersion=6))
+    assert isinstance(error, VersionNotFoundError) and "crosses the OVERWRITE at version 7" in str(error)
+    assert _full(spark, startingVersion=8) == [
+        (8, 1, "update_preimage", "over"),
+        (8, 1, "update_postimage", "after"),
+    ]
+    # The skipped overwrite's rows are where the changes after it start from.
+    assert _stream(spark, str(tmp_path / "skip"), startingVersion=6, skipOverwrites="true") == [
+        (6, 3, "insert", "c2"),
+        (8, 1, "update_preimage", "over"),
+        (8, 1, "update_postimage", "after"),
+    ]
+
+
+def test_bad_modes_are_refused_in_one_line(changed, spark):
+    reader = spark.read.format("arctic").option("readChangeFeed", "true").option("startingVersion", 1)
+    error = _error(lambda: reader.option("changeFeedMode", "all").load("db.t").collect())
+    assert isinstance(error, InvalidArgumentError)
+    assert str(error) == "Option changeFeedMode must be latest or full, got 'all'"
+    error = _error(
+        lambda: spark.read.format("arctic").option("changeFeedMode", "full").load("db.t").collect()
+    )
+    assert isinstance(error, InvalidArgumentError) and "needs readChangeFeed=true" in str(error)
+
+
+def test_a_table_without_a_key_feeds_its_appends_as_inserts(arctic, spark):
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING)")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a')")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
+    expected = [(1, 1, "insert", "a"), (2, 1, "insert", "a"), (2, 2, "insert", "b")]
+    assert _full(spark, startingVersion=1) == expected
+    assert _rows(arctic.sql("SELECT * FROM table_changes('db.t', 1)")) == expected

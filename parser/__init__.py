@@ -37,6 +37,7 @@ from .statements import (
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
+    TableOrder,
     TagStatement,
     UnsetTableProperties,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "ShowPartitions",
     "ShowTableProperties",
     "ShowTables",
+    "TableOrder",
     "TagStatement",
     "UnsetTableProperties",
     "parse",

@@ -26,6 +26,7 @@ from .statements import (
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
+    TableOrder,
     TagStatement,
     UnsetTableProperties,
 )
@@ -74,6 +75,18 @@ def _unset_table_properties_sql(self: ArcticGenerator, expression: UnsetTablePro
 
 def _compact_table_sql(self: ArcticGenerator, expression: CompactTable) -> str:
     return f"ALTER TABLE {self.sql(expression, 'this')} COMPACT {expression.text('kind').upper()}"
+
+
+def _table_order_sql(self: ArcticGenerator, expression: TableOrder) -> str:
+    table = self.sql(expression, "this")
+    mode = expression.text("mode")
+    if mode == "none":
+        return f"ALTER TABLE {table} WRITE UNORDERED"
+    columns = self.expressions(expression, flat=True)
+    if mode == "z-order":
+        return f"ALTER TABLE {table} CLUSTER BY ({columns})"
+    locally = " LOCALLY" if expression.args.get("locally") else ""
+    return f"ALTER TABLE {table} WRITE{locally} ORDERED BY ({columns})"
 
 
 def _tag_statement_sql(self: ArcticGenerator, expression: TagStatement) -> str:
@@ -140,6 +153,7 @@ class ArcticGenerator(SparkGenerator):
         ShowColumns: _show_columns_sql,
         ShowPartitions: _show_partitions_sql,
         CompactTable: _compact_table_sql,
+        TableOrder: _table_order_sql,
         TagStatement: _tag_statement_sql,
         CloneTable: _clone_table_sql,
         DescribeHistory: _describe_history_sql,

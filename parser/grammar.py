@@ -29,6 +29,7 @@ from .statements import (
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
+    TableOrder,
     TagStatement,
     UnsetTableProperties,
 )
@@ -86,6 +87,9 @@ class ArcticParser(SparkParser):
     ] = {
         "UNSET": lambda self, table: self._parse_unset_table_properties(table),
         "COMPACT": lambda self, table: self._parse_compact_table(table),
+        "WRITE": lambda self, table: self._parse_write_order(table),
+        "CLUSTER": lambda self, table: self._parse_cluster_by(table),
+        "CLUSTER BY": lambda self, table: self._parse_cluster_by(table, by=True),  # one token in sqlglot
         # Only before TAG: ``ALTER TABLE t DROP COLUMN ...`` and the like stay sqlglot's.
         "CREATE": lambda self, table: self._parse_tag_statement(table, "create"),
         "REPLACE": lambda self, table: self._parse_tag_statement(table, "replace"),
@@ -251,6 +255,32 @@ class ArcticParser(SparkParser):
         if not self._match_texts(self.COMPACT_KINDS):
             self.raise_error("Expecting MINOR, MAJOR or FULL after COMPACT")
         return self.expression(CompactTable(this=table, kind=self._prev.text.lower()))
+
+    def _parse_write_order(self, table: exp.Table) -> TableOrder:
+        if self._match_text_seq("UNORDERED"):
+            return self.expression(TableOrder(this=table, mode="none"))
+        locally = self._match_text_seq("LOCALLY")
+        if not self._match_text_seq("ORDERED", "BY"):
+            self.raise_error("Expecting [LOCALLY] ORDERED BY or UNORDERED after WRITE")
+        columns = self._parse_order_columns()
+        return self.expression(TableOrder(this=table, mode="sort", expressions=columns, locally=locally))
+
+    def _parse_cluster_by(self, table: exp.Table, by: bool = False) -> TableOrder:
+        if not by and not self._match_text_seq("BY"):
+            self.raise_error("Expecting BY after CLUSTER")
+        return self.expression(
+            TableOrder(this=table, mode="z-order", expressions=self._parse_order_columns())
+        )
+
+    def _parse_order_columns(self) -> list[exp.Expr]:
+        """``(c1, c2)`` or ``c1, c2``: plain column names (no direction: every order is ascending)."""
+        wrapped = self._match(TokenType.L_PAREN)
+        columns = self._parse_csv(lambda: self._parse_id_var(any_token=False))
+        if wrapped and not self._match(TokenType.R_PAREN):
+            self.raise_error("Expecting ) after the columns")
+        if not columns:
+            self.raise_error("Expecting at least one column")
+        return columns
 
     def _parse_tag_statement(self, table: exp.Table, action: str) -> TagStatement | None:
         if action == "create" and self._match_text_seq("OR", "REPLACE", "TAG"):

@@ -91,6 +91,23 @@ class CompactTable(exp.Expression):
     arg_types: t.ClassVar[dict[str, bool]] = {"this": True, "kind": True}
 
 
+class TableOrder(exp.Expression):
+    """``ALTER TABLE t WRITE [LOCALLY] ORDERED BY (c, ...)`` (Iceberg), ``ALTER TABLE t CLUSTER BY
+    (c, ...)`` (Delta's Z-order) or ``ALTER TABLE t WRITE UNORDERED``: the order optimizing writes rows in.
+
+    ``this``: the ``exp.Table``. ``mode``: ``'sort'``, ``'z-order'`` or ``'none'`` (a ``str``).
+    ``expressions``: the columns as ``exp.Identifier``s (none for ``'none'``). ``locally``: True when
+    written ``LOCALLY`` (the same order here: every order is within a tree node's files).
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {
+        "this": True,
+        "mode": True,
+        "expressions": False,
+        "locally": False,
+    }
+
+
 class ShowTableProperties(exp.Expression):
     """``SHOW TBLPROPERTIES t [('key')]``.
 
@@ -185,6 +202,7 @@ ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     Call,
     DescribeHistory,
     CompactTable,
+    TableOrder,
     ShowTableProperties,
     ShowCreateTable,
     ShowColumns,

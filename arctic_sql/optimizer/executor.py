@@ -33,6 +33,8 @@ from arctic_sql.optimizer.cancellation import OptimizingCancelledError
 from arctic_sql.optimizer.planner import Task, unique_inputs
 from arctic_sql.table.files import position_deletes, storage
 from arctic_sql.table.format import layout
+from arctic_sql.table.format.clustering import ZORDER, Clustering, bits_per_column
+from arctic_sql.table.format.clustering import ordered as ordered_rows
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
 from arctic_sql.table.reading import node_merge
@@ -93,15 +95,17 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     schema, keys = table.schema, list(table.primary_key)
     base, change = node_merge.Store.both(table) if table.is_keyed else (node_merge.Store.of(table.base), None)
     rows_per_file, target_size = spark_files.max_rows_per_file(table), table.settings.target_size
-    jobs = [node_task(t, location) for t in tasks]
+    jobs = [(node_task(t, location), t.ordered) for t in tasks]
     shares = [
         [jobs[i] for i in share]
         for share in balance([t.input_bytes for t in tasks], spark.sparkContext.defaultParallelism)
     ]
+    clustering = Clustering.of(table.properties, schema)
+    row_group_rows = table.settings.write_cluster_row_group_rows
 
-    def run(share: list[node_merge.NodeTask]) -> list[str]:
+    def run(share: list[tuple[node_merge.NodeTask, bool]]) -> list[str]:
         written = []
-        for job in share:
+        for job, ordered in share:
             if job.kept_files:
                 rows, gone = node_merge.minor_node(job, schema, keys, base, change)
                 written += [
@@ -111,8 +115,16 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
                 rows = base.read(job.base_files, schema, deletes=job.delete_map)
             else:
                 rows = node_merge.read_node(job, schema, keys, base, change)
+                if (
+                    not job.change_files and not ordered
+                ):  # files of another order (clustered) back to key order
+                    rows = rows.sort_by([(k, "ascending") for k in keys])
             per_file = _rows_per_file(job, target_size, rows_per_file)
-            written += node_merge.write_node(rows, job.directory, schema, per_file)
+            if ordered and clustering is not None:  # cut into files and row groups after ordering
+                rows = ordered_rows(rows, clustering)
+                written += node_merge.write_node(rows, job.directory, schema, per_file, row_group_rows)
+            else:
+                written += node_merge.write_node(rows, job.directory, schema, per_file)
             fault_point(
                 "optimize-task-wrote"
             )  # a task slow after its first file: the cancel test stalls here
@@ -175,6 +187,47 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
     return out, directories
 
 
+def write_order(
+    rows: DataFrame, table: ArcticTable, directories: list[str]
+) -> tuple[DataFrame, spark_files.WriteOrder | None]:
+    """The merged rows with what the writer sorts each node's rows by in the table's clustering
+    order (``format/clustering.py``), as Spark expressions. A Z-order value interleaves each
+    column's ``percent_rank`` within its directory scaled to ``bits_per_column`` bits: the value
+    ``clustering.z_values`` computes over Arrow."""
+    from functools import reduce
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    clustering = Clustering.of(table.properties, table.schema)
+    if clustering is None:
+        return rows, None
+    block = max(1024 * 1024, table.settings.target_size // 16)  # row groups whose bounds skip
+    keys = [F.col(f"`{k}`") for k in table.primary_key]
+    if clustering.mode != ZORDER or len(clustering.columns) == 1:
+        return rows, spark_files.WriteOrder(
+            [*(F.col(f"`{c}`") for c in clustering.columns), *keys], block_bytes=block
+        )
+    count = len(clustering.columns)
+    bits = bits_per_column(count)
+    ranks = [f"{_ZVALUE}_{i}" for i in range(count)]
+    for c, rank in zip(clustering.columns, ranks, strict=True):
+        within = Window.partitionBy(*[F.col(d) for d in directories]).orderBy(
+            F.col(f"`{c}`").asc_nulls_first()
+        )
+        rows = rows.withColumn(
+            rank, F.floor(F.percent_rank().over(within) * float((1 << bits) - 1)).cast("long")
+        )
+    terms = [
+        F.shiftleft(F.shiftright(F.col(rank), bit).bitwiseAND(F.lit(1)), bit * count + count - 1 - i)
+        for bit in range(bits)
+        for i, rank in enumerate(ranks)
+    ]
+    rows = rows.withColumn(_ZVALUE, reduce(lambda a, b: a.bitwiseOR(b), terms))
+    return rows, spark_files.WriteOrder([F.col(_ZVALUE), *keys], [_ZVALUE, *ranks], block)
+
+
+_ZVALUE = "_arctic_zvalue"
 _TAG = TAG  # transaction * 2 + (1 if a delete): orders by transaction, tells the kind
 _RANK = "_arctic_rank"
 
@@ -219,8 +272,11 @@ def run_tasks(
             paths: list[str] = []
             if in_spark:  # first: Spark's writer wants a location that does not exist yet
                 rows, directories = merged_rows(spark, table, in_spark)
+                order = None
+                if any(t.ordered for t in in_spark):  # one query: ordered if any of its tasks is
+                    rows, order = write_order(rows, table, directories)
                 paths += bulk_base_files.write_laid_out_files(
-                    rows, table, directories, location, clustered=table.is_keyed
+                    rows, table, directories, location, clustered=table.is_keyed, order=order
                 )
             if in_arrow:
                 paths += run_in_memory(spark, table, in_arrow, location)

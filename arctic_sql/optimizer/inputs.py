@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile
 
+from arctic_sql.table.format.clustering import Clustering
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.tree import DataTreeNode
 
@@ -120,6 +121,9 @@ class Settings:
     # A task at most this large merges in memory, where minor and major leave segments in place and
     # write position deletes for them; a larger one is rewritten whole by a Spark query.
     in_memory_max_bytes: int = 256 * 1024 * 1024
+    # Major and full write each node's rows in the table's clustering order (format/clustering.py),
+    # so a full optimize rewrites whole nodes, lone clean segments included.
+    clustered: bool = False
 
     @property
     def fragment_size(self) -> int:
@@ -155,4 +159,5 @@ class Settings:
             full_interval_ms=s.full_trigger_interval,
             max_file_count=s.max_file_count,
             in_memory_max_bytes=s.execute_in_memory_max_bytes,
+            clustered=table.is_keyed and Clustering.of(table.properties, table.schema) is not None,
         )

@@ -40,6 +40,8 @@ class Task:
     has_upper_files: bool = False  # some inputs lie above the target node: keep only its rows
     # Base files left in place: the rows the changes supersede get position deletes (minor, major).
     kept_files: tuple[PlanFile, ...] = ()
+    # Write the rows in the table's clustering order instead of key order (major and full).
+    ordered: bool = False
 
     @property
     def input_files(self) -> tuple[PlanFile, ...]:
@@ -167,14 +169,18 @@ def _chosen_groups(
     A group with change data or an upper file must be rewritten (the new watermark hides its change
     data; an upper file is rewritten whole). Minor and major also compact the node's small files
     (fragments; for major undersized segments too) once there are two of them, even when their key
-    ranges are disjoint (increasing keys). Full rewrites all but a lone clean segment.
+    ranges are disjoint (increasing keys). Full rewrites all but a lone clean segment (all of them on a clustered table).
     """
     must = [g for g in groups if any(f.is_change or f.path in upper for f in g)]
     if mode == FULL:
         return [
             g
             for g in groups
-            if g in must or len(g) >= 2 or classify(g[0], settings) != "segment" or g[0].deletes
+            if g in must
+            or len(g) >= 2
+            or classify(g[0], settings) != "segment"
+            or g[0].deletes
+            or settings.clustered  # a lone segment may be in key order: sorted with its node
         ]
     if mode == MAJOR:  # segments whose position deletes passed the duplicate ratio
         must += [
@@ -240,6 +246,7 @@ def plan_partition(
                 change_files=tuple(change_files),
                 has_upper_files=has_upper,
                 kept_files=tuple(kept),
+                ordered=settings.clustered and mode in (MAJOR, FULL),
             )
         )
     return tasks

@@ -22,7 +22,8 @@ from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
 from arctic_sql.statements import query, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
-from arctic_sql.statements.schema_changes import apply_alter
+from arctic_sql.statements.schema_changes import apply_alter, checked_order, set_order
+from arctic_sql.table.format.clustering import Clustering
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model import properties as props
@@ -191,6 +192,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     schema = iceberg_schema(
         struct, required=set(primary_key) | not_null, identifier=primary_key, docs=comments
     )
+    user_props = checked_order(user_props, schema, primary_key, identifier)
     for comment in _properties(expression, exp.SchemaCommentProperty):  # CREATE TABLE ... COMMENT 'x'
         user_props[COMMENT] = comment.this.name
     spec = build_spec(_partition_terms(expression), schema)
@@ -331,6 +333,16 @@ def alter(ctx: StatementContext, expression: exp.Alter, text: str) -> DataFrame 
     return ctx.ok()
 
 
+def order(ctx: StatementContext, expression: statements.TableOrder, text: str) -> DataFrame | None:
+    """``ALTER TABLE t WRITE [LOCALLY] ORDERED BY | CLUSTER BY | WRITE UNORDERED``."""
+    table = ctx.arctic_table(expression.this)
+    if table is None:
+        raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
+    with leases.writing(table, "alter"):
+        set_order(table, expression)
+    return ctx.ok()
+
+
 def unset_properties(
     ctx: StatementContext, expression: statements.UnsetTableProperties, text: str
 ) -> DataFrame | None:
@@ -418,6 +430,9 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
                     "",
                 )
             )
+        order = Clustering.of(table.properties, schema)
+        if order is not None:
+            rows.append(("Clustering", order.describe(), ""))
         shown = table.user_properties()
         rows.append(
             ("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]", "")

@@ -137,6 +137,7 @@ HANDLERS: dict[type, Handler] = {
     statements.ShowCreateTable: show.show_create_table,
     exp.TruncateTable: truncate.truncate,
     statements.CompactTable: _compact,
+    statements.TableOrder: ddl.order,
     statements.TagStatement: ddl.tag,
     statements.CloneTable: clones.clone,
     exp.Cache: _table_command,

@@ -63,10 +63,13 @@ _TABLES: dict[str, tuple[Callable[[ArcticTable], list[dict]], tuple[str, ...], s
             "key_min",
             "key_max",
             "merged",
+            "cluster_min",
+            "cluster_max",
         ),
         (
             "store string, partition string, node long, kind string, sequence_number long, path string, "
-            "size_bytes long, rows long, key_min string, key_max string, merged boolean"
+            "size_bytes long, rows long, key_min string, key_max string, merged boolean, "
+            "cluster_min string, cluster_max string"
         ),
     ),
     "partitions": (

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.statements.clauses import literal_value, spark_struct
+from arctic_sql.table.format import clustering
 from arctic_sql.table.model import properties as props
 from arctic_sql.table.model.identifiers import RESERVED_COLUMN_PREFIX
 from arctic_sql.table.model.schemas import _Ids, to_iceberg_type
@@ -21,8 +22,12 @@ from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.writing import commit, schema_evolution
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyiceberg.schema import Schema
     from pyiceberg.table.update.schema import UpdateSchema
 
+    from arctic_sql.parser import TableOrder
     from arctic_sql.statements.context import StatementContext
 
 
@@ -75,8 +80,41 @@ def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
     for container in action.expressions:
         for prop in container.expressions if isinstance(container, exp.Properties) else [container]:
             raw[literal_value(prop.this)] = literal_value(prop.args["value"])
-    values = props.validate(raw, creating=False)
+    values = checked_order(props.validate(raw, creating=False), table.schema, table.primary_key, table)
     commit.set_properties(table.base, values)
+
+
+def checked_order(
+    values: dict[str, str], schema: Schema, primary_key: Sequence[str], table: object
+) -> dict[str, str]:
+    """``values`` with ``write.cluster.columns`` checked against the schema and spelled as it
+    spells the columns (a one-line error for an unknown, nested or key-only order)."""
+    raw = values.get(clustering.COLUMNS)
+    if raw is None or not clustering.parse_columns(raw):
+        return values
+    _check_keyed(primary_key, table)
+    columns = clustering.check(clustering.parse_columns(raw), schema, primary_key, str(table))
+    return {**values, clustering.COLUMNS: ",".join(columns)}
+
+
+def _check_keyed(primary_key: Sequence[str], table: object) -> None:
+    if not primary_key:
+        raise UnsupportedOperationError(
+            f"Cannot order {table}: ordering applies to the tree nodes of a table with a primary key"
+        )
+
+
+def set_order(table: ArcticTable, statement: TableOrder) -> None:
+    """``WRITE [LOCALLY] ORDERED BY``, ``CLUSTER BY`` or ``WRITE UNORDERED``: the clustering
+    properties, checked before anything is written."""
+    mode = statement.text("mode")
+    if mode == "none":
+        commit.set_properties(table.base, removals=[clustering.COLUMNS, clustering.MODE])
+        return
+    _check_keyed(table.primary_key, table.identifier)
+    names = [c.name for c in statement.expressions]
+    columns = clustering.check(names, table.schema, table.primary_key, str(table.identifier))
+    commit.set_properties(table.base, {clustering.COLUMNS: ",".join(columns), clustering.MODE: mode})
 
 
 def _find(table: ArcticTable, name: str):

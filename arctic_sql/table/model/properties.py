@@ -266,6 +266,27 @@ PROPERTIES: tuple[TableProperty, ...] = (
     ),
     _P("write.distribution-mode", Kind.STRING, "hash", "how writes are distributed", _one_of("none", "hash")),
     _P(
+        "write.cluster.columns",
+        Kind.STRING,
+        "",
+        "columns (comma-separated) major and full optimizing order each tree node's rows by; empty: key order "
+        "(set by ALTER TABLE ... WRITE ORDERED BY or CLUSTER BY)",
+    ),
+    _P(
+        "write.cluster.mode",
+        Kind.STRING,
+        "sort",
+        "how write.cluster.columns order rows: sort (lexicographic) or z-order (interleaved bits)",
+        _one_of("sort", "z-order"),
+    ),
+    _P(
+        "write.cluster.row-group-rows",
+        Kind.INT,
+        16384,
+        "rows per Parquet row group of clustered files: small enough that row-group bounds let readers skip",
+        _positive,
+    ),
+    _P(
         "write.schema.auto-merge",
         Kind.BOOLEAN,
         False,

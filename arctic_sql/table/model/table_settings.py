@@ -227,6 +227,28 @@ class TableSettings:
         return self._value("write.distribution-mode", str)
 
     @property
+    def write_cluster_columns(self) -> str:
+        """Columns (comma-separated) major and full optimizing order each tree node's rows by;
+        empty: key order (set by ALTER TABLE ... WRITE ORDERED BY or CLUSTER BY)
+        (``write.cluster.columns``, default '').
+        """
+        return self._value("write.cluster.columns", str)
+
+    @property
+    def write_cluster_mode(self) -> str:
+        """How write.cluster.columns order rows: sort (lexicographic) or z-order (interleaved bits)
+        (``write.cluster.mode``, default 'sort').
+        """
+        return self._value("write.cluster.mode", str)
+
+    @property
+    def write_cluster_row_group_rows(self) -> int:
+        """Rows per Parquet row group of clustered files: small enough that row-group bounds let
+        readers skip (``write.cluster.row-group-rows``, default 16384).
+        """
+        return self._value("write.cluster.row-group-rows", int)
+
+    @property
     def write_schema_auto_merge(self) -> bool:
         """Whether DataFrame and stream writes add the new columns they carry and widen types, as
         mergeSchema does (``write.schema.auto-merge``, default False).

@@ -11,9 +11,11 @@ each front end renders them its own way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from arctic_sql.table.format import versions
+from arctic_sql.table.format.clustering import Clustering
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading import tags
@@ -79,18 +81,51 @@ def stores(table: ArcticTable) -> list[tuple[Store, Any]]:
 
 def key_range(table: ArcticTable, data_file: Any) -> tuple[str | None, str | None]:
     """The smallest and largest primary key a file holds, as text (``None`` without a key)."""
+    return column_range(table, data_file, table.schema.identifier_field_ids)
+
+
+def cluster_range(table: ArcticTable, data_file: Any) -> tuple[str | None, str | None]:
+    """The bounds of the clustering columns in a file, as text (``None`` when the table has no
+    clustering): what a filter on them is compared with to skip the file."""
+    order = Clustering.of(table.properties, table.schema)
+    if order is None:
+        return None, None
+    return column_range(
+        table, data_file, [table.schema.find_field(c).field_id for c in order.columns], readable=True
+    )
+
+
+def column_range(
+    table: ArcticTable, data_file: Any, keys: Sequence[int], *, readable: bool = False
+) -> tuple[str | None, str | None]:
+    """The lower and upper bounds of columns ``keys`` (field ids) in a file, each joined by ", "
+    ("?" for a column without bounds); ``None`` for no columns. ``readable``: dates and timestamps
+    as ISO text (key_min and key_max keep Iceberg's numbers, as they always showed them)."""
     from pyiceberg.conversions import from_bytes
 
-    keys = table.schema.identifier_field_ids
     if not keys:
         return None, None
     lows, highs = data_file.lower_bounds or {}, data_file.upper_bounds or {}
     parts_low, parts_high = [], []
     for fid in keys:
         field_type = table.schema.find_field(fid).field_type
-        parts_low.append(str(from_bytes(field_type, lows[fid])) if fid in lows else "?")
-        parts_high.append(str(from_bytes(field_type, highs[fid])) if fid in highs else "?")
+        for bounds, parts in ((lows, parts_low), (highs, parts_high)):
+            value = from_bytes(field_type, bounds[fid]) if fid in bounds else None
+            parts.append("?" if value is None else _text(field_type, value) if readable else str(value))
     return ", ".join(parts_low), ", ".join(parts_high)
+
+
+def _text(field_type: Any, value: object) -> str:
+    from pyiceberg.types import DateType, TimestampType, TimestamptzType
+    from pyiceberg.utils.datetime import days_to_date, micros_to_timestamp, micros_to_timestamptz
+
+    if isinstance(field_type, DateType) and isinstance(value, int):
+        return days_to_date(value).isoformat()
+    if isinstance(field_type, TimestampType) and isinstance(value, int):
+        return micros_to_timestamp(value).isoformat(sep=" ")
+    if isinstance(field_type, TimestamptzType) and isinstance(value, int):
+        return micros_to_timestamptz(value).isoformat(sep=" ")
+    return str(value)
 
 
 def file_kind(f: FileEntry) -> str:
@@ -131,6 +166,7 @@ def files(table: ArcticTable) -> list[Row]:
                 "key_min": low,
                 "key_max": high,
                 "merged": f.store == Store.CHANGE and f.path not in read,
+                **dict(zip(("cluster_min", "cluster_max"), cluster_range(table, f.data_file), strict=True)),
             }
         )
         for d in f.deletes:

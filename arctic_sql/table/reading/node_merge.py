@@ -520,9 +520,13 @@ def _plain(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type
 
 
-def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: int) -> list[str]:
+def write_node(
+    rows: pa.Table, directory: str, schema: Schema, rows_per_file: int, row_group_rows: int | None = None
+) -> list[str]:
     """Write ``rows`` under ``directory`` as Parquet files of about ``rows_per_file`` rows, with
-    Iceberg field ids; return their locations.
+    Iceberg field ids; return their locations. ``row_group_rows``: rows per row group (default
+    pyarrow's, one group per file of this size); clustered files take smaller ones, whose bounds
+    let a reader skip within a file.
 
     The rows are cut into files of equal size, as many as rounding the rows over ``rows_per_file``
     gives (at least one): never a full file and a small remainder, which would come back as a
@@ -544,6 +548,7 @@ def write_node(rows: pa.Table, directory: str, schema: Schema, rows_per_file: in
             filesystem=fs,
             use_dictionary=dictionary_columns(chunk),
             write_statistics=statistics_columns(chunk.schema),
+            row_group_size=row_group_rows,
         )
         written.append(scheme + file_path)
     return written

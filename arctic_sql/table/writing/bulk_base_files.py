@@ -93,23 +93,33 @@ def write_base_files(rows: DataFrame, table: ArcticTable, what: str) -> list[str
 
 
 def write_laid_out_files(
-    rows: DataFrame, table: ArcticTable, directories: list[str], location: str, *, clustered: bool = False
+    rows: DataFrame,
+    table: ArcticTable,
+    directories: list[str],
+    location: str,
+    *,
+    clustered: bool = False,
+    order: spark_files.WriteOrder | None = None,
 ) -> list[str]:
     """Base files of ``rows`` laid out by ``spark_files.laid_out`` (optimizing's merged rows), under
     ``location``: on the local disk Spark's Parquet writer; elsewhere :func:`write_streamed`."""
     if not storage.is_remote(location):
         return spark_files.write_laid_out(
-            rows, table, directories, store=Store.BASE, location=location, clustered=clustered
+            rows, table, directories, store=Store.BASE, location=location, clustered=clustered, order=order
         )
     from pyspark.sql import functions as F
 
     if not clustered and directories and rows.rdd.getNumPartitions() > 1:  # planning only: no job runs
         rows = rows.repartition(*[F.col(d) for d in directories])
-    return write_streamed(rows, WriteTarget.of(table, Store.BASE), tuple(directories), location)
+    return write_streamed(rows, WriteTarget.of(table, Store.BASE), tuple(directories), location, order)
 
 
 def write_streamed(
-    rows: DataFrame, target: WriteTarget, directories: tuple[str, ...], location: str
+    rows: DataFrame,
+    target: WriteTarget,
+    directories: tuple[str, ...],
+    location: str,
+    order: spark_files.WriteOrder | None = None,
 ) -> list[str]:
     """Write ``rows`` (each directory's rows in one Spark partition) as sorted files under
     ``location`` with pyarrow in Spark tasks; return their locations.
@@ -119,9 +129,12 @@ def write_streamed(
     Files of a failed task attempt are never returned (orphan removal takes them)."""
     from pyspark.sql import functions as F
 
-    order = [*directories, *target.keys]
-    if order:
-        rows = rows.sortWithinPartitions(*[F.col(f"`{c}`") for c in order])
+    within = order.columns if order is not None else [F.col(f"`{c}`") for c in target.keys]
+    by = [*[F.col(f"`{c}`") for c in directories], *within]
+    if by:
+        rows = rows.sortWithinPartitions(*by)
+    if order is not None and order.helpers:  # after the sort, which a projection keeps
+        rows = rows.drop(*order.helpers)
     results = rows.mapInArrow(
         storage.shipped(lambda batches: _streamed_task(target, directories, location, batches)), RESULT_SCHEMA
     ).collect()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
@@ -24,7 +26,7 @@ from arctic_sql.table.format.tree import node_id_column
 from arctic_sql.table.model.schemas import spark_schema
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from arctic_sql.table.model.table import ArcticTable
 
@@ -91,6 +93,17 @@ def write_files(df: DataFrame, table: ArcticTable, *, store: str, location: str 
     return write_laid_out(out, table, directories, store=store, location=location)
 
 
+@dataclass(frozen=True)
+class WriteOrder:
+    """How rows are ordered within each directory of a write, instead of by key: ``columns`` to
+    sort by, ``helpers`` among the rows' columns that only serve the sort (dropped before writing),
+    ``block_bytes`` the Parquet row-group size (0: Spark's)."""
+
+    columns: list[Column]
+    helpers: list[str] = dataclass_field(default_factory=list)
+    block_bytes: int = 0
+
+
 def write_laid_out(
     out: DataFrame,
     table: ArcticTable,
@@ -99,11 +112,13 @@ def write_laid_out(
     store: str,
     location: str | None = None,
     clustered: bool = False,
+    order: WriteOrder | None = None,
 ) -> list[str]:
     """Write rows that carry their directory columns (see :func:`laid_out`).
 
     ``clustered``: each Spark partition already holds whole directories (the optimizer shuffles by
     them once for its merge), so no second shuffle is needed for one file per directory.
+    ``order``: the order within a directory (default: by key).
     """
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
@@ -116,20 +131,21 @@ def write_laid_out(
     # a single-partition input (VALUES, one small batch file) already is one task.
     if not clustered and directories and out._jdf.rdd().getNumPartitions() > 1:
         out = out.repartition(*[F.col(d) for d in directories])
-    order = [*directories, *[F.col(f"`{k}`") for k in keys]]
-    if order:
-        out = out.sortWithinPartitions(*order)
+    within = order.columns if order is not None else [F.col(f"`{k}`") for k in keys]
+    by = [*directories, *within]
+    if by:
+        out = out.sortWithinPartitions(*by)
+    if order is not None and order.helpers:  # after the sort, which a projection keeps
+        out = out.drop(*order.helpers)
     # The write's own tasks count the rows they hand the Parquet writer (an Observation: Spark's
     # accumulators, merged only from tasks that succeeded); the files found afterwards must hold
     # exactly that many, or a file went missing (or appeared) between writing and committing.
     written = Observation(f"arctic-write-{uuid.uuid4().hex}")
     out = out.observe(written, F.count(F.lit(1)).alias("rows"))
-    (
-        out.write.mode("errorifexists")
-        .option("maxRecordsPerFile", max_rows_per_file(table))
-        .partitionBy(*directories)
-        .parquet(location)
-    )
+    writer = out.write.mode("errorifexists")
+    if order is not None and order.block_bytes:
+        writer = writer.option("parquet.block.size", order.block_bytes)
+    (writer.option("maxRecordsPerFile", max_rows_per_file(table)).partitionBy(*directories).parquet(location))
     paths = storage.list_files(location)
     verify_rows(paths, int(written.get["rows"]), location)
     return paths

@@ -555,3 +555,17 @@ def test_plan_drops_partitions_with_nothing_to_do():
     )
     result = plan([idle, busy], SETTINGS, budget_bytes=1)
     assert [p.partition for p in result.partitions] == ["busy"] and result.skipped == []
+
+
+def test_a_clustered_table_orders_major_and_full_and_rewrites_whole_nodes():
+    """On a clustered table full also rewrites a lone clean segment (it may be in key order), and
+    only major and full tasks are ordered: minor keeps key order."""
+    clustered = Settings(clustered=True)
+    [task] = plan_partition("p", [base("s", 5)], [], FULL, clustered)
+    assert paths(task.base_files) == {"s"} and task.ordered
+    assert plan_partition("p", [base("s", 5)], [], MAJOR, clustered) == []
+    for mode in (MINOR, MAJOR, FULL):
+        tasks = plan_partition("p", MODE_FILES, [], mode, clustered)
+        assert [t.ordered for t in tasks] == [mode != MINOR]
+        plain = plan_partition("p", MODE_FILES, [], mode, SETTINGS)
+        assert [t.ordered for t in plain] == [False]

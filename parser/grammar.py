@@ -86,7 +86,7 @@ class ArcticParser(SparkParser):
     ] = {
         "UNSET": lambda self, table: self._parse_unset_table_properties(table),
         "COMPACT": lambda self, table: self._parse_compact_table(table),
-        # Only before TAG: ``ALTER TABLE t DROP COLUMN ...`` and the like stay sqlglot's.
+        # Only before TAG or BRANCH: ``ALTER TABLE t DROP COLUMN ...`` and the like stay sqlglot's.
         "CREATE": lambda self, table: self._parse_tag_statement(table, "create"),
         "REPLACE": lambda self, table: self._parse_tag_statement(table, "replace"),
         "DROP": lambda self, table: self._parse_tag_statement(table, "drop"),
@@ -253,8 +253,11 @@ class ArcticParser(SparkParser):
         return self.expression(CompactTable(this=table, kind=self._prev.text.lower()))
 
     def _parse_tag_statement(self, table: exp.Table, action: str) -> TagStatement | None:
+        branch = False
         if action == "create" and self._match_text_seq("OR", "REPLACE", "TAG"):
             action = "create_or_replace"
+        elif action != "replace" and self._match_text_seq("BRANCH"):
+            branch = True
         elif not self._match_text_seq("TAG"):
             return None
         exists = (
@@ -264,9 +267,12 @@ class ArcticParser(SparkParser):
         )
         name = self._parse_id_var(any_token=False)
         if name is None:
-            self.raise_error("Expecting a tag name")
-        tag = TagStatement(this=table, action=action, name=name, exists=bool(exists))
-        if action != "drop":
+            self.raise_error(f"Expecting a {'branch' if branch else 'tag'} name")
+        tag = TagStatement(this=table, action=action, name=name, exists=bool(exists), branch=branch)
+        if branch:
+            if action == "create" and self._match_text_seq("AS", "OF", "VERSION"):
+                tag.set("version", self._parse_bitwise())
+        elif action != "drop":
             if self._match_text_seq("AS", "OF", "VERSION"):
                 tag.set("version", self._parse_bitwise())
             if self._match_text_seq("RETAIN"):

@@ -37,7 +37,7 @@ _STREAM_ONLY = (
     "skipOverwrites",
     "consumerId",
 )
-_SHARED = ("path", "table", "readChangeFeed", "startingVersion", "startingTimestamp")
+_SHARED = ("path", "table", "branch", "readChangeFeed", "startingVersion", "startingTimestamp")
 KNOWN = {name.lower(): name for name in (*_SHARED, *_BATCH_ONLY, *_STREAM_ONLY)}
 
 

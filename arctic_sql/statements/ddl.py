@@ -29,13 +29,14 @@ from arctic_sql.table.model import properties as props
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.schemas import iceberg_schema, type_string
 from arctic_sql.table.records import leases
-from arctic_sql.table.writing import base_rows, commit, tag_writes
+from arctic_sql.table.writing import base_rows, branch_writes, commit, tag_writes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
     from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.model.table import ArcticTable
 
 ARCTIC_PROVIDERS = {"arctic", "mixed_iceberg", "iceberg"}
 
@@ -352,7 +353,14 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
     table = ctx.arctic_table(expression.this)
     if table is None:
         raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
+    if table.identifier.branch is not None:
+        raise InvalidArgumentError(
+            f"Tags and branches belong to the whole table: name {table.identifier.on_branch(None)}, "
+            f"not {table.identifier}"
+        )
     action, name = expression.text("action"), expression.text("name")
+    if expression.args.get("branch"):
+        return _branch(ctx, table, expression, action, name)
     if action == "drop":
         tag_writes.drop(table, name, if_exists=bool(expression.args.get("exists")))
         return ctx.ok()
@@ -369,6 +377,24 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
         replace=action != "create",
         if_not_exists=bool(expression.args.get("exists")),
     )
+    return ctx.ok()
+
+
+def _branch(
+    ctx: StatementContext, table: ArcticTable, expression: statements.TagStatement, action: str, name: str
+) -> DataFrame:
+    """``ALTER TABLE t CREATE BRANCH [IF NOT EXISTS] b [AS OF VERSION v]`` and ``DROP BRANCH [IF EXISTS] b``."""
+    exists = bool(expression.args.get("exists"))
+    if action == "drop":
+        branch_writes.drop(table, name, if_exists=exists)
+        return ctx.ok()
+    version = expression.args.get("version")
+    at = (
+        time_travel.version_value(ctx, table, version, f"BRANCH {name} of {table.identifier}")
+        if version
+        else None
+    )
+    branch_writes.create(table, name, at, if_not_exists=exists)
     return ctx.ok()
 
 

@@ -50,6 +50,7 @@ from arctic_sql.table.model.identifiers import (
     TableIdentifier,
 )
 from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
+from arctic_sql.table.reading import branches
 from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
 from arctic_sql.table.reading.time_travel import checked_version
 from arctic_sql.table.records import clones, leases
@@ -203,8 +204,9 @@ class ArcticCatalog:
                     f"Table {identifier} is incomplete: its change store {identifier}{CHANGE_SUFFIX} is missing; "
                     f"DROP TABLE {identifier} removes what is left"
                 )
-            store_sync.align(str(identifier), base.schema(), change)
-        return ArcticTable(identifier, base, change)
+            store_sync.align(str(identifier.on_branch(None)), base.schema(), change)
+        table = ArcticTable(identifier.on_branch(None), base, change)
+        return branches.on_branch(table, identifier.branch) if identifier.branch is not None else table
 
     def _load(self, ident: tuple[str, str]) -> Table | None:
         try:

@@ -45,3 +45,27 @@ def test_a_commit_on_a_branch_moves_only_the_branch_in_both_stores(tmp_path):
     assert branch_writes.fast_forward(main, "main", "audit").updated_version == version
     main = catalog.load_table(TableIdentifier("db", "t"))
     assert [c.version for c in versions.data_commits(main.base, main.change)] == [1, version]
+
+
+def test_expiration_keeps_a_branch_line_whole_and_takes_it_once_dropped(tmp_path):
+    from arctic_sql.table.maintenance import expiration
+
+    catalog = catalog_at(tmp_path)
+    table = create(catalog, "t")
+    for i in range(2):
+        commit.commit_change(table, [write(table, [(i, None, "a")])], "insert")
+    branch_writes.create(catalog.load_table(TableIdentifier("db", "t")), "audit")
+    audit = catalog.load_table(TableIdentifier("db", "t", "audit"))
+    on_branch = commit.commit_change(audit, [write(audit, [(5, None, "b")])], "insert")
+    for i in range(2):
+        commit.commit_change(table, [write(table, [(10 + i, None, "m")])], "insert")
+    main = catalog.load_table(TableIdentifier("db", "t"))
+    expiration.expire_snapshots(main, older_than_ms=expiration.now_ms() + 1000, retain_last=1)
+    audit = catalog.load_table(TableIdentifier("db", "t", "audit"))
+    assert [c.version for c in versions.data_commits(audit.base, audit.change)] == [1, 2, on_branch]
+    main = catalog.load_table(TableIdentifier("db", "t"))
+    assert [c.version for c in versions.data_commits(main.base, main.change)] == [5]
+    branch_writes.drop(main, "audit")
+    expiration.expire_snapshots(main, older_than_ms=expiration.now_ms() + 1000, retain_last=1)
+    main = catalog.load_table(TableIdentifier("db", "t"))
+    assert len(main.change.snapshots()) == 1 and not branches.branches(main)

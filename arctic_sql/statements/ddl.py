@@ -26,7 +26,7 @@ from arctic_sql.statements.schema_changes import apply_alter
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model import properties as props
-from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier, whole_table
 from arctic_sql.table.model.schemas import iceberg_schema, type_string
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import base_rows, branch_writes, commit, tag_writes
@@ -327,6 +327,7 @@ def alter(ctx: StatementContext, expression: exp.Alter, text: str) -> DataFrame 
     table = ctx.arctic_table(expression.this)
     if table is None:
         return None
+    whole_table(table.identifier, "ALTER TABLE")  # a schema and properties are the whole table's
     with leases.writing(table, "alter"):  # its metadata files are unreferenced until each commit
         apply_alter(ctx, table, expression)
     return ctx.ok()
@@ -338,6 +339,7 @@ def unset_properties(
     table = ctx.arctic_table(expression.this)
     if table is None:
         return None
+    whole_table(table.identifier, "ALTER TABLE")
     keys = [props.canonical_key(k.name) for k in expression.expressions]
     for key in keys:
         props.check_unset(key)

@@ -48,6 +48,7 @@ from arctic_sql.table.model.identifiers import (
     STAGED_SUFFIX,
     STORE_KEY,
     TableIdentifier,
+    whole_table,
 )
 from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
 from arctic_sql.table.reading import branches
@@ -279,6 +280,7 @@ class ArcticCatalog:
 
     def check_new_name(self, identifier: TableIdentifier) -> None:
         """Raise unless a new table may take the name ``identifier``."""
+        whole_table(identifier, "a new table")
         if _hidden(identifier.name):
             raise InvalidArgumentError(
                 f"Table names ending in '{CHANGE_SUFFIX}' or '{STAGED_SUFFIX}' are reserved: {identifier}"
@@ -439,6 +441,7 @@ class ArcticCatalog:
         metadata is, so that a purge cut short is finished by the next CREATE or DROP of the name
         (:meth:`remove_leftovers`).
         """
+        whole_table(identifier, "DROP TABLE")
         base = self._load(identifier.base_id)
         if base is None or _hidden(identifier.name):
             raise NoSuchTableError(f"Table or view not found: {identifier}")

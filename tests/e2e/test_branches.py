@@ -149,6 +149,16 @@ def test_bad_branch_statements_are_refused_in_one_line_and_change_nothing(branch
             r"^Tags and branches belong to",
         ),
         (
+            "DROP TABLE db.t.branch_audit",
+            InvalidArgumentError,
+            r"^DROP TABLE takes a table, not a branch: db.t.branch_audit",
+        ),
+        (
+            "ALTER TABLE db.t.branch_audit ADD COLUMNS (w INT)",
+            InvalidArgumentError,
+            r"^ALTER TABLE takes a table, not a",
+        ),
+        (
             "CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'nope')",
             VersionNotFoundError,
             r"^Branch 'nope' of db.t does not exist",
@@ -161,6 +171,7 @@ def test_bad_branch_statements_are_refused_in_one_line_and_change_nothing(branch
     assert _refs(branched) == refs
     assert _rows(branched, "SELECT * FROM db.t") == MAIN
     assert _rows(branched, "SELECT * FROM db.t.branch_audit") == MAIN
+    assert [f.name for f in branched.table("db.t").schema.fields] == ["id", "v"]
 
 
 def test_names_like_a_branch_keep_their_meaning(arctic):
@@ -227,3 +238,15 @@ def test_a_table_without_a_key_branches_too(arctic):
     assert _rows(arctic, "SELECT * FROM db.log") == [(1, "a")]
     arctic.sql("CALL system.fast_forward(table => 'db.log', branch => 'main', to => 'audit')")
     assert _rows(arctic, "SELECT * FROM db.log") == [(2, "b")]
+
+
+def test_insert_overwrite_on_a_branch_moves_both_stores_when_published(branched):
+    branched.sql("INSERT OVERWRITE db.t.branch_audit VALUES (8, 'h')")
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (9, 'i')")
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == [(8, "h"), (9, "i")]
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    table = branched.table("db.t")
+    assert table.base.metadata.refs["main"].snapshot_id != table.base.metadata.refs["audit"].snapshot_id
+    branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    assert _rows(branched, "SELECT * FROM db.t") == [(8, "h"), (9, "i")]
+    assert _rows(branched, "SELECT * FROM db.t VERSION AS OF 2") == MAIN

@@ -71,3 +71,14 @@ class TableIdentifier:
 
 def _is_branch(part: str) -> bool:
     return part.lower().startswith(BRANCH_PREFIX) and len(part) > len(BRANCH_PREFIX)
+
+
+def whole_table(identifier: TableIdentifier, what: str) -> None:
+    """Refuse a branch's name (``db.t.branch_b``) where only a whole table makes sense: dropping,
+    creating, renaming or altering it would act on every branch, not on the one named."""
+    if identifier.branch is not None:
+        raise InvalidArgumentError(
+            f"{what} takes a table, not a branch: {identifier} is branch '{identifier.branch}' of "
+            f"{identifier.on_branch(None)} (ALTER TABLE {identifier.on_branch(None)} DROP BRANCH "
+            f"{identifier.branch} drops it)"
+        )

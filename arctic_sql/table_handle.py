@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         OrphanFile,
     )
     from arctic_sql.table.maintenance.rollback import RollbackResult
+    from arctic_sql.table.writing.branch_writes import FastForwardResult
 
 
 class TableHandle(ArcticTable):
@@ -62,6 +63,10 @@ class TableHandle(ArcticTable):
     ) -> RollbackResult:
         """Make a past version's rows current again, as a new commit (``to_version``: a number or a tag)."""
         return actions.rollback(self._context.spark, self, to_version=to_version, to_timestamp=to_timestamp)
+
+    def fast_forward(self, *, to: str, branch: str = "main") -> FastForwardResult:
+        """Move ``branch`` (default main) to branch ``to``'s head, as ``CALL system.fast_forward``."""
+        return actions.fast_forward(self, to=to, branch=branch)
 
     def history(self) -> DataFrame:
         """The table's versions, as ``SELECT * FROM db.t.history``."""

@@ -97,6 +97,8 @@ def _tag_statement_sql(self: ArcticGenerator, expression: TagStatement) -> str:
         "create_or_replace": "CREATE OR REPLACE TAG",
         "drop": "DROP TAG",
     }[action]
+    if expression.args.get("branch"):
+        words = words.replace("TAG", "BRANCH")
     if expression.args.get("exists"):
         words += " IF EXISTS" if action == "drop" else " IF NOT EXISTS"
     text = f"ALTER TABLE {self.sql(expression, 'this')} {words} {self.sql(expression, 'name')}"

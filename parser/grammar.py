@@ -90,7 +90,7 @@ class ArcticParser(SparkParser):
         "WRITE": lambda self, table: self._parse_write_order(table),
         "CLUSTER": lambda self, table: self._parse_cluster_by(table),
         "CLUSTER BY": lambda self, table: self._parse_cluster_by(table, by=True),  # one token in sqlglot
-        # Only before TAG: ``ALTER TABLE t DROP COLUMN ...`` and the like stay sqlglot's.
+        # Only before TAG or BRANCH: ``ALTER TABLE t DROP COLUMN ...`` and the like stay sqlglot's.
         "CREATE": lambda self, table: self._parse_tag_statement(table, "create"),
         "REPLACE": lambda self, table: self._parse_tag_statement(table, "replace"),
         "DROP": lambda self, table: self._parse_tag_statement(table, "drop"),
@@ -283,8 +283,11 @@ class ArcticParser(SparkParser):
         return columns
 
     def _parse_tag_statement(self, table: exp.Table, action: str) -> TagStatement | None:
+        branch = False
         if action == "create" and self._match_text_seq("OR", "REPLACE", "TAG"):
             action = "create_or_replace"
+        elif action != "replace" and self._match_text_seq("BRANCH"):
+            branch = True
         elif not self._match_text_seq("TAG"):
             return None
         exists = (
@@ -294,9 +297,12 @@ class ArcticParser(SparkParser):
         )
         name = self._parse_id_var(any_token=False)
         if name is None:
-            self.raise_error("Expecting a tag name")
-        tag = TagStatement(this=table, action=action, name=name, exists=bool(exists))
-        if action != "drop":
+            self.raise_error(f"Expecting a {'branch' if branch else 'tag'} name")
+        tag = TagStatement(this=table, action=action, name=name, exists=bool(exists), branch=branch)
+        if branch:
+            if action == "create" and self._match_text_seq("AS", "OF", "VERSION"):
+                tag.set("version", self._parse_bitwise())
+        elif action != "drop":
             if self._match_text_seq("AS", "OF", "VERSION"):
                 tag.set("version", self._parse_bitwise())
             if self._match_text_seq("RETAIN"):

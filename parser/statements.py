@@ -150,7 +150,8 @@ class TagStatement(exp.Expression):
     ``'drop'`` (a ``str``). ``name``: the tag as an ``exp.Identifier``. ``exists``: True for ``IF NOT
     EXISTS`` / ``IF EXISTS``. ``version``: the version expression, or None for the newest.
     ``retain``: the amount as an ``exp.Literal``, or None to keep the tag until it is dropped;
-    ``unit``: ``'days'``, ``'hours'`` or ``'minutes'``.
+    ``unit``: ``'days'``, ``'hours'`` or ``'minutes'``. ``branch``: True for ``CREATE BRANCH [IF NOT
+    EXISTS] name [AS OF VERSION v]`` and ``DROP BRANCH [IF EXISTS] name`` (no RETAIN, no REPLACE).
     """
 
     arg_types: t.ClassVar[dict[str, bool]] = {
@@ -160,6 +161,7 @@ class TagStatement(exp.Expression):
         "exists": False,
         "version": False,
         "retain": False,
+        "branch": False,
         "unit": False,
     }
 

@@ -38,7 +38,15 @@ _STREAM_ONLY = (
     "skipOverwrites",
     "consumerId",
 )
-_SHARED = ("path", "table", "readChangeFeed", "changeFeedMode", "startingVersion", "startingTimestamp")
+_SHARED = (
+    "path",
+    "table",
+    "branch",
+    "readChangeFeed",
+    "changeFeedMode",
+    "startingVersion",
+    "startingTimestamp",
+)
 KNOWN = {name.lower(): name for name in (*_SHARED, *_BATCH_ONLY, *_STREAM_ONLY)}
 
 

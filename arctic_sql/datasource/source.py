@@ -106,7 +106,21 @@ class ArcticDataSource(DataSource):
         return FORMAT
 
     def table_name(self) -> str | None:
-        return self.options.get("path") or self.options.get("table")
+        """The table read or written: ``db.t``, or ``db.t.branch_b`` with ``option("branch", "b")``
+        (so every path below loads the branch as SQL's ``db.t.branch_b`` does)."""
+        from arctic_sql.table.model.identifiers import TableIdentifier
+
+        name = self.options.get("path") or self.options.get("table")
+        branch = next((v for k, v in self.options.items() if k.lower() == "branch"), None)
+        if not name or branch is None:
+            return name
+        identifier = TableIdentifier.parse(name, "default")
+        if identifier.branch not in (None, branch.strip().lower()):
+            raise InvalidArgumentError(
+                f"Option branch '{branch}' and the table name {name} name two branches"
+            )
+        on = None if branch.strip().lower() == "main" else branch.strip().lower()
+        return str(identifier.on_branch(on))
 
     def read_options(self, *, strict: bool = True) -> ReadOptions:
         """The options checked; ``strict``: unknown names are errors too (a writer's options also

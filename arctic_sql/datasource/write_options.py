@@ -24,7 +24,8 @@ SEQUENCE_COLUMN = "sequenceColumn"
 MERGE_SCHEMA = "mergeSchema"  # Delta's name; the table property write.schema.auto-merge is its default
 # Options Spark itself passes to a sink, besides the ones users give.
 _SPARK_OPTIONS = frozenset({"path", "checkpointlocation", "queryname"})
-BATCH_OPTIONS = frozenset({"path", "table", SEQUENCE_COLUMN.lower(), MERGE_SCHEMA.lower()})
+BRANCH = "branch"  # the branch read or written (Iceberg's option); main when absent
+BATCH_OPTIONS = frozenset({"path", "table", BRANCH, SEQUENCE_COLUMN.lower(), MERGE_SCHEMA.lower()})
 STREAM_OPTIONS = BATCH_OPTIONS | _SPARK_OPTIONS
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from arctic_sql.errors import NoSuchTableError
+from arctic_sql.errors import InvalidArgumentError, NoSuchTableError
 from arctic_sql.parser import parse, to_spark_sql
 from arctic_sql.statements import query
 from arctic_sql.statements.time_travel import replace_functions
@@ -48,8 +48,16 @@ class StatementContext:
             return None
 
     def table(self, name: str) -> ArcticTable:
-        """The arctic table ``name`` (``db.t`` or ``t`` in the current database), or NoSuchTableError."""
-        return self.catalog.load_table(TableIdentifier.parse(name, self.current_database))
+        """The arctic table ``name`` (``db.t`` or ``t`` in the current database), or NoSuchTableError.
+        Procedures and table actions act on the whole table (its branches' files included): a
+        branch's name (``db.t.branch_b``) is refused rather than acted on as if it were main."""
+        identifier = TableIdentifier.parse(name, self.current_database)
+        if identifier.branch is not None:
+            raise InvalidArgumentError(
+                f"{identifier} is a branch: procedures and table actions take the table, "
+                f"{identifier.on_branch(None)} (optimizing and maintenance run on main)"
+            )
+        return self.catalog.load_table(identifier)
 
     def read_table(
         self,

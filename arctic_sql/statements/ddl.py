@@ -27,16 +27,17 @@ from arctic_sql.table.format.clustering import Clustering
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model import properties as props
-from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier, whole_table
 from arctic_sql.table.model.schemas import iceberg_schema, type_string
 from arctic_sql.table.records import leases
-from arctic_sql.table.writing import base_rows, commit, tag_writes
+from arctic_sql.table.writing import base_rows, branch_writes, commit, tag_writes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
     from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.model.table import ArcticTable
 
 ARCTIC_PROVIDERS = {"arctic", "mixed_iceberg", "iceberg"}
 
@@ -328,6 +329,7 @@ def alter(ctx: StatementContext, expression: exp.Alter, text: str) -> DataFrame 
     table = ctx.arctic_table(expression.this)
     if table is None:
         return None
+    whole_table(table.identifier, "ALTER TABLE")  # a schema and properties are the whole table's
     with leases.writing(table, "alter"):  # its metadata files are unreferenced until each commit
         apply_alter(ctx, table, expression)
     return ctx.ok()
@@ -349,6 +351,7 @@ def unset_properties(
     table = ctx.arctic_table(expression.this)
     if table is None:
         return None
+    whole_table(table.identifier, "ALTER TABLE")
     keys = [props.canonical_key(k.name) for k in expression.expressions]
     for key in keys:
         props.check_unset(key)
@@ -364,7 +367,14 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
     table = ctx.arctic_table(expression.this)
     if table is None:
         raise NoSuchTableError(f"Table {expression.this.sql(dialect='spark')} does not exist")
+    if table.identifier.branch is not None:
+        raise InvalidArgumentError(
+            f"Tags and branches belong to the whole table: name {table.identifier.on_branch(None)}, "
+            f"not {table.identifier}"
+        )
     action, name = expression.text("action"), expression.text("name")
+    if expression.args.get("branch"):
+        return _branch(ctx, table, expression, action, name)
     if action == "drop":
         tag_writes.drop(table, name, if_exists=bool(expression.args.get("exists")))
         return ctx.ok()
@@ -381,6 +391,24 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
         replace=action != "create",
         if_not_exists=bool(expression.args.get("exists")),
     )
+    return ctx.ok()
+
+
+def _branch(
+    ctx: StatementContext, table: ArcticTable, expression: statements.TagStatement, action: str, name: str
+) -> DataFrame:
+    """``ALTER TABLE t CREATE BRANCH [IF NOT EXISTS] b [AS OF VERSION v]`` and ``DROP BRANCH [IF EXISTS] b``."""
+    exists = bool(expression.args.get("exists"))
+    if action == "drop":
+        branch_writes.drop(table, name, if_exists=exists)
+        return ctx.ok()
+    version = expression.args.get("version")
+    at = (
+        time_travel.version_value(ctx, table, version, f"BRANCH {name} of {table.identifier}")
+        if version
+        else None
+    )
+    branch_writes.create(table, name, at, if_not_exists=exists)
     return ctx.ok()
 
 

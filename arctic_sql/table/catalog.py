@@ -48,8 +48,10 @@ from arctic_sql.table.model.identifiers import (
     STAGED_SUFFIX,
     STORE_KEY,
     TableIdentifier,
+    whole_table,
 )
 from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
+from arctic_sql.table.reading import branches
 from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
 from arctic_sql.table.reading.time_travel import checked_version
 from arctic_sql.table.records import clones, leases
@@ -203,8 +205,9 @@ class ArcticCatalog:
                     f"Table {identifier} is incomplete: its change store {identifier}{CHANGE_SUFFIX} is missing; "
                     f"DROP TABLE {identifier} removes what is left"
                 )
-            store_sync.align(str(identifier), base.schema(), change)
-        return ArcticTable(identifier, base, change)
+            store_sync.align(str(identifier.on_branch(None)), base.schema(), change)
+        table = ArcticTable(identifier.on_branch(None), base, change)
+        return branches.on_branch(table, identifier.branch) if identifier.branch is not None else table
 
     def _load(self, ident: tuple[str, str]) -> Table | None:
         try:
@@ -277,6 +280,7 @@ class ArcticCatalog:
 
     def check_new_name(self, identifier: TableIdentifier) -> None:
         """Raise unless a new table may take the name ``identifier``."""
+        whole_table(identifier, "a new table")
         if _hidden(identifier.name):
             raise InvalidArgumentError(
                 f"Table names ending in '{CHANGE_SUFFIX}' or '{STAGED_SUFFIX}' are reserved: {identifier}"
@@ -437,6 +441,7 @@ class ArcticCatalog:
         metadata is, so that a purge cut short is finished by the next CREATE or DROP of the name
         (:meth:`remove_leftovers`).
         """
+        whole_table(identifier, "DROP TABLE")
         base = self._load(identifier.base_id)
         if base is None or _hidden(identifier.name):
             raise NoSuchTableError(f"Table or view not found: {identifier}")

@@ -11,7 +11,9 @@ at it imply for the keys its statement wrote. Column ``v`` (and for odd seeds th
 widened from INT to BIGINT at a random step, so reads mix files of both types and keys placed by
 the int's hash. Last, a random version
 is tagged and history expired: the tagged version and those after it must still read the model's;
-then the table is shallow-cloned and both take random statements of their own, each checked against
+a branch made at a random step (kept through that expiration) takes random statements checked against
+its own copy of the model, and is fast-forwarded into main when main has not moved since; then the
+table is shallow-cloned and both take random statements of their own, each checked against
 its own copy of the model, before and after the source's hardest maintenance.
 """
 
@@ -22,7 +24,7 @@ import random
 
 import pytest
 
-from arctic_sql.errors import VersionNotFoundError
+from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 
 pytestmark = pytest.mark.spark
 
@@ -242,6 +244,10 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
     # below then writes each node's rows sorted or Z-ordered, and both tables must still read right.
     order_at = random.Random(seed + 500).randint(0, 9)
     order = ("WRITE ORDERED BY (s, v)", "CLUSTER BY (v, s)", None)[seed % 3]
+    branch_at = random.Random(seed + 500).randint(
+        5, 9
+    )  # a branch forks from main after this step (9: main stays)
+    branch_model, forked_at = None, 0
     for step in range(10):
         if step == widen_at:  # files written before keep INT: every later read promotes them
             arctic.sql("ALTER TABLE db.t ALTER COLUMN v TYPE BIGINT")
@@ -271,12 +277,18 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
         states[version] = model.sorted()
         if version > before:
             log.record(version, model)
+        if step == branch_at:
+            arctic.sql("ALTER TABLE db.t CREATE BRANCH b")
+            branch_model, forked_at = copy.deepcopy(model), version
     for version, expected in states.items():
         if version == 0:
             continue
         assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == expected, version
     check_incremental_reads(arctic, rng, model, states, log)
     check_a_tag_outlives_expiration(arctic, random.Random(seed + 200), states)
+    check_a_branch_stays_apart(
+        arctic, random.Random(seed + 600), model, branch_model, moved=_latest_version(arctic) > forked_at
+    )
     check_a_shallow_clone_stays_apart(arctic, random.Random(seed + 400), model)
 
 
@@ -296,6 +308,25 @@ def check_a_tag_outlives_expiration(arctic, rng: random.Random, states: dict[int
         assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == states[version], (
             version
         )
+
+
+def check_a_branch_stays_apart(arctic, rng: random.Random, model: Model, branch: Model, moved: bool) -> None:
+    """The branch made at a random step, kept through the tag check's expiration, takes random
+    statements checked against its own copy of the model while main keeps its rows; fast-forward
+    publishes it when main has not moved since it forked and is refused, changing nothing, when it has."""
+    for _ in range(2):
+        arctic.sql(_step(rng, branch).replace("db.t ", "db.t.branch_b "))
+        assert _rows(arctic, "SELECT id, p, v, s FROM db.t.branch_b") == branch.sorted()
+    assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
+    publish = "CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'b')"
+    if moved:
+        with pytest.raises(InvalidArgumentError, match=r"^Cannot fast-forward 'main' of db.t to 'b'"):
+            arctic.sql(publish)
+    else:
+        arctic.sql(publish)
+        model.__dict__.update(copy.deepcopy(branch.__dict__))
+    assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
+    arctic.sql("ALTER TABLE db.t DROP BRANCH b")
 
 
 def check_a_shallow_clone_stays_apart(arctic, rng: random.Random, model: Model) -> None:

@@ -375,6 +375,31 @@ def test_tag_statements_round_trip(
     assert to_spark_sql(tag) == sql
 
 
+@pytest.mark.parametrize(
+    ("sql", "action", "exists", "version"),
+    [
+        ("ALTER TABLE db.t CREATE BRANCH audit", "create", False, None),
+        ("ALTER TABLE db.t CREATE BRANCH IF NOT EXISTS audit AS OF VERSION 7", "create", True, "7"),
+        ("ALTER TABLE db.t DROP BRANCH IF EXISTS audit", "drop", True, None),
+    ],
+)
+def test_branch_statements_round_trip(sql: str, action: str, exists: bool, version: str | None) -> None:
+    branch = _parse(sql, TagStatement)
+    assert branch.args.get("branch") is True
+    assert (branch.text("action"), branch.text("name"), bool(branch.args.get("exists"))) == (
+        action,
+        "audit",
+        exists,
+    )
+    assert (branch.args["version"].sql() if branch.args.get("version") else None) == version
+    assert to_spark_sql(branch) == sql
+
+
+def test_a_branch_takes_no_retention() -> None:
+    with pytest.raises(SqlParseError):
+        parse_one("ALTER TABLE db.t CREATE BRANCH audit RETAIN 3 DAYS")
+
+
 def test_drop_column_stays_sqlglot_alter_and_a_tag_needs_its_unit() -> None:
     assert isinstance(parse_one("ALTER TABLE db.t DROP COLUMN c"), exp.Alter)
     with pytest.raises(SqlParseError, match="Expecting RETAIN <number> DAYS|HOURS|MINUTES"):

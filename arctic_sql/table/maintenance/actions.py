@@ -24,6 +24,8 @@ from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading import tags
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.records.maintenance_runs import Kind
+from arctic_sql.table.writing import branch_writes
+from arctic_sql.table.writing.branch_writes import FastForwardResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -161,3 +163,9 @@ def rollback(
     if isinstance(to_version, bool) or not isinstance(to_version, int):
         raise InvalidArgumentError(f"to_version must be a version number or a tag's name, got {to_version!r}")
     return rollback_module.rollback_to_version(spark, table, to_version)
+
+
+def fast_forward(table: ArcticTable, *, to: str, branch: str = "main") -> FastForwardResult:
+    """Move ``branch`` (default ``main``) to the head of branch ``to`` in both stores: a publish of
+    ``to``'s commits, refused when ``branch`` has commits ``to`` lacks (nothing is merged)."""
+    return branch_writes.fast_forward(table, branch, to)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, Transaction
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError
@@ -182,6 +183,22 @@ def chain_store(table: ArcticTable, store_name: str) -> Table:
     return store
 
 
+def branch_ancestry(store: Table) -> set[int]:
+    """The snapshots of ``store`` some branch other than main reads: each head and its ancestors."""
+    by_id = {s.snapshot_id: s for s in store.metadata.snapshots}
+    kept: set[int] = set()
+    for name, ref in store.metadata.refs.items():
+        if name == MAIN_BRANCH or ref.snapshot_ref_type != SnapshotRefType.BRANCH:
+            continue
+        current = by_id.get(ref.snapshot_id)
+        while current is not None and current.snapshot_id not in kept:
+            kept.add(current.snapshot_id)
+            current = (
+                by_id.get(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
+            )
+    return kept
+
+
 def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tuple[list[StoreExpiry], int]:
     """What expiring ``table`` would remove (pure metadata), and the oldest version it keeps."""
     history = versions.history(table.base, table.change)
@@ -204,17 +221,21 @@ def plan_expiry(table: ArcticTable, older_than_ms: int, retain_last: int) -> tup
         chain = versions.snapshots_in_order(store)
         keep_from = _keep_from(table, store_name, chain, v0, running)
         in_chain = {s.snapshot_id for s in chain}
-        # Snapshots off the current branch's ancestry (none are made by arctic-sql) go by age alone.
+        # A branch keeps its whole line of history, down to where it left main: its versions are
+        # what it reads (reading/branches.py), and its head is its consistent pair with the other store.
+        on_branches = branch_ancestry(store)
+        # Snapshots off every branch's ancestry (a dropped branch's) go by age alone.
         stray = [
             s
             for s in store.snapshots()
             if s.snapshot_id not in in_chain
+            and s.snapshot_id not in on_branches
             and s.timestamp_ms < older_than_ms
             and not any(
                 r.base_snapshot_id == s.snapshot_id or r.change_snapshot_id == s.snapshot_id for r in running
             )
         ]
-        expired = chain[:keep_from] + stray
+        expired = [s for s in chain[:keep_from] if s.snapshot_id not in on_branches] + stray
         if not expired:
             continue
         expired_ids = {s.snapshot_id for s in expired}

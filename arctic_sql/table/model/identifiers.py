@@ -24,18 +24,27 @@ CLONE_OF_KEY = "arctic.clone-of"
 # On the base store: field ids of key columns widened from int to bigint, which keep hashing as an
 # int where their values fit in one (format/keyhash.py), so rows written before stay in their nodes.
 KEY_AS_INT_KEY = "arctic.key.hashed-as-int"
+# ``db.t.branch_audit``: table ``db.t`` read and written at its branch ``audit`` (Iceberg's spelling).
+BRANCH_PREFIX = "branch_"
 
 
 @dataclass(frozen=True)
 class TableIdentifier:
     database: str
     name: str
+    branch: str | None = None  # None: main
 
     @classmethod
     def parse(cls, text: str, default_database: str) -> TableIdentifier:
         parts = [p.strip("`") for p in text.split(".")]
-        if parts and parts[0].lower() in ("spark_catalog", "arctic") and len(parts) == 3:
+        if (
+            parts
+            and parts[0].lower() in ("spark_catalog", "arctic")
+            and (len(parts) == 4 or (len(parts) == 3 and not _is_branch(parts[2])))
+        ):
             parts = parts[1:]
+        if len(parts) == 3 and _is_branch(parts[2]):
+            return cls(parts[0].lower(), parts[1].lower(), parts[2][len(BRANCH_PREFIX) :].lower())
         if len(parts) == 1:
             return cls(default_database.lower(), parts[0].lower())
         if len(parts) == 2:
@@ -43,7 +52,12 @@ class TableIdentifier:
         raise InvalidArgumentError(f"Invalid table name '{text}': expected db.table")
 
     def __str__(self) -> str:
-        return f"{self.database}.{self.name}"
+        table = f"{self.database}.{self.name}"
+        return table if self.branch is None else f"{table}.{BRANCH_PREFIX}{self.branch}"
+
+    def on_branch(self, branch: str | None) -> TableIdentifier:
+        """This table at ``branch`` (None: main)."""
+        return TableIdentifier(self.database, self.name, branch)
 
     @property
     def base_id(self) -> tuple[str, str]:
@@ -56,3 +70,18 @@ class TableIdentifier:
     @property
     def staged_id(self) -> tuple[str, str]:
         return (self.database, self.name + STAGED_SUFFIX)
+
+
+def _is_branch(part: str) -> bool:
+    return part.lower().startswith(BRANCH_PREFIX) and len(part) > len(BRANCH_PREFIX)
+
+
+def whole_table(identifier: TableIdentifier, what: str) -> None:
+    """Refuse a branch's name (``db.t.branch_b``) where only a whole table makes sense: dropping,
+    creating, renaming or altering it would act on every branch, not on the one named."""
+    if identifier.branch is not None:
+        raise InvalidArgumentError(
+            f"{what} takes a table, not a branch: {identifier} is branch '{identifier.branch}' of "
+            f"{identifier.on_branch(None)} (ALTER TABLE {identifier.on_branch(None)} DROP BRANCH "
+            f"{identifier.branch} drops it)"
+        )

@@ -18,7 +18,7 @@ from arctic_sql.table.format import versions
 from arctic_sql.table.format.clustering import Clustering
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.model.table import ArcticTable
-from arctic_sql.table.reading import tags
+from arctic_sql.table.reading import branches, tags
 from arctic_sql.table.reading.scan import FileEntry, live_entries, live_files, plan_read
 from arctic_sql.table.records import consumers as table_consumers
 from arctic_sql.table.records import optimizing_processes as state
@@ -252,8 +252,8 @@ def consumers(table: ArcticTable) -> list[Row]:
 
 
 def refs(table: ArcticTable) -> list[Row]:
-    """The table's named versions: ``main`` (the newest version; arctic-sql has no other branch yet)
-    and its tags, with the version each names and until when a tag keeps it."""
+    """The table's named versions: ``main`` (the newest version), its branches (the version each
+    branch's head reads) and its tags, with the version each names and until when a tag keeps it."""
     latest = versions.history(table.base, table.change).latest
     rows: list[Row] = [
         {
@@ -263,6 +263,16 @@ def refs(table: ArcticTable) -> list[Row]:
             "created_at_ms": None,
             "retained_until_ms": None,
         }
+    ]
+    rows += [
+        {
+            "name": b.name,
+            "type": "BRANCH",
+            "version": branches.head_version(table, b.name),
+            "created_at_ms": None,
+            "retained_until_ms": None,
+        }
+        for b in branches.branches(table)
     ]
     now = tags.now_ms()
     return rows + [

@@ -57,6 +57,7 @@ from arctic_sql.table.format.partitioning import record_from_path
 
 if TYPE_CHECKING:
     from pyiceberg.table.update.schema import UpdateSchema
+    from pyiceberg.table.update.snapshot import ManageSnapshots
 
     from arctic_sql.table.model.table import ArcticTable
 
@@ -585,6 +586,35 @@ def set_properties(
             tx.set_properties(dict(updates))
         if present:
             tx.remove_properties(*present)
+
+
+def set_refs(table: ArcticTable, store: Table, change: Callable[[ManageSnapshots], ManageSnapshots]) -> None:
+    """Commit ``change`` (steps of pyiceberg's ``ManageSnapshots``: create, move or remove a branch)
+    to ``store``'s refs; CommitConflictError when another commit moved a ref it asserts."""
+    try:
+        change(store.manage_snapshots()).commit()
+    except CommitFailedException as e:
+        raise CommitConflictError(
+            f"Changing the refs of {table.identifier} conflicted with another commit; try again"
+        ) from e
+
+
+def first_snapshot(table: ArcticTable, store: Table) -> None:
+    """Give ``store`` an empty snapshot when it has none yet, so that a branch has one to name. It
+    is no version (operation ``create``) and merges nothing (no watermark); losing a race to
+    another first commit is fine."""
+    if store.current_snapshot() is not None:
+        return
+    properties = {versions.OPERATION: versions.Operation.CREATE, versions.COMMIT_ID: uuid.uuid4().hex}
+    try:
+        with store.transaction() as tx, tx.update_snapshot(snapshot_properties=properties).fast_append():
+            pass
+    except CommitFailedException:
+        store.refresh()
+        if store.current_snapshot() is None:
+            raise CommitConflictError(
+                f"Could not give {table.identifier} its first snapshot; try again"
+            ) from None
 
 
 def evolve_schema(

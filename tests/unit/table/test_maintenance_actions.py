@@ -31,6 +31,7 @@ ACTIONS = {
     "rollback_to_version": (actions.rollback, TableHandle.rollback),
     "rollback_to_timestamp": (actions.rollback, TableHandle.rollback),
     "optimize": (process.optimize, TableHandle.optimize),
+    "fast_forward": (actions.fast_forward, TableHandle.fast_forward),
 }
 
 

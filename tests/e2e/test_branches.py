@@ -1,0 +1,252 @@
+"""Branches: a line of history beside main in both stores, read, written and fast-forwarded."""
+
+from __future__ import annotations
+
+import pytest
+
+from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+
+pytestmark = pytest.mark.spark
+
+MAIN = [(1, "a"), (2, "b"), (3, "c")]
+
+
+def _rows(arctic, sql: str) -> list[tuple]:
+    return sorted(tuple(r) for r in arctic.sql(sql).collect())
+
+
+def _refs(arctic) -> dict[str, tuple[str, int]]:
+    return {r["name"]: (r["type"], r["version"]) for r in arctic.sql("SELECT * FROM db.t.refs").collect()}
+
+
+def _history(arctic, name: str = "db.t") -> list[int]:
+    return [r["version"] for r in arctic.sql(f"SELECT version FROM {name}.history").collect()]
+
+
+@pytest.fixture
+def branched(arctic):
+    arctic.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")
+    arctic.sql("INSERT INTO db.t VALUES (3, 'c')")
+    arctic.sql("ALTER TABLE db.t CREATE BRANCH audit")
+    return arctic
+
+
+def test_each_dml_on_a_branch_leaves_main_alone(branched):
+    history = _history(branched)
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd'), (1, 'A')")
+    branched.sql("UPDATE db.t.branch_audit SET v = 'B' WHERE id = 2")
+    branched.sql("DELETE FROM db.t.branch_audit WHERE id = 3")
+    branched.sql(
+        "CREATE OR REPLACE TEMPORARY VIEW src AS SELECT * FROM VALUES (4, 'D'), (5, 'e') AS s(id, v)"
+    )
+    branched.sql(
+        "MERGE INTO db.t.branch_audit t USING src s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
+    audit = [(1, "A"), (2, "B"), (4, "D"), (5, "e")]
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == audit
+    read = branched.spark.read.format("arctic").option("branch", "audit").load("db.t")
+    assert sorted(tuple(r) for r in read.select("id", "v").collect()) == audit
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    assert _history(branched) == history
+    assert _refs(branched)["audit"] == ("BRANCH", _history(branched, "db.t.branch_audit")[-1])
+    assert _refs(branched)["main"] == ("BRANCH", history[-1])
+    # a write to main does not reach the branch either
+    branched.sql("INSERT INTO db.t VALUES (9, 'z')")
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == audit
+    assert _rows(branched, "SELECT * FROM db.t") == [*MAIN, (9, "z")]
+
+
+def test_fast_forward_publishes_the_branch_in_both_stores(branched):
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
+    branched.sql("DELETE FROM db.t.branch_audit WHERE id = 1")
+    audit_history = _history(branched, "db.t.branch_audit")
+    out = branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')").collect()
+    assert [tuple(r) for r in out] == [("main", 2, audit_history[-1])]
+    assert _rows(branched, "SELECT * FROM db.t") == [(2, "b"), (3, "c"), (4, "d")]
+    assert _history(branched) == audit_history
+    table = branched.table("db.t")
+    for store in (table.base, table.change):
+        assert store.metadata.refs["main"].snapshot_id == store.metadata.refs["audit"].snapshot_id
+    # main is at the branch's head: writing on either again keeps them apart
+    branched.sql("INSERT INTO db.t VALUES (7, 'g')")
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == [(2, "b"), (3, "c"), (4, "d")]
+
+
+def test_fast_forward_is_refused_when_main_moved_on(branched):
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
+    branched.sql("INSERT INTO db.t VALUES (9, 'z')")
+    refs = _refs(branched)
+    with pytest.raises(
+        InvalidArgumentError, match=r"^Cannot fast-forward 'main' of db.t to 'audit': 'main' has"
+    ):
+        branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    assert _refs(branched) == refs
+    assert _rows(branched, "SELECT * FROM db.t") == [*MAIN, (9, "z")]
+    with pytest.raises(InvalidArgumentError, match=r"^db.t.branch_audit is a branch: procedures"):
+        branched.sql("CALL system.expire_snapshots(table => 'db.t.branch_audit')")
+
+
+def test_a_branch_made_at_an_old_version_reads_that_version_and_is_dropped(branched):
+    branched.sql("ALTER TABLE db.t CREATE BRANCH early AS OF VERSION 1")
+    assert _rows(branched, "SELECT * FROM db.t.branch_early") == [(1, "a"), (2, "b")]
+    branched.sql("INSERT INTO db.t.branch_early VALUES (2, 'x')")
+    assert _rows(branched, "SELECT * FROM db.t.branch_early") == [(1, "a"), (2, "x")]
+    assert _rows(branched, "SELECT * FROM db.t.branch_early VERSION AS OF 1") == [(1, "a"), (2, "b")]
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    branched.sql("ALTER TABLE db.t DROP BRANCH early")
+    branched.sql("ALTER TABLE db.t DROP BRANCH IF EXISTS early")
+    assert set(_refs(branched)) == {"main", "audit"}
+    with pytest.raises(
+        VersionNotFoundError, match=r"^Branch 'early' of db.t does not exist \(branches: audit"
+    ):
+        branched.sql("SELECT * FROM db.t.branch_early").collect()
+
+
+def test_bad_branch_statements_are_refused_in_one_line_and_change_nothing(branched):
+    branched.sql("ALTER TABLE db.t CREATE TAG q3")
+    refs = _refs(branched)
+    bad = [
+        (
+            "ALTER TABLE db.t CREATE BRANCH audit",
+            InvalidArgumentError,
+            r"^Branch 'audit' of db.t already exists$",
+        ),
+        (
+            "ALTER TABLE db.t CREATE BRANCH q3",
+            InvalidArgumentError,
+            r"^'q3' is a tag of db.t: a branch needs",
+        ),
+        (
+            "ALTER TABLE db.t CREATE TAG audit",
+            InvalidArgumentError,
+            r"^'audit' is a branch of db.t: a tag needs",
+        ),
+        (
+            "ALTER TABLE db.t CREATE BRANCH main",
+            InvalidArgumentError,
+            r"^'main' is not a branch name of db.t",
+        ),
+        (
+            "ALTER TABLE db.t CREATE BRANCH b AS OF VERSION 99",
+            VersionNotFoundError,
+            r"^Version 99 of db.t does not",
+        ),
+        (
+            "ALTER TABLE db.t DROP BRANCH nope",
+            VersionNotFoundError,
+            r"^Branch 'nope' of db.t does not exist$",
+        ),
+        (
+            "INSERT INTO db.t.branch_nope VALUES (5, 'e')",
+            VersionNotFoundError,
+            r"^Branch 'nope' of db.t does not",
+        ),
+        (
+            "ALTER TABLE db.t.branch_audit CREATE BRANCH b",
+            InvalidArgumentError,
+            r"^Tags and branches belong to",
+        ),
+        (
+            "DROP TABLE db.t.branch_audit",
+            InvalidArgumentError,
+            r"^DROP TABLE takes a table, not a branch: db.t.branch_audit",
+        ),
+        (
+            "ALTER TABLE db.t.branch_audit ADD COLUMNS (w INT)",
+            InvalidArgumentError,
+            r"^ALTER TABLE takes a table, not a",
+        ),
+        (
+            "CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'nope')",
+            VersionNotFoundError,
+            r"^Branch 'nope' of db.t does not exist",
+        ),
+    ]
+    for sql, error, message in bad:
+        with pytest.raises(error, match=message):
+            branched.sql(sql).collect()
+    branched.sql("ALTER TABLE db.t CREATE BRANCH IF NOT EXISTS audit")
+    assert _refs(branched) == refs
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == MAIN
+    assert [f.name for f in branched.table("db.t").schema.fields] == ["id", "v"]
+
+
+def test_names_like_a_branch_keep_their_meaning(arctic):
+    arctic.sql("CREATE TABLE db.branch_audit (id BIGINT, branch_audit STRING, PRIMARY KEY (id))")
+    arctic.sql("INSERT INTO db.branch_audit VALUES (1, 'x')")
+    assert _rows(arctic, "SELECT branch_audit FROM db.branch_audit") == [("x",)]
+    assert _rows(arctic, "SELECT id, db.branch_audit.branch_audit FROM db.branch_audit") == [(1, "x")]
+    assert [r["version"] for r in arctic.sql("SELECT version FROM db.branch_audit.history").collect()] == [1]
+
+
+def test_the_dataframe_writer_writes_to_a_branch(branched):
+    df = branched.spark.createDataFrame([(4, "d"), (1, "A")], "id long, v string")
+    df.write.format("arctic").mode("append").option("branch", "audit").save("db.t")
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == [(1, "A"), (2, "b"), (3, "c"), (4, "d")]
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    with pytest.raises(Exception, match=r"Branch 'nope' of db.t does not exist"):
+        df.write.format("arctic").mode("append").option("branch", "nope").save("db.t")
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+
+
+def test_maintenance_keeps_what_a_branch_reads_and_optimizing_keeps_the_lines_apart(branched):
+    from arctic_sql.table.maintenance import expiration, orphan_removal
+
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
+    branched.sql("UPDATE db.t.branch_audit SET v = 'C' WHERE id = 3")
+    for i in range(3):
+        branched.sql(f"INSERT INTO db.t VALUES ({10 + i}, 'm')")
+    main = [*MAIN, (10, "m"), (11, "m"), (12, "m")]
+    audit = [(1, "a"), (2, "b"), (3, "C"), (4, "d")]
+    branched.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    branched.sql(
+        "CALL system.expire_snapshots(table => 'db.t', older_than => now() + INTERVAL 1 DAY, retain_last => 1)"
+    )
+    orphan_removal.remove_orphan_files(
+        branched.table("db.t"), older_than_ms=expiration.now_ms() + 1000, force=True
+    )
+    assert _rows(branched, "SELECT * FROM db.t") == main
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == audit
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit VERSION AS OF 2") == MAIN  # its history is kept
+    main_files = {r["path"] for r in branched.sql("SELECT path FROM db.t.files").collect()}
+    branch_files = {
+        r["path"]: r["sequence_number"]
+        for r in branched.sql("SELECT path, sequence_number FROM db.t.branch_audit.files").collect()
+    }
+    written_on_branch = {p for p, seq in branch_files.items() if seq > 2}  # after the fork at version 2
+    assert len(written_on_branch) == 2 and not written_on_branch & main_files
+    assert any("/optimize-" in p for p in main_files)
+    assert not any("/optimize-" in p for p in branch_files)
+    # after the branch is dropped, expiration may take what only it read
+    branched.sql("ALTER TABLE db.t DROP BRANCH audit")
+    branched.sql(
+        "CALL system.expire_snapshots(table => 'db.t', older_than => now() + INTERVAL 1 DAY, retain_last => 1)"
+    )
+    assert _rows(branched, "SELECT * FROM db.t") == main
+
+
+def test_a_table_without_a_key_branches_too(arctic):
+    arctic.sql("CREATE TABLE db.log (id BIGINT, v STRING)")
+    arctic.sql("INSERT INTO db.log VALUES (1, 'a')")
+    arctic.sql("ALTER TABLE db.log CREATE BRANCH audit")
+    arctic.sql("INSERT INTO db.log.branch_audit VALUES (2, 'b')")
+    arctic.sql("DELETE FROM db.log.branch_audit WHERE id = 1")
+    assert _rows(arctic, "SELECT * FROM db.log.branch_audit") == [(2, "b")]
+    assert _rows(arctic, "SELECT * FROM db.log") == [(1, "a")]
+    arctic.sql("CALL system.fast_forward(table => 'db.log', branch => 'main', to => 'audit')")
+    assert _rows(arctic, "SELECT * FROM db.log") == [(2, "b")]
+
+
+def test_insert_overwrite_on_a_branch_moves_both_stores_when_published(branched):
+    branched.sql("INSERT OVERWRITE db.t.branch_audit VALUES (8, 'h')")
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (9, 'i')")
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == [(8, "h"), (9, "i")]
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    table = branched.table("db.t")
+    assert table.base.metadata.refs["main"].snapshot_id != table.base.metadata.refs["audit"].snapshot_id
+    branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    assert _rows(branched, "SELECT * FROM db.t") == [(8, "h"), (9, "i")]
+    assert _rows(branched, "SELECT * FROM db.t VERSION AS OF 2") == MAIN

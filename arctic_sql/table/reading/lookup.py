@@ -60,7 +60,7 @@ def plan_lookup(table: ArcticTable, version: int, values: Sequence[tuple]) -> Re
     keys = list(table.primary_key)
     if not keys or table.change is None or not values or len(values) > MAX_LOOKUP_KEYS:
         return None
-    types = tuple(table.schema.find_field(k).field_type for k in keys)
+    types = table.key_types
     by = hash_types(types, table.key_as_int)
     hashes = lookup_hashes(list(values), by)
     if hashes is None:

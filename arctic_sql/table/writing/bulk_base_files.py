@@ -127,14 +127,7 @@ def write_streamed(
     Spark sorts each partition (spilling as it needs) and a task writes a file as soon as it has a
     full file's rows or its directory ends: a task holds at most one file's rows, whatever it writes.
     Files of a failed task attempt are never returned (orphan removal takes them)."""
-    from pyspark.sql import functions as F
-
-    within = order.columns if order is not None else [F.col(f"`{c}`") for c in target.keys]
-    by = [*[F.col(f"`{c}`") for c in directories], *within]
-    if by:
-        rows = rows.sortWithinPartitions(*by)
-    if order is not None and order.helpers:  # after the sort, which a projection keeps
-        rows = rows.drop(*order.helpers)
+    rows = spark_files.sorted_within(rows, directories, target.keys, order)
     results = rows.mapInArrow(
         storage.shipped(lambda batches: _streamed_task(target, directories, location, batches)), RESULT_SCHEMA
     ).collect()

@@ -89,8 +89,9 @@ def key_as_int_property(
     keys = [f for f, wanted in widened if _widens_key(table, f, wanted)]
     if not keys:
         return {}
-    raw = table.properties.get(KEY_AS_INT_KEY, "")
-    ids = {int(i) for i in raw.split(",") if i} | {f.field_id for f in keys}
+    before = table.key_as_int
+    ids = {fid for fid, narrow in zip(table.schema.identifier_field_ids, before, strict=True) if narrow}
+    ids |= {f.field_id for f in keys}
     return {KEY_AS_INT_KEY: ",".join(str(i) for i in sorted(ids))}
 
 

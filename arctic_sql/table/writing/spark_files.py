@@ -26,6 +26,8 @@ from arctic_sql.table.format.tree import node_id_column
 from arctic_sql.table.model.schemas import spark_schema
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyspark.sql import Column, DataFrame
 
     from arctic_sql.table.model.table import ArcticTable
@@ -104,6 +106,22 @@ class WriteOrder:
     block_bytes: int = 0
 
 
+def sorted_within(
+    rows: DataFrame, directories: Sequence[str], keys: Sequence[str], order: WriteOrder | None
+) -> DataFrame:
+    """``rows`` sorted within each Spark partition by directory, then by ``order`` (default: by
+    key), without ``order``'s helper columns, dropped after the sort (which a projection keeps)."""
+    from pyspark.sql import functions as F
+
+    within = order.columns if order is not None else [F.col(f"`{k}`") for k in keys]
+    by = [*[F.col(f"`{d}`") for d in directories], *within]
+    if by:
+        rows = rows.sortWithinPartitions(*by)
+    if order is not None and order.helpers:
+        rows = rows.drop(*order.helpers)
+    return rows
+
+
 def write_laid_out(
     out: DataFrame,
     table: ArcticTable,
@@ -126,17 +144,11 @@ def write_laid_out(
     target_store = table.base if store == Store.BASE else table.change
     assert target_store is not None
     location = location or layout.new_write_location(target_store.location())
-    keys = table.primary_key
     # Gather each directory's rows into one task, so it gets one file (or a few, at the size cap);
     # a single-partition input (VALUES, one small batch file) already is one task.
     if not clustered and directories and out._jdf.rdd().getNumPartitions() > 1:
         out = out.repartition(*[F.col(d) for d in directories])
-    within = order.columns if order is not None else [F.col(f"`{k}`") for k in keys]
-    by = [*directories, *within]
-    if by:
-        out = out.sortWithinPartitions(*by)
-    if order is not None and order.helpers:  # after the sort, which a projection keeps
-        out = out.drop(*order.helpers)
+    out = sorted_within(out, directories, table.primary_key, order)
     # The write's own tasks count the rows they hand the Parquet writer (an Observation: Spark's
     # accumulators, merged only from tasks that succeeded); the files found afterwards must hold
     # exactly that many, or a file went missing (or appeared) between writing and committing.

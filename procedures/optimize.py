@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 def optimize(
     ctx: StatementContext, table: str, mode: str, where: str | None, dry_run: bool
 ) -> list[PartitionResult]:
-    """Merge change data and small files of ``table`` into target-size base files."""
-    arctic_table = ctx.table(table)
+    """Merge change data and small files of ``table`` (or of one branch, ``db.t.branch_b``) into
+    target-size base files."""
+    arctic_table = ctx.table(table, branch_ok=True)  # a branch is optimized on its own line
     partitions = partition_filter(arctic_table, where)
     return run_optimize(ctx.spark, arctic_table, mode or "auto", partitions, bool(dry_run))
 

@@ -29,6 +29,7 @@ from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
 from arctic_sql.table.maintenance import actions
 from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.reading import branches
 from arctic_sql.table.records import optimizing_processes as state
 
 if TYPE_CHECKING:
@@ -115,7 +116,8 @@ class Service:
                 break
             optimized += self._optimize(table)
         for table in self._group_tables():
-            self._maintain(table)
+            if table.identifier.branch is None:  # expiration and orphan removal take the whole table
+                self._maintain(table)
         return optimized
 
     def _group_tables(self) -> list[ArcticTable]:
@@ -133,6 +135,9 @@ class Service:
                 if table.settings.group != self.group:
                     continue
                 tables.append(table)
+                # Each branch is optimized on its own line, as `main` is: its optimizing commits go to
+                # its refs, so no branch's files are ever mixed into another's.
+                tables.extend(branches.on_branch(table, b.name) for b in branches.branches(table))
         return tables
 
     def _pending(self, table: ArcticTable) -> bool:

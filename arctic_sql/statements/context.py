@@ -18,11 +18,17 @@ from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading import branches
 from arctic_sql.table.reading.merge_on_read import merged_dataframe
 from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+# ``SET arctic.branch = audit``: the branch a statement's reads and writes go to when it names a table
+# without one (Iceberg's ``spark.wap.branch``, for write-audit-publish). A Spark SQL conf, so each
+# Thrift client (its own ``newSession()``) has its own, and ``RESET`` clears it.
+BRANCH_CONF = "arctic.branch"
 
 
 @dataclass
@@ -39,23 +45,49 @@ class StatementContext:
         for a name of more than ``catalog.db.t``."""
         return TableIdentifier.parse(".".join(p.name for p in node.parts), self.current_database)
 
-    def arctic_table(self, node: exp.Table) -> ArcticTable | None:
-        """The arctic table a table name in a statement stands for, or None if it is not arctic's."""
+    def arctic_table(self, node: exp.Table, *, writes: bool = False) -> ArcticTable | None:
+        """The arctic table a table name in a statement stands for, or None if it is not arctic's.
+        ``writes``: the statement writes its rows (DML), so it goes to the session's branch."""
         identifier = self.identifier(node)
         try:
-            return self.catalog.load_table(identifier)
+            table = self.catalog.load_table(identifier)
         except NoSuchTableError:
             return None
+        return self.on_session_branch(table, writes=True) if writes else table
 
-    def table(self, name: str) -> ArcticTable:
+    def session_branch(self) -> str | None:
+        """The branch ``SET arctic.branch`` names, or None (``main``, unset or empty)."""
+        value = (self.spark.conf.get(BRANCH_CONF, None) or "").strip().strip("'\"`").lower()
+        return None if value in ("", "main") else value
+
+    def on_session_branch(self, table: ArcticTable, *, writes: bool) -> ArcticTable:
+        """``table`` at the session's branch, when the statement names no branch of its own.
+
+        As Iceberg's ``spark.wap.branch``: a read of a table without that branch reads ``main``. A
+        write to one is refused rather than made on ``main`` or on a branch made for it: the user
+        asked that writes stay off ``main``, and making refs is DDL (``CREATE BRANCH``)."""
+        name = self.session_branch()
+        if name is None or table.identifier.branch is not None:
+            return table
+        if branches.find(table, name) is None:
+            if not writes:
+                return table
+            raise InvalidArgumentError(
+                f"{table.identifier} has no branch '{name}' to write to ({BRANCH_CONF} = {name}): "
+                f"ALTER TABLE {table.identifier} CREATE BRANCH {name}, or RESET {BRANCH_CONF} to write to main"
+            )
+        return branches.on_branch(table, name)
+
+    def table(self, name: str, *, branch_ok: bool = False) -> ArcticTable:
         """The arctic table ``name`` (``db.t`` or ``t`` in the current database), or NoSuchTableError.
         Procedures and table actions act on the whole table (its branches' files included): a
-        branch's name (``db.t.branch_b``) is refused rather than acted on as if it were main."""
+        branch's name (``db.t.branch_b``) is refused rather than acted on as if it were main, unless
+        ``branch_ok`` (optimizing, which runs on one line of history)."""
         identifier = TableIdentifier.parse(name, self.current_database)
-        if identifier.branch is not None:
+        if identifier.branch is not None and not branch_ok:
             raise InvalidArgumentError(
                 f"{identifier} is a branch: procedures and table actions take the table, "
-                f"{identifier.on_branch(None)} (optimizing and maintenance run on main)"
+                f"{identifier.on_branch(None)} (maintenance keeps every branch's history)"
             )
         return self.catalog.load_table(identifier)
 

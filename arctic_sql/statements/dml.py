@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 def _target(ctx: StatementContext, node: exp.Expression) -> tuple[ArcticTable | None, exp.Table]:
     table_node = node.this if isinstance(node, exp.Schema) else node
     assert isinstance(table_node, exp.Table)
-    return ctx.arctic_table(table_node), table_node
+    return ctx.arctic_table(table_node, writes=True), table_node
 
 
 def _column(table: ArcticTable, name: str) -> str:

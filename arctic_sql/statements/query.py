@@ -110,7 +110,7 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
         if view is not None and version is not None:
             raise InvalidArgumentError(f"{identifier} is a view: it has no versions to travel to")
         return views.read(ctx, identifier, view) if view is not None else None
-    table = ctx.catalog.load_table(identifier)
+    table = ctx.on_session_branch(ctx.catalog.load_table(identifier), writes=False)
 
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
         return changes_between(ctx.spark, table, time_travel.version_range(ctx, table, version))

@@ -29,7 +29,7 @@ OPERATION = versions.Operation.TRUNCATE
 
 def truncate(ctx: StatementContext, expression: exp.TruncateTable, text: str) -> DataFrame | None:
     targets = expression.expressions
-    tables = [ctx.arctic_table(node) for node in targets]
+    tables = [ctx.arctic_table(node, writes=True) for node in targets]
     if all(t is None for t in tables):
         return None  # Spark truncates its own tables
     if len(targets) != 1:

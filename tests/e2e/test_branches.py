@@ -250,3 +250,66 @@ def test_insert_overwrite_on_a_branch_moves_both_stores_when_published(branched)
     branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
     assert _rows(branched, "SELECT * FROM db.t") == [(8, "h"), (9, "i")]
     assert _rows(branched, "SELECT * FROM db.t VERSION AS OF 2") == MAIN
+
+
+def test_set_arctic_branch_sends_a_sessions_reads_and_writes_to_the_branch(branched):
+    """Write-audit-publish with a session default (Iceberg's ``spark.wap.branch``)."""
+    branched.sql("CREATE TABLE db.other (id BIGINT, v STRING, PRIMARY KEY (id))")
+    branched.sql("INSERT INTO db.other VALUES (1, 'o')")
+    history = _history(branched)
+    branched.sql("SET arctic.branch = audit")
+    try:
+        branched.sql("INSERT INTO db.t VALUES (4, 'd')")
+        branched.sql("UPDATE db.t SET v = 'B' WHERE id = 2")
+        branched.sql("DELETE FROM db.t WHERE id = 1")
+        branched.sql(
+            "MERGE INTO db.t t USING (SELECT 5 AS id, 'e' AS v) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+        )
+        audit = [(2, "B"), (3, "c"), (4, "d"), (5, "e")]
+        assert _rows(branched, "SELECT * FROM db.t") == audit  # the session reads its branch
+        assert _rows(branched, "SELECT * FROM db.t.branch_audit") == audit
+        # main did not move (metadata tables belong to the whole table)
+        assert _history(branched) == history
+        # a table without the branch is read on main, and a write to it is refused, changing nothing
+        assert _rows(branched, "SELECT * FROM db.other") == [(1, "o")]
+        with pytest.raises(InvalidArgumentError, match=r"^db.other has no branch 'audit' to write to"):
+            branched.sql("INSERT INTO db.other VALUES (2, 'p')")
+    finally:
+        branched.sql("RESET arctic.branch")
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    assert _rows(branched, "SELECT * FROM db.other") == [(1, "o")]
+    branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    assert _rows(branched, "SELECT * FROM db.t") == audit
+
+
+def _branch_only_files(arctic) -> set[str]:
+    main = {r["path"] for r in arctic.sql("SELECT path FROM db.t.files").collect()}
+    return {r["path"] for r in arctic.sql("SELECT path FROM db.t.branch_audit.files").collect()} - main
+
+
+def test_a_branch_is_optimized_on_its_own_line(branched):
+    """CALL system.optimize on a branch, and the optimizer service's round, commit to the branch's
+    refs only: main's files and rows never change, and the branch's rows stay what they were."""
+    from arctic_sql.optimizer.service import Service
+
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
+    branched.sql("UPDATE db.t.branch_audit SET v = 'B' WHERE id = 2")
+    audit = [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+    main_files = {r["path"] for r in branched.sql("SELECT path FROM db.t.files").collect()}
+    out = branched.sql("CALL system.optimize(table => 'db.t.branch_audit', mode => 'full')").collect()
+    assert [r["committed"] for r in out] == [True]
+    assert any("/optimize-" in p for p in _branch_only_files(branched))
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == audit
+    assert {r["path"] for r in branched.sql("SELECT path FROM db.t.files").collect()} == main_files
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+
+    # the service finds the branch's due minor optimizing (one change file is enough here) on its own
+    branched.sql("ALTER TABLE db.t SET TBLPROPERTIES ('self-optimizing.minor.trigger.interval' = '1')")
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (5, 'e')")
+    before = _branch_only_files(branched)
+    Service(branched.spark, branched.catalog).run_once()
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == [*audit, (5, "e")]
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN
+    made = _branch_only_files(branched) - before
+    assert any("/optimize-" in p for p in made)
+    assert not made & {r["path"] for r in branched.sql("SELECT path FROM db.t.files").collect()}

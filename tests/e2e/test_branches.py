@@ -313,3 +313,39 @@ def test_a_branch_is_optimized_on_its_own_line(branched):
     made = _branch_only_files(branched) - before
     assert any("/optimize-" in p for p in made)
     assert not made & {r["path"] for r in branched.sql("SELECT path FROM db.t.files").collect()}
+
+
+def test_a_branch_streams_its_changes_into_another_tables_branch(branched, tmp_path):
+    """The change stream reads a branch's own line (option branch), and the sink writes a branch:
+    each run delivers only what the branch committed since, and main on either side is untouched."""
+    spark = branched.spark
+    branched.sql("CREATE TABLE db.copy (id BIGINT, v STRING, PRIMARY KEY (id))")
+    branched.sql("ALTER TABLE db.copy CREATE BRANCH audit")
+    checkpoint = str(tmp_path / "cp")
+
+    def follow() -> None:
+        changes = (
+            spark.readStream.format("arctic")
+            .option("readChangeFeed", "true")
+            .option("branch", "audit")
+            .load("db.t")
+            .select("id", "v", "_change_type")
+        )
+        query = (
+            changes.writeStream.format("arctic")
+            .option("branch", "audit")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start("db.copy")
+        )
+        query.awaitTermination()
+
+    follow()
+    assert _rows(branched, "SELECT * FROM db.copy.branch_audit") == MAIN
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
+    branched.sql("DELETE FROM db.t.branch_audit WHERE id = 1")
+    branched.sql("INSERT INTO db.t VALUES (9, 'z')")  # main's commit is not the branch's change
+    follow()
+    assert _rows(branched, "SELECT * FROM db.copy.branch_audit") == [(2, "b"), (3, "c"), (4, "d")]
+    assert _rows(branched, "SELECT * FROM db.copy") == []
+    assert _rows(branched, "SELECT * FROM db.t") == [*MAIN, (9, "z")]

@@ -23,7 +23,7 @@ from arctic_sql.parser import statements, to_spark_sql
 from arctic_sql.statements import query, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter, checked_order, set_order
-from arctic_sql.table.format.clustering import Clustering
+from arctic_sql.table.format import clustering
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model import properties as props
@@ -89,6 +89,28 @@ def _table_properties(expression: exp.Expression) -> dict[str, str]:
         literal_value(p.this): literal_value(p.args["value"])
         for p in _properties(expression, exp.Property)
         if type(p) is exp.Property
+    }
+
+
+def _with_cluster_by(expression: exp.Create, values: dict[str, str], identifier: object) -> dict[str, str]:
+    """``CREATE TABLE ... CLUSTER BY (c1, c2)`` (Delta's spelling): the Z-order ``ALTER TABLE ...
+    CLUSTER BY`` sets, as the same table properties (checked against the schema by the caller)."""
+    found = _properties(expression, exp.ClusterProperty)
+    if not found:
+        return values
+    if clustering.COLUMNS in values:
+        raise InvalidArgumentError(
+            f"CREATE TABLE {identifier} orders its files twice: CLUSTER BY and '{clustering.COLUMNS}'"
+        )
+    columns = found[0].expressions
+    if not all(isinstance(c, exp.Column) and not c.table for c in columns):
+        raise InvalidArgumentError(
+            f"CREATE TABLE {identifier} CLUSTER BY takes column names: {found[0].sql(dialect='spark')}"
+        )
+    return {
+        **values,
+        clustering.COLUMNS: ",".join(c.name for c in columns),
+        clustering.MODE: clustering.ZORDER,
     }
 
 
@@ -193,7 +215,9 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     schema = iceberg_schema(
         struct, required=set(primary_key) | not_null, identifier=primary_key, docs=comments
     )
-    user_props = checked_order(user_props, schema, primary_key, identifier)
+    user_props = checked_order(
+        _with_cluster_by(expression, user_props, identifier), schema, primary_key, identifier
+    )
     for comment in _properties(expression, exp.SchemaCommentProperty):  # CREATE TABLE ... COMMENT 'x'
         user_props[COMMENT] = comment.this.name
     spec = build_spec(_partition_terms(expression), schema)
@@ -458,7 +482,7 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
                     "",
                 )
             )
-        order = Clustering.of(table.properties, schema)
+        order = clustering.Clustering.of(table.properties, schema)
         if order is not None:
             rows.append(("Clustering", order.describe(), ""))
         shown = table.user_properties()

@@ -146,7 +146,8 @@ def _rename_column(table: ArcticTable, old: str, new: str) -> None:
         raise InvalidArgumentError(f"Column '{new}' already exists in {table.identifier}")
     if new.lower().startswith(RESERVED_COLUMN_PREFIX):
         raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
-    schema_evolution.evolve(table, lambda update: update.rename_column(field.name, new))
+    order = clustering.renamed(table.base.properties, field.name, new)  # the order follows the column
+    schema_evolution.evolve(table, lambda update: update.rename_column(field.name, new), order or None)
 
 
 def _only_type(action: exp.AlterColumn) -> bool:
@@ -182,6 +183,11 @@ def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None
                 raise
     for field in fields:
         schema_evolution.protected(table, field.field_id, "drop", field.name)
+        if clustering.ordered_by(table.base.properties, field.name):
+            raise InvalidArgumentError(
+                f"Cannot drop column '{field.name}' of {table.identifier}: optimizing orders its files by "
+                f"it (ALTER TABLE {table.identifier} WRITE UNORDERED, or ORDERED BY other columns, first)"
+            )
     if len(fields) >= len(table.schema.fields):
         raise InvalidArgumentError(f"Cannot drop every column of {table.identifier}")
 

@@ -166,6 +166,10 @@ def test_minor_keeps_key_order_and_changes_still_merge(arctic):
             "must be one of sort, z-order",
         ),
         ("ALTER TABLE db.c WRITE SORTED BY (day)", "Expecting [LOCALLY] ORDERED BY or UNORDERED"),
+        (
+            "ALTER TABLE db.c DROP COLUMN day",
+            "Cannot drop column 'day' of db.c: optimizing orders its files by it",
+        ),
     ],
 )
 def test_bad_orders_are_refused_in_one_line_and_change_nothing(arctic, statement, message):
@@ -190,3 +194,26 @@ def test_an_order_at_create_is_checked(arctic):
     with pytest.raises(ArcticError, match="a table with a primary key"):
         arctic.sql("CREATE TABLE db.c (id BIGINT, day DATE) TBLPROPERTIES ('write.cluster.columns' = 'day')")
     assert not [r for r in arctic.sql("SHOW TABLES IN db").collect() if r.tableName == "c"]
+
+
+def test_cluster_by_at_create_and_a_rename_carry_the_order(arctic):
+    """Delta's ``CREATE TABLE ... CLUSTER BY (...)`` sets the Z-order ALTER's CLUSTER BY does, and
+    renaming an ordered column renames it in the order, in the rename's own commit."""
+    arctic.sql(
+        "CREATE TABLE db.c (id BIGINT, day DATE, region STRING, PRIMARY KEY (id)) CLUSTER BY (DAY, region)"
+    )
+    props = {r[0]: r[1] for r in arctic.sql("SHOW TBLPROPERTIES db.c").collect()}
+    assert (props["write.cluster.columns"], props["write.cluster.mode"]) == ("day,region", "z-order")
+    arctic.sql("ALTER TABLE db.c RENAME COLUMN day TO d")
+    props = {r[0]: r[1] for r in arctic.sql("SHOW TBLPROPERTIES db.c").collect()}
+    assert props["write.cluster.columns"] == "d,region"
+    described = {r[0]: r[1] for r in arctic.sql("DESCRIBE TABLE EXTENDED db.c").collect()}
+    assert described["Clustering"] == "CLUSTER BY (d, region)"
+    with pytest.raises(ArcticError, match=r"^CREATE TABLE db.e orders its files twice"):
+        arctic.sql(
+            "CREATE TABLE db.e (id BIGINT, day DATE, PRIMARY KEY (id)) CLUSTER BY (day) "
+            "TBLPROPERTIES ('write.cluster.columns' = 'day')"
+        )
+    with pytest.raises(ArcticError, match=r"^Cannot order db.e by 'nope': no such column"):
+        arctic.sql("CREATE TABLE db.e (id BIGINT, day DATE, PRIMARY KEY (id)) CLUSTER BY (nope)")
+    assert not [r for r in arctic.sql("SHOW TABLES IN db").collect() if r.tableName == "e"]

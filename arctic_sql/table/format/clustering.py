@@ -42,8 +42,9 @@ class Clustering:
 
     @classmethod
     def of(cls, properties: Mapping[str, str], schema: Schema) -> Clustering | None:
-        """The table's clustering, or None (key order). A column renamed or dropped since the order
-        was set is left out: the files are still correct, only less ordered."""
+        """The table's clustering, or None (key order). A rename carries the order along and an
+        ordered column cannot be dropped (statements/schema_changes.py); a name the schema lacks
+        all the same is left out: the files are still correct, only less ordered."""
         names = {f.name for f in schema.fields}
         columns = tuple(c for c in parse_columns(properties.get(COLUMNS, "")) if c in names)
         if not columns:
@@ -58,6 +59,20 @@ class Clustering:
 
 def parse_columns(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def ordered_by(properties: Mapping[str, str], name: str) -> bool:
+    """Whether the table's files are ordered by column ``name`` (any spelling of its case)."""
+    return name.lower() in (c.lower() for c in parse_columns(properties.get(COLUMNS, "")))
+
+
+def renamed(properties: Mapping[str, str], old: str, new: str) -> dict[str, str]:
+    """The clustering property after column ``old`` is renamed ``new`` (empty when it names no
+    such column), to be committed with the rename so the order follows the column."""
+    if not ordered_by(properties, old):
+        return {}
+    columns = parse_columns(properties[COLUMNS])
+    return {COLUMNS: ",".join(new if c.lower() == old.lower() else c for c in columns)}
 
 
 def check(columns: Sequence[str], schema: Schema, primary_key: Sequence[str], table: str) -> list[str]:

@@ -67,6 +67,7 @@ SETTABLE = frozenset(
         "spark.sql.datetime.java8API.enabled",
         "spark.sql.mapKeyDedupPolicy",
         "spark.sql.timestampType",
+        "arctic.branch",  # write-audit-publish: the branch this client's statements read and write
     }
 )
 # Spark's defaults that reach the file system or the server's environment: off in every client session.

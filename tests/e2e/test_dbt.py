@@ -19,7 +19,7 @@ PROJECT = Path(__file__).resolve().parents[2] / "examples" / "dbt"
 SCHEMA = "arctic_shop"
 
 
-def _dbt(project: Path, port: int, *args: str) -> subprocess.CompletedProcess:
+def _dbt(project: Path, port: int, *args: str, succeeds: bool = True) -> subprocess.CompletedProcess:
     dbt = Path(sys.executable).parent / "dbt"
     env = {
         **os.environ,
@@ -32,8 +32,8 @@ def _dbt(project: Path, port: int, *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(
         command, capture_output=True, text=True, env=env, cwd=project, timeout=900, check=False
     )
-    assert result.returncode == 0, (
-        f"dbt {' '.join(args)} failed:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
+    assert (result.returncode == 0) == succeeds, (
+        f"dbt {' '.join(args)} exited {result.returncode}:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
     )
     return result
 
@@ -50,6 +50,7 @@ def test_dbt_seed_run_and_test_against_the_thrift_server(dbt_project):
     server = shared_server()
     _dbt(dbt_project, server.port, "seed")
     _dbt(dbt_project, server.port, "run")
+    _write_audit_publish(dbt_project, server)
     second = _dbt(dbt_project, server.port, "run", "--vars", "{batch: 2}")  # incremental: upserts batch 2
     assert "Completed successfully" in second.stdout
     tested = _dbt(dbt_project, server.port, "test")
@@ -75,6 +76,36 @@ def test_dbt_seed_run_and_test_against_the_thrift_server(dbt_project):
         cur.execute("SELECT count(*) FROM customer_revenue.snapshots WHERE store = 'base'")
         base_snapshots = rows(cur)[0][0]
         assert base_snapshots >= 1
+
+
+def _write_audit_publish(project: Path, server) -> None:
+    """macros/wap.sql: batch 2 is written to the branch `audit` of order_status, unseen on main until
+    the audit passes and it is published; a failing audit publishes nothing."""
+    _dbt(project, server.port, "run-operation", "wap_begin", "--args", "{branch: audit}")
+    _dbt(project, server.port, "run", "--select", "order_status", "--vars", "{batch: 2, wap_branch: audit}")
+    batch_1 = [(100, "new"), (101, "new"), (102, "new")]
+    batch_2 = [(100, "paid"), (101, "new"), (102, "cancelled"), (103, "new")]
+    with server.connect(database=SCHEMA) as conn:
+        cur = conn.cursor()
+        cur.execute("SELECT order_id, status FROM order_status ORDER BY order_id")
+        assert rows(cur) == batch_1  # main: as before the run
+        cur.execute(f"SELECT order_id, status FROM {SCHEMA}.order_status.branch_audit ORDER BY order_id")
+        assert rows(cur) == batch_2
+        # a bad row on the branch fails the audit, and nothing reaches main
+        cur.execute(f"INSERT INTO {SCHEMA}.order_status.branch_audit VALUES (104, 3, NULL, 1.0, 2)")
+        failed = _dbt(
+            project, server.port, "run-operation", "wap_audit", "--args", "{branch: audit}", succeeds=False
+        )
+        assert "1 bad rows; not published" in failed.stdout, failed.stdout[-3000:]
+        cur.execute(f"DELETE FROM {SCHEMA}.order_status.branch_audit WHERE order_id = 104")
+    _dbt(project, server.port, "run-operation", "wap_audit", "--args", "{branch: audit}")
+    _dbt(project, server.port, "run-operation", "wap_publish", "--args", "{branch: audit}")
+    with server.connect(database=SCHEMA) as conn:
+        cur = conn.cursor()
+        cur.execute("SELECT order_id, status FROM order_status ORDER BY order_id")
+        assert rows(cur) == batch_2
+        cur.execute("SELECT name FROM order_status.refs")
+        assert rows(cur) == [("main",)]
 
 
 # what dbt-spark sends, on arctic tables (in-process) ------------------------------------------------

@@ -122,7 +122,7 @@ def change_feed_range(table: ArcticTable, history: versions.History, options: Re
     where = f"readChangeFeed of {table.identifier}"
     options = resolve_tags(table, options)
     if options.starting_timestamp is not None:
-        start = start_after(table, history, options.starting_timestamp)
+        start = tt.start_after(table, history, options.starting_timestamp, "startingTimestamp")
     else:
         assert options.starting_version is not None
         start = first_change(table, history, options.starting_version, "startingVersion")
@@ -156,18 +156,6 @@ def change_feed_range(table: ArcticTable, history: versions.History, options: Re
             f"(available: {history.describe()})"
         )
     return tt.range_of_versions(table, history, start, end, where)
-
-
-def start_after(table: ArcticTable, history: versions.History, micros: int) -> int:
-    """The exclusive start for changes committed at or after ``micros``: the newest version
-    committed before it (0 when none and the history is complete)."""
-    before = version_at(history, micros - 1)
-    if before is None and not history.complete:
-        raise VersionNotFoundError(
-            f"startingTimestamp {tt.utc(micros)} of {table.identifier} is before the oldest retained commit, "
-            f"whose changes have expired (available: {history.describe()})"
-        )
-    return before or 0
 
 
 def change_partitions(

@@ -39,11 +39,12 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from arctic_sql.datasource import partitions
-from arctic_sql.datasource.batch_read import change_partitions, first_change, resolve_tags, start_after
+from arctic_sql.datasource.batch_read import change_partitions, first_change, resolve_tags
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import versions
 from arctic_sql.table.reading import full_changes
+from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import Range, carries_changes, commit_files
 from arctic_sql.table.reading.scan import plan_read
 from arctic_sql.table.records import consumers
@@ -112,7 +113,9 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 )
             return _offset(table, start)
         if options.starting_timestamp is not None:
-            return _offset(table, start_after(table, history, options.starting_timestamp))
+            return _offset(
+                table, tt.start_after(table, history, options.starting_timestamp, "startingTimestamp")
+            )
         return _offset(table, SNAPSHOT)
 
     def prepareForTriggerAvailableNow(self) -> None:

@@ -4,7 +4,9 @@ Every change of every version from ``start`` to ``end``, both inclusive as in De
 defaults to the newest version): ``_change_type`` ``insert``, ``update_preimage``,
 ``update_postimage`` or ``delete``, with ``_change_version`` and ``_commit_timestamp``; what
 ``changeFeedMode=full`` gives the arctic format (table/reading/full_changes.py). ``start`` and
-``end`` take a version number, a tag's name (``'q3'``) or ``get_latest_version(...)``.
+``end`` take a version number, a tag's name (``'q3'``), ``get_latest_version(...)`` or, as in
+Delta, a timestamp (``'2026-11-27 10:00:00'``, ``current_timestamp() - INTERVAL 1 HOUR``): the
+versions committed at or after a start instant, and at or before an end instant.
 ``VERSION BETWEEN`` stays the net change per key over ``(v1, v2]``.
 """
 
@@ -15,15 +17,24 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.statements.time_travel import version_value
+from arctic_sql.parser import to_spark_sql
+from arctic_sql.statements.time_travel import (
+    LATEST_TIMESTAMP,
+    LATEST_VERSION,
+    timestamp_micros,
+    version_value,
+)
 from arctic_sql.table.format import versions
+from arctic_sql.table.reading import tags
 from arctic_sql.table.reading import time_travel as tt
+from arctic_sql.table.reading.changes import version_at
 from arctic_sql.table.reading.full_changes import full_changes_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.model.table import ArcticTable
 
 TABLE_CHANGES = "table_changes"
 
@@ -47,10 +58,50 @@ def dataframe(ctx: StatementContext, call: exp.Anonymous) -> DataFrame:
     table = ctx.table(name.this)
     history = versions.history(table.base, table.change)
     where = f"table_changes('{table.identifier}', ...)"
-    start = version_value(ctx, table, arguments[1], where)
-    end = version_value(ctx, table, arguments[2], where) if len(arguments) == 3 else history.latest
+    start = _bound(ctx, table, history, arguments[1], where, start=True)
+    end = (
+        _bound(ctx, table, history, arguments[2], where, start=False)
+        if len(arguments) == 3
+        else history.latest
+    )
     if start > end:
+        if any(_is_instant(ctx, a) for a in arguments[1:]):
+            raise InvalidArgumentError(
+                f"{where}: no version was committed between its bounds "
+                f"(versions {start} to {end}; available: {history.describe()})"
+            )
         raise InvalidArgumentError(f"{where}: the start version {start} is after the end version {end}")
     # Delta's start is inclusive: the changes after ``start - 1`` (version 0 is the empty table).
     span = tt.range_of_versions(table, history, max(start - 1, 0), end, where)
     return full_changes_frame(ctx.spark, table, span, history)
+
+
+def _bound(
+    ctx: StatementContext,
+    table: ArcticTable,
+    history: versions.History,
+    value: exp.Expression,
+    where: str,
+    *,
+    start: bool,
+) -> int:
+    """The version a bound names, both inclusive. An instant (Delta's timestamps) bounds by commit
+    time: a start is the first version committed at or after it, an end the last at or before it."""
+    if not _is_instant(ctx, value):
+        return version_value(ctx, table, value, where)
+    micros = timestamp_micros(ctx, value, where)
+    if start:
+        return tt.start_after(table, history, micros, f"{where}: the start") + 1
+    return version_at(history, micros) or 0
+
+
+def _is_instant(ctx: StatementContext, value: exp.Expression) -> bool:
+    """Whether a bound is a timestamp rather than a version: a string that is neither a number nor
+    a tag's name, ``get_latest_timestamp(...)``, or an expression of a date or timestamp type."""
+    if isinstance(value, exp.Literal):
+        text = value.this.strip()
+        return value.is_string and not text.lstrip("-").isdigit() and not tags.NAME.fullmatch(text)
+    if isinstance(value, exp.Anonymous) and value.name.lower() in (LATEST_VERSION, LATEST_TIMESTAMP):
+        return value.name.lower() == LATEST_TIMESTAMP
+    kind = ctx.constant(f"typeof({to_spark_sql(value)})")
+    return str(kind).startswith(("timestamp", "date", "string"))

@@ -140,7 +140,7 @@ def version_value(ctx: StatementContext, table: ArcticTable, value: exp.Expressi
     raise InvalidArgumentError(f"{where} needs a version number or a tag's name, got {value.sql()}")
 
 
-def _timestamp_micros(ctx: StatementContext, value: exp.Expression, where: str) -> int:
+def timestamp_micros(ctx: StatementContext, value: exp.Expression, where: str) -> int:
     """The instant ``value`` names, in microseconds since the epoch (strings in the session time zone)."""
     if _is_call(value, LATEST_TIMESTAMP):
         return _latest_timestamp_ms(ctx, value) * 1000
@@ -163,7 +163,7 @@ def version_as_of(ctx: StatementContext, table: ArcticTable, node: exp.Version) 
     history = versions.history(table.base, table.change)
     value = node.args["expression"]
     if node.name.upper() == "TIMESTAMP":
-        return tt.version_as_of_timestamp(table, history, _timestamp_micros(ctx, value, where))
+        return tt.version_as_of_timestamp(table, history, timestamp_micros(ctx, value, where))
     return tt.checked_version(table, history, version_value(ctx, table, value, where))
 
 
@@ -174,7 +174,7 @@ def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version) 
     low, high = node.args["expression"].expressions
     if node.name.upper() == "TIMESTAMP":
         return tt.range_of_timestamps(
-            history, _timestamp_micros(ctx, low, where), _timestamp_micros(ctx, high, where), where
+            history, timestamp_micros(ctx, low, where), timestamp_micros(ctx, high, where), where
         )
     return tt.range_of_versions(
         table, history, version_value(ctx, table, low, where), version_value(ctx, table, high, where), where

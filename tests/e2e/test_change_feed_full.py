@@ -113,6 +113,27 @@ def test_table_changes_in_sql_is_the_full_feed_with_inclusive_bounds(changed, sp
         assert isinstance(error, kind) and words in str(error) and "\n" not in str(error)
 
 
+def test_table_changes_takes_timestamps_as_delta_does(changed, spark):
+    """A start instant takes the versions committed at or after it, an end instant those at or
+    before it: a string in the session's time zone, or any timestamp expression."""
+    at = {
+        r["version"]: r["at"]
+        for r in changed.sql(
+            "SELECT version, date_format(committed_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') AS at FROM db.t.history"
+        ).collect()
+    }
+    between = changed.sql(f"SELECT * FROM table_changes('db.t', '{at[2]}', '{at[4]}')")
+    assert _rows(between) == [r for r in EXPECTED if 2 <= r[0] <= 4]
+    since = changed.sql(f"SELECT * FROM table_changes('db.t', timestamp'{at[5]}' - INTERVAL 1 MICROSECOND)")
+    assert _rows(since) == [r for r in EXPECTED if r[0] >= 5]  # committed after the instant: 5 and 6
+    early = changed.sql("SELECT * FROM table_changes('db.t', '2000-01-01', 2)")
+    assert _rows(early) == [r for r in EXPECTED if r[0] <= 2]
+    error = _error(lambda: changed.sql("SELECT * FROM table_changes('db.t', '2999-01-01')").collect())
+    assert isinstance(error, InvalidArgumentError) and "no version was committed between its bounds" in str(
+        error
+    )
+
+
 def _stream(spark, checkpoint: str, **options) -> list[tuple]:
     batches: list = []
     reader = (

@@ -64,6 +64,18 @@ def range_of_versions(table: ArcticTable, history: History, start: int, end: int
     return Range(start, end)
 
 
+def start_after(table: ArcticTable, history: History, micros: int, what: str) -> int:
+    """The exclusive start for changes committed at or after ``micros``: the newest version
+    committed before it (0 when none and the history is complete). ``what`` names the bound."""
+    before = version_at(history, micros - 1)
+    if before is None and not history.complete:
+        raise VersionNotFoundError(
+            f"{what} {utc(micros)} of {table.identifier} is before the oldest retained commit, "
+            f"whose changes have expired (available: {history.describe()})"
+        )
+    return before or 0
+
+
 def range_of_timestamps(history: History, first: int, last: int, where: str) -> Range:
     """``(v1, v2]`` for the versions committed at or before the instants ``first`` and ``last``."""
     if first > last:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyiceberg.types import NestedField, StructType
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
@@ -41,13 +42,16 @@ def apply_alter(ctx: StatementContext, table: ArcticTable, expression: exp.Alter
             columns = action.expressions if isinstance(action, exp.Schema) else [action]
             _add_columns(ctx, table, [c for c in columns if isinstance(c, exp.ColumnDef)])
         elif isinstance(action, exp.RenameColumn):
-            _rename_column(table, action.this.name, action.args["to"].name)
+            _rename_column(table, _path(action.this), action.args["to"].name)
         elif isinstance(action, exp.AlterColumn) and _only_type(action):
             _widen_column(ctx, table, action)
-        elif isinstance(action, exp.Drop) and (action.kind or "").upper() == "COLUMN":
-            _drop_columns(
-                table, [c.name for c in action.args.get("tables") or []], bool(action.args.get("exists"))
-            )
+        elif isinstance(action, exp.Drop) and (action.kind or "").upper() in ("COLUMN", "COLUMNS"):
+            named = [
+                n
+                for t in action.args.get("tables") or []
+                for n in (t.expressions if isinstance(t, exp.Schema) else [t])
+            ]
+            _drop_columns(table, [_path(n) for n in named], bool(action.args.get("exists")))
         else:
             raise UnsupportedOperationError(
                 f"ALTER TABLE action not supported on arctic tables: {action.sql()}"
@@ -55,24 +59,42 @@ def apply_alter(ctx: StatementContext, table: ArcticTable, expression: exp.Alter
 
 
 def _refuse_nested(table: ArcticTable, action: exp.Expression) -> None:
-    """A field inside a struct (``st.z``) cannot be added, renamed or dropped yet: refused before any
-    change, rather than read as the top-level column of its last name."""
-    if isinstance(action, (exp.Schema, exp.ColumnDef)):
-        names = [c.this for c in (action.expressions if isinstance(action, exp.Schema) else [action])]
-    elif isinstance(action, exp.RenameColumn):
-        names = [action.this, action.args["to"]]
-    elif isinstance(action, exp.AlterColumn):
-        names = [action.this]
-    elif isinstance(action, exp.Drop):
-        names = list(action.args.get("tables") or [])
-    else:
-        return
-    for name in names:
-        if isinstance(name, exp.Dot) or (isinstance(name, exp.Column) and name.table):
-            raise UnsupportedOperationError(
-                f"Cannot change nested field {name.sql()} of {table.identifier}: "
-                "only top-level columns can be added, renamed or dropped"
-            )
+    """A nested field's type cannot be changed yet (fields of structs can be added, renamed and
+    dropped): refused before any change, rather than read as the top-level column of its last name."""
+    if isinstance(action, exp.AlterColumn) and len(_path(action.this)) > 1:
+        raise UnsupportedOperationError(
+            f"Cannot change the type of nested field {action.this.sql()} of {table.identifier}: "
+            "only top-level columns change type"
+        )
+
+
+def _path(node: exp.Expression) -> tuple[str, ...]:
+    """The names of a column reference: ``st.a`` (a Column or a Dot in sqlglot's trees) is (st, a)."""
+    if isinstance(node, exp.Dot):
+        return (*_path(node.this), *_path(node.expression))
+    if isinstance(node, exp.Column):
+        return tuple(p.name for p in node.parts)
+    return (node.name,)
+
+
+def _struct_at(table: ArcticTable, path: tuple[str, ...]) -> tuple[tuple[str, ...], NestedField]:
+    """The field ``path`` names, spelled as the schema does, through structs only; one-line errors
+    for a missing field or a list or map on the way."""
+    fields, found, spelled = table.schema.fields, None, ()
+    for depth, name in enumerate(path):
+        found = next((f for f in fields if f.name.lower() == name.lower()), None)
+        if found is None:
+            raise NoSuchColumnError(f"Column '{'.'.join(path)}' does not exist in {table.identifier}")
+        spelled = (*spelled, found.name)
+        if depth < len(path) - 1:
+            if not isinstance(found.field_type, StructType):
+                raise UnsupportedOperationError(
+                    f"Cannot change {'.'.join(path)} of {table.identifier}: {'.'.join(spelled)} is a "
+                    f"{found.field_type}, and only fields of structs can be added, renamed or dropped"
+                )
+            fields = found.field_type.fields
+    assert found is not None
+    return spelled, found
 
 
 def _set_properties(table: ArcticTable, action: exp.AlterSet) -> None:
@@ -125,27 +147,53 @@ def _find(table: ArcticTable, name: str):
 
 
 def _add_columns(ctx: StatementContext, table: ArcticTable, columns: list[exp.ColumnDef]) -> None:
-    struct = spark_struct(ctx, columns)
-    existing = {f.name.lower() for f in table.schema.fields}
-    for field in struct.fields:
-        if field.name.lower() in existing:
-            raise InvalidArgumentError(f"Column '{field.name}' already exists in {table.identifier}")
+    """Add columns, or fields of structs (``st.z``), at the end of their struct, optional."""
+    paths = [_path(c.this) for c in columns]
+    leaves = [
+        exp.ColumnDef(this=exp.to_identifier(p[-1]), kind=c.args["kind"].copy())
+        for p, c in zip(paths, columns)
+    ]
+    struct = spark_struct(ctx, leaves)
+    added: list[tuple[tuple[str, ...], object]] = []
+    for path, field in zip(paths, struct.fields):
+        parent: tuple[str, ...] = ()
+        siblings = table.schema.fields
+        if len(path) > 1:
+            parent, found = _struct_at(table, path[:-1])
+            if not isinstance(found.field_type, StructType):
+                raise UnsupportedOperationError(
+                    f"Cannot add {'.'.join(path)} to {table.identifier}: {'.'.join(parent)} is not a struct"
+                )
+            siblings = found.field_type.fields
+        name = ".".join((*parent, field.name))
+        if field.name.lower() in {f.name.lower() for f in siblings} or any(
+            p == (*parent, field.name.lower()) for p, _ in added
+        ):
+            raise InvalidArgumentError(f"Column '{name}' already exists in {table.identifier}")
         if field.name.lower().startswith(RESERVED_COLUMN_PREFIX):
             raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
+        added.append(((*parent, field.name), to_iceberg_type(field.dataType, _Ids(), field.name)))
 
     def add(update: UpdateSchema) -> None:
-        for field in struct.fields:
-            update.add_column(field.name, to_iceberg_type(field.dataType, _Ids(), field.name))
+        for path, iceberg_type in added:
+            update.add_column(path if len(path) > 1 else path[0], iceberg_type)
 
     schema_evolution.evolve(table, add)
 
 
-def _rename_column(table: ArcticTable, old: str, new: str) -> None:
-    field = _find(table, old)
-    if new.lower() in {f.name.lower() for f in table.schema.fields}:
-        raise InvalidArgumentError(f"Column '{new}' already exists in {table.identifier}")
+def _rename_column(table: ArcticTable, old: tuple[str, ...], new: str) -> None:
+    """Rename a column, or a field of a struct (``st.a TO b``: ``b`` stays inside ``st``)."""
+    path, field = _struct_at(table, old)
+    siblings = table.schema.fields if len(path) == 1 else _struct_at(table, path[:-1])[1].field_type.fields
+    if new.lower() in {f.name.lower() for f in siblings if f.field_id != field.field_id}:
+        raise InvalidArgumentError(
+            f"Column '{'.'.join((*path[:-1], new))}' already exists in {table.identifier}"
+        )
     if new.lower().startswith(RESERVED_COLUMN_PREFIX):
         raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
+    if len(path) > 1:
+        schema_evolution.evolve(table, lambda update: update.rename_column(path, new))
+        return
     order = clustering.renamed(table.base.properties, field.name, new)  # the order follows the column
     schema_evolution.evolve(table, lambda update: update.rename_column(field.name, new), order or None)
 
@@ -173,14 +221,24 @@ def _widen_column(ctx: StatementContext, table: ArcticTable, action: exp.AlterCo
         schema_evolution.add_and_widen(table, [], [(field, wanted)])
 
 
-def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None:
-    fields = []
-    for name in names:
+def _drop_columns(table: ArcticTable, paths: list[tuple[str, ...]], if_exists: bool) -> None:
+    fields, nested = [], []
+    for path in paths:
         try:
-            fields.append(_find(table, name))
+            spelled, found = _struct_at(table, path)
         except NoSuchColumnError:
             if not if_exists:
                 raise
+            continue
+        (fields if len(spelled) == 1 else nested).append((spelled, found))
+    for spelled, _ in nested:
+        parent = _struct_at(table, spelled[:-1])[1]
+        if all(f.field_id in {n.field_id for _, n in nested} for f in parent.field_type.fields):
+            raise InvalidArgumentError(
+                f"Cannot drop every field of struct {'.'.join(spelled[:-1])} of {table.identifier}: "
+                "drop the struct column instead"
+            )
+    fields = [f for _, f in fields]
     for field in fields:
         schema_evolution.protected(table, field.field_id, "drop", field.name)
         if clustering.ordered_by(table.base.properties, field.name):
@@ -188,11 +246,13 @@ def _drop_columns(table: ArcticTable, names: list[str], if_exists: bool) -> None
                 f"Cannot drop column '{field.name}' of {table.identifier}: optimizing orders its files by "
                 f"it (ALTER TABLE {table.identifier} WRITE UNORDERED, or ORDERED BY other columns, first)"
             )
-    if len(fields) >= len(table.schema.fields):
+    if fields and len(fields) >= len(table.schema.fields):
         raise InvalidArgumentError(f"Cannot drop every column of {table.identifier}")
 
     def drop(update: UpdateSchema) -> None:
         for field in fields:
             update.delete_column(field.name)
+        for spelled, _ in nested:
+            update.delete_column(spelled)
 
     schema_evolution.evolve(table, drop)

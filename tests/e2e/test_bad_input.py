@@ -84,9 +84,10 @@ CASES = [
     ("ALTER TABLE db.t SET TBLPROPERTIES ('arctic.format' = 'x')", InvalidArgumentError, "reserved"),
     ("ALTER TABLE db.t DROP COLUMN id", InvalidArgumentError, "primary key column 'id'"),
     # A nested path is not the top-level column of its last name (`name` exists and must survive).
-    ("ALTER TABLE db.t DROP COLUMN st.name", UnsupportedOperationError, "nested field st.name"),
-    ("ALTER TABLE db.t RENAME COLUMN st.name TO other", UnsupportedOperationError, "nested field st.name"),
-    ("ALTER TABLE db.t ADD COLUMNS (st.z DOUBLE)", UnsupportedOperationError, "nested field st.z"),
+    ("ALTER TABLE db.t DROP COLUMN st.name", NoSuchColumnError, "Column 'st.name' does not exist"),
+    ("ALTER TABLE db.t RENAME COLUMN st.name TO other", NoSuchColumnError, "Column 'st.name' does not exist"),
+    ("ALTER TABLE db.t ADD COLUMNS (st.z DOUBLE)", NoSuchColumnError, "Column 'st' does not exist"),
+    ("ALTER TABLE db.t ADD COLUMNS (name.z DOUBLE)", UnsupportedOperationError, "name is not a struct"),
     ("ALTER TABLE db.t RENAME COLUMN nope TO other", NoSuchColumnError, "nope"),
     ("ALTER TABLE db.t UNSET TBLPROPERTIES ('not.set')", InvalidArgumentError, "not.set"),
     ("CREATE TABLE db.t (id BIGINT, PRIMARY KEY (id))", TableAlreadyExistsError, "db.t"),

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from arctic_sql.errors import InvalidArgumentError
+
 pytestmark = pytest.mark.spark
 
 BIG = 5_000_000_000
@@ -187,3 +189,64 @@ def test_insert_with_schema_evolution_by_position_by_name_and_by_column_list(evo
     ):  # no evolution asked
         arctic.sql("INSERT INTO db.e (id, extra) VALUES (6, 1)")
     assert _columns(arctic) == columns and len(_rows(arctic)) == 5
+
+
+def test_fields_of_structs_are_added_renamed_and_dropped_in_both_stores(arctic):
+    """ADD COLUMNS (st.z ...), RENAME COLUMN st.a TO aa, DROP COLUMN st.b: old files read by field id
+    in the merge, after optimizing, in time travel and in the change feed; the change store follows."""
+    arctic.sql(
+        "CREATE TABLE db.n (id BIGINT, st STRUCT<a: BIGINT, b: STRING, inner: STRUCT<c: INT>>, PRIMARY KEY (id))"
+    )
+    arctic.sql(
+        "INSERT INTO db.n VALUES (1, named_struct('a', 1, 'b', 'x', 'inner', named_struct('c', 10))), "
+        "(2, named_struct('a', 2, 'b', 'y', 'inner', named_struct('c', 20)))"
+    )
+    arctic.sql("CALL system.optimize(table => 'db.n', mode => 'full')")
+    arctic.sql("INSERT INTO db.n VALUES (3, named_struct('a', 3, 'b', 'z', 'inner', named_struct('c', 30)))")
+    arctic.sql("ALTER TABLE db.n ADD COLUMNS (st.z INT, st.inner.d STRING)")
+    arctic.sql("ALTER TABLE db.n RENAME COLUMN st.a TO aa")
+    arctic.sql("ALTER TABLE db.n DROP COLUMN st.b")
+    arctic.sql(
+        "INSERT INTO db.n VALUES (4, named_struct('aa', 4, 'inner', named_struct('c', 40, 'd', 'q'), 'z', 44))"
+    )
+    arctic.sql(
+        "UPDATE db.n SET st = named_struct('aa', 20, 'inner', named_struct('c', 21, 'd', 'u'), 'z', 2) WHERE id = 2"
+    )
+
+    def rows(sql: str) -> list[tuple]:
+        return sorted((r["id"], r["st"].asDict(recursive=True)) for r in arctic.sql(sql).collect())
+
+    def st(aa, c, d, z) -> dict:
+        return {"aa": aa, "inner": {"c": c, "d": d}, "z": z}
+
+    expected = [
+        (1, st(1, 10, None, None)),
+        (2, st(20, 21, "u", 2)),
+        (3, st(3, 30, None, None)),
+        (4, st(4, 40, "q", 44)),
+    ]
+    assert rows("SELECT id, st FROM db.n") == expected
+    assert [r["id"] for r in arctic.sql("SELECT id FROM db.n WHERE st.aa >= 4 ORDER BY id").collect()] == [
+        2,
+        4,
+    ]
+    assert rows("SELECT id, st FROM db.n VERSION AS OF 2") == [
+        (1, st(1, 10, None, None)),
+        (2, st(2, 20, None, None)),
+        (3, st(3, 30, None, None)),
+    ]
+    changed = arctic.sql("SELECT id, st, _change_type FROM db.n VERSION BETWEEN 2 AND 4").collect()
+    assert sorted((r["id"], r["st"]["aa"], r["_change_type"]) for r in changed) == [
+        (2, 20, "upsert"),
+        (4, 4, "upsert"),
+    ]
+    table = arctic.table("db.n")
+    assert (
+        table.change.schema().find_field("st").field_type == table.base.schema().find_field("st").field_type
+    )
+    arctic.sql("CALL system.optimize(table => 'db.n', mode => 'full')")
+    assert rows("SELECT id, st FROM db.n") == expected
+    with pytest.raises(InvalidArgumentError, match=r"^Cannot drop every field of struct st.inner of db.n"):
+        arctic.sql("ALTER TABLE db.n DROP COLUMNS (st.inner.c, st.inner.d)")
+    with pytest.raises(InvalidArgumentError, match=r"^Column 'st.z' already exists in db.n"):
+        arctic.sql("ALTER TABLE db.n RENAME COLUMN st.aa TO z")

@@ -19,6 +19,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.update.schema import UpdateSchema
+from pyiceberg.types import NestedField, StructType
 
 from arctic_sql.errors import CommitConflictError
 from arctic_sql.table.writing import commit
@@ -36,33 +37,62 @@ def in_line(base: Schema, change: Schema) -> bool:
     return _shape(base) == _shape(change)
 
 
+def _fields(schema: Schema) -> dict[int, tuple[tuple[str, ...], NestedField, int | None]]:
+    """Every field by id, through structs (a list's or a map's are part of its type): its path of
+    names, the field and its parent struct field's id (None at the top)."""
+    found: dict[int, tuple[tuple[str, ...], NestedField, int | None]] = {}
+
+    def walk(fields: tuple[NestedField, ...], prefix: tuple[str, ...], parent: int | None) -> None:
+        for f in fields:
+            found[f.field_id] = ((*prefix, f.name), f, parent)
+            if isinstance(f.field_type, StructType):
+                walk(f.field_type.fields, (*prefix, f.name), f.field_id)
+
+    walk(tuple(schema.fields), (), None)
+    return found
+
+
 def align(name: str, base: Schema, change: Table) -> None:
-    """Bring ``change``'s schema into line with ``base``: drop the columns the base no longer has,
-    rename and retype by field id, add the base's new columns (optional). Each kind is its own
-    commit, so none depends on another's names; a lost race with another aligner is retried."""
+    """Bring ``change``'s schema into line with ``base``, by field id at every depth of structs: drop
+    the fields the base no longer has, rename and retype, add the base's new fields (optional). Each
+    kind is its own commit, so none depends on another's names; a lost race with another aligner is
+    retried."""
     for _ in range(_ATTEMPTS):
         current = change.schema()
         if in_line(base, current):
             return
-        wanted = {f.field_id: f for f in base.fields}
-        have = {f.field_id: f for f in current.fields}
-        gone = [f.name for f in current.fields if f.field_id not in wanted]
+        wanted, have = _fields(base), _fields(current)
+        gone = [
+            path
+            for i, (path, _, parent) in have.items()
+            if i not in wanted and (parent is None or parent in wanted)
+        ]
         renamed = [
-            (f.name, wanted[f.field_id].name)
-            for f in current.fields
-            if f.field_id in wanted and wanted[f.field_id].name != f.name
+            (path, wanted[i][1].name)
+            for i, (path, f, _) in have.items()
+            if i in wanted and wanted[i][1].name != f.name
         ]
         retyped = [
-            (wanted[f.field_id].name, wanted[f.field_id].field_type)
-            for f in current.fields
-            if f.field_id in wanted and wanted[f.field_id].field_type != f.field_type
+            (wanted[i][0], wanted[i][1].field_type)
+            for i, (_, f, _) in have.items()
+            if i in wanted
+            and not isinstance(f.field_type, StructType)
+            and wanted[i][1].field_type != f.field_type
         ]
-        added = [f for f in base.fields if f.field_id not in have]
+        added = [  # in the order the base store assigned their ids, so the change store assigns the same
+            (path, f)
+            for i, (path, f, parent) in sorted(wanted.items())
+            if i not in have and (parent is None or parent in have)
+        ]
         try:
-            _commit(change, gone, lambda u, n: u.delete_column(n))
+            _commit(change, gone, lambda u, path: u.delete_column(path))
             _commit(change, renamed, lambda u, pair: u.rename_column(*pair))
             _commit(change, retyped, lambda u, pair: u.update_column(pair[0], field_type=pair[1]))
-            _commit(change, added, lambda u, f: u.add_column(f.name, f.field_type, doc=f.doc, required=False))
+            _commit(
+                change,
+                added,
+                lambda u, pair: u.add_column(pair[0], pair[1].field_type, doc=pair[1].doc, required=False),
+            )
         except CommitFailedException:
             change.refresh()  # another statement aligned it first, or the table moved on
             continue

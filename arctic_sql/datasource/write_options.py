@@ -43,6 +43,15 @@ def sequence_column(options: Mapping[str, str]) -> str | None:
     return None
 
 
+def table_sequence(table: ArcticTable, schema: StructType) -> str | None:
+    """The table's ``sequence.field`` as the write's sequence column, when it is one column and the
+    rows carry it: a key's changes within one write then keep the newest by it, as across commits."""
+    fields = table.merge_engine.sequence if table.is_keyed else ()
+    if len(fields) != 1:
+        return None
+    return find_column([f.name for f in schema.fields], fields[0])
+
+
 def merge_schema(table: ArcticTable, options: Mapping[str, str]) -> bool:
     """Whether the write may add columns and widen types: ``mergeSchema``, else the table's
     ``write.schema.auto-merge``."""
@@ -132,6 +141,8 @@ def plan_write(
     """Check a write against ``table`` and plan it (nothing is written here)."""
     check_options(options, STREAM_OPTIONS if streaming else BATCH_OPTIONS)
     sequence = sequence_column(options)
+    if sequence is None and not overwrite:
+        sequence = table_sequence(table, schema)
     check_columns(table, schema, overwrite=overwrite, sequence=sequence)
     if overwrite:
         mode, store, operation = OVERWRITE, Store.BASE, Operation.OVERWRITE

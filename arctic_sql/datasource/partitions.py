@@ -234,7 +234,7 @@ def read(partition: InputPartition, output: StructType) -> Iterator[pa.RecordBat
     elif isinstance(partition, FullChangePartition):
         stores = partition.stores
         for full in partition.groups:
-            rows, kinds, versions = read_group(stores.store, full, stores.schema, stores.keys)
+            rows, kinds, versions = read_group(stores.store, full, stores.schema, stores.keys, stores.engine)
             changed = with_change_columns(rows, kinds, versions, partition.committed_at_ms)
             yield from conformed(changed, arrow_type).to_batches()
 

@@ -10,10 +10,11 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.model.merge_engine import Engine
 from arctic_sql.table.model.schemas import spark_schema, store_assignable
 from arctic_sql.table.writing.arrow_files import WriteTarget
 from arctic_sql.table.writing.arrow_tasks import APPEND, CHANGES, OVERWRITE, WritePlan
-from arctic_sql.table.writing.change_kinds import CHANGE_TYPE, FEED_COLUMNS, find_column
+from arctic_sql.table.writing.change_kinds import CHANGE_TYPE, FEED_COLUMNS, SEQUENCE_HINT, find_column
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -141,7 +142,15 @@ def plan_write(
     """Check a write against ``table`` and plan it (nothing is written here)."""
     check_options(options, STREAM_OPTIONS if streaming else BATCH_OPTIONS)
     sequence = sequence_column(options)
-    if sequence is None and not overwrite:
+    engine = table.merge_engine.engine if table.is_keyed else None
+    folds = engine is not None and engine is not Engine.DEDUPLICATE
+    if folds and sequence is not None:
+        # Keeping the newest change of a key in a write would lose what the others add to the fold.
+        raise InvalidArgumentError(
+            f"Option {SEQUENCE_COLUMN} does not apply to {table.identifier}: {engine.value} tables "
+            "fold every change, so a write may hold one change per key"
+        )
+    if sequence is None and not overwrite and not folds:
         sequence = table_sequence(table, schema)
     check_columns(table, schema, overwrite=overwrite, sequence=sequence)
     if overwrite:
@@ -161,4 +170,7 @@ def plan_write(
         sequence,
         operation,
         scope,
+        duplicate_hint=f"{engine.value} tables fold one change per key per commit"
+        if folds
+        else SEQUENCE_HINT,
     )

@@ -237,3 +237,65 @@ def test_a_replayed_micro_batch_adds_its_sums_once(arctic, tmp_path):
     add(2, [(2, 10)])
     run()
     assert _rows(arctic) == [(1, 12), (2, 11)]
+
+
+def test_a_folding_table_takes_one_change_per_key_per_write(arctic):
+    _create(
+        arctic, "'merge-engine' = 'aggregation', 'fields.a.aggregate-function' = 'sum'", "id BIGINT, a BIGINT"
+    )
+    rows = arctic.spark.createDataFrame([(1, 5), (1, 7)], "id BIGINT, a BIGINT")
+    with pytest.raises(
+        Exception, match=r"primary key \(id=1\) 2 times in one write; aggregation tables fold"
+    ):
+        rows.write.format("arctic").mode("append").save("db.t")
+    with pytest.raises(Exception, match="Option sequenceColumn does not apply to db.t: aggregation tables"):
+        rows.write.format("arctic").option("sequenceColumn", "a").mode("append").save("db.t")
+    assert _rows(arctic) == []
+
+
+def test_the_full_change_feed_shows_folded_images(arctic):
+    _create(arctic, "'merge-engine' = 'partial-update'")
+    arctic.sql("INSERT INTO db.t VALUES (1, 10, 'x', 1.5, 1)")
+    start = _version(arctic)
+    arctic.sql("INSERT INTO db.t VALUES (1, NULL, 'y', NULL, NULL)")
+    arctic.sql("INSERT INTO db.t VALUES (1, 12, NULL, NULL, NULL), (2, 20, NULL, NULL, NULL)")
+    arctic.sql("DELETE FROM db.t WHERE id = 1")
+    feed = arctic.sql(f"SELECT * FROM table_changes('db.t', {start})").collect()
+    got = sorted((r["_change_version"] - start, r["_change_type"], r["id"], r["a"], r["b"]) for r in feed)
+    assert got == [
+        (0, "insert", 1, 10, "x"),  # table_changes' start is inclusive
+        (1, "update_postimage", 1, 10, "y"),
+        (1, "update_preimage", 1, 10, "x"),
+        (2, "insert", 2, 20, None),
+        (2, "update_postimage", 1, 12, "y"),
+        (2, "update_preimage", 1, 10, "y"),
+        (3, "delete", 1, 12, "y"),
+    ]
+
+
+@pytest.mark.parametrize("engine", ["first-row", "aggregation"])
+def test_updates_of_first_row_and_aggregation_tables_are_refused(arctic, engine):
+    from arctic_sql.errors import UnsupportedOperationError
+
+    _create(arctic, f"'merge-engine' = '{engine}'", "id BIGINT, a BIGINT")
+    arctic.sql("INSERT INTO db.t VALUES (1, 5)")
+    with pytest.raises(
+        UnsupportedOperationError, match=f"UPDATE of db.t: a{'n' if engine[0] == 'a' else ''} {engine} table"
+    ):
+        arctic.sql("UPDATE db.t SET a = 6 WHERE id = 1")
+    with pytest.raises(UnsupportedOperationError, match="MERGE ... WHEN MATCHED THEN UPDATE of db.t"):
+        arctic.sql(
+            "MERGE INTO db.t USING (SELECT 1 AS id, 7 AS a) s ON db.t.id = s.id WHEN MATCHED THEN UPDATE SET a = s.a"
+        )
+    assert _rows(arctic) == [(1, 5)]
+
+
+def test_the_dataframe_change_feed_of_a_folding_table_is_the_full_one(arctic):
+    _create(arctic, "'merge-engine' = 'partial-update'")
+    arctic.sql("INSERT INTO db.t VALUES (1, 10, 'x', 1.5, 1)")
+    arctic.sql("INSERT INTO db.t VALUES (1, NULL, 'y', NULL, NULL)")
+    reader = arctic.spark.read.format("arctic").option("readChangeFeed", "true").option("startingVersion", 1)
+    with pytest.raises(Exception, match="read it with option changeFeedMode 'full'"):
+        reader.load("db.t").collect()
+    full = reader.option("changeFeedMode", "full").load("db.t").where("_change_type = 'update_postimage'")
+    assert [(r["id"], r["a"], r["b"]) for r in full.collect()] == [(1, 10, "y")]

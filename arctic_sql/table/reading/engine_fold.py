@@ -160,6 +160,10 @@ def _aggregate(
         stored = tags == BASE_TAG
         held = pc.fill_null(column.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
         return pa.array(np.add.reduceat(np.where(stored, held, valid.astype(np.int64)), starts))
+    if function in ("sum", "min", "max") and (
+        pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+    ):
+        return _numeric(column, function, starts, valid)
     group = np.repeat(np.arange(len(starts)), ends - starts + 1)
     if function == "collect":
         return _collect(column, group, len(starts), distinct)
@@ -177,6 +181,22 @@ def _aggregate(
         out[lists.column(GROUP).to_numpy()] = np.arange(lists.num_rows)
         return joined.combine_chunks().take(pa.array(out, mask=out < 0))
     raise ValueError(f"unknown aggregate function {function}")
+
+
+def _numeric(column: pa.Array, function: str, starts: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """``sum``, ``min`` or ``max`` of a numeric column per run, in numpy (NULL for a run of NULLs);
+    integers add as int64 and the caller casts back, as the group-by's result would be."""
+    wide = pa.int64() if pa.types.is_integer(column.type) else pa.float64()
+    values = column.cast(wide)
+    if function == "sum":
+        fill, reduce = 0, np.add
+    elif function == "min":
+        fill, reduce = (np.iinfo(np.int64).max if wide == pa.int64() else np.inf), np.minimum
+    else:
+        fill, reduce = (np.iinfo(np.int64).min if wide == pa.int64() else -np.inf), np.maximum
+    filled = pc.fill_null(values, pa.scalar(fill, wide)).to_numpy(zero_copy_only=False)
+    found = reduce.reduceat(filled, starts)
+    return pa.array(found, wide, mask=np.add.reduceat(valid.astype(np.int64), starts) == 0)
 
 
 def _collect(column: pa.Array, group: np.ndarray, groups: int, distinct: bool) -> pa.Array:

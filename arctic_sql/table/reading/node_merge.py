@@ -3,7 +3,9 @@
 Base and change files are bucketed by the hash of the primary key (DESIGN "The tree"), so a key's
 rows all lie in one node: a node's files merge alone, with no shuffle. Within the node the rule of
 DESIGN "Transactions and order" applies: per key, the change with the highest transaction wins
-over older changes and over the base, and a winning delete removes the key.
+over older changes and over the base, and a winning delete removes the key. A table whose merge
+engine is another (``merge-engine``, ``sequence.field``) folds the changed keys' rows with
+``engine_fold`` instead; the unchanged keys' base rows pass through either way.
 
 Each change table carries a *tag*, ``transaction * 2 + (1 if a delete)``: one number that orders by
 transaction and tells the kind. Only the change rows are sorted (by key, newest first); the base is
@@ -98,7 +100,13 @@ def merge(
             raise ValueError("nothing to merge: no base and no change rows")
         return base
     if engine is not None and not engine.newest_wins:
-        return engine_fold.merge(base, changes, keys, engine)
+        if base is None or not base.num_rows:
+            return engine_fold.merge(base, changes, keys, engine)
+        # Only the changed keys' stored rows join the fold; the others pass through, as in merge_newest.
+        hit = changed_rows(base, tagged_rows(changes).select(list(keys)), keys)
+        folded = engine_fold.merge(base.filter(pa.array(hit)), changes, keys, engine)
+        merged = pa.concat_tables([base.filter(pa.array(~hit)), folded])
+        return merged.sort_by([(k, "ascending") for k in keys]) if sort else merged
     return merge_newest(base, newest_changes(changes, keys), keys, sort=sort)
 
 

@@ -28,6 +28,7 @@ from pyiceberg.schema import Schema
 from pyspark.sql.datasource import InputPartition
 
 from arctic_sql.errors import UnsupportedOperationError
+from arctic_sql.table.model.merge_engine import MergeEngine
 from arctic_sql.table.reading import node_merge
 
 # The change types, also for stream_read and lookup_task, which read them here.
@@ -60,11 +61,13 @@ class Stores:
     keys: tuple[str, ...]
     base: node_merge.Store
     change: node_merge.Store | None
+    engine: MergeEngine | None = None
 
     @classmethod
     def of(cls, table: ArcticTable) -> Stores:
         change = node_merge.Store.of(table.change) if table.change is not None else None
-        return cls(table.schema, tuple(table.primary_key), node_merge.Store.of(table.base), change)
+        engine = table.merge_engine if table.is_keyed else None
+        return cls(table.schema, tuple(table.primary_key), node_merge.Store.of(table.base), change, engine)
 
     def store(self, name: str) -> node_merge.Store:
         return self.change if name == "change" and self.change is not None else self.base
@@ -231,7 +234,7 @@ def read(partition: InputPartition, output: StructType) -> Iterator[pa.RecordBat
     elif isinstance(partition, FullChangePartition):
         stores = partition.stores
         for full in partition.groups:
-            rows, kinds, versions = read_group(stores.store, full, stores.schema, stores.keys)
+            rows, kinds, versions = read_group(stores.store, full, stores.schema, stores.keys, stores.engine)
             changed = with_change_columns(rows, kinds, versions, partition.committed_at_ms)
             yield from conformed(changed, arrow_type).to_batches()
 
@@ -254,6 +257,7 @@ def _merged(partition: MergePartition, task: node_merge.NodeTask) -> pa.Table:
             sort=False,
             base_filter=partition.base_filter,
             change_filter=partition.change_filter,
+            engine=stores.engine,
         )
     tagged = partition.tagged
     if tagged is None:

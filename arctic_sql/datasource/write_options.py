@@ -10,10 +10,11 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.model.merge_engine import Engine
 from arctic_sql.table.model.schemas import spark_schema, store_assignable
 from arctic_sql.table.writing.arrow_files import WriteTarget
 from arctic_sql.table.writing.arrow_tasks import APPEND, CHANGES, OVERWRITE, WritePlan
-from arctic_sql.table.writing.change_kinds import CHANGE_TYPE, FEED_COLUMNS, find_column
+from arctic_sql.table.writing.change_kinds import CHANGE_TYPE, FEED_COLUMNS, SEQUENCE_HINT, find_column
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -41,6 +42,15 @@ def sequence_column(options: Mapping[str, str]) -> str | None:
         if key.lower() == SEQUENCE_COLUMN.lower():
             return value
     return None
+
+
+def table_sequence(table: ArcticTable, schema: StructType) -> str | None:
+    """The table's ``sequence.field`` as the write's sequence column, when it is one column and the
+    rows carry it: a key's changes within one write then keep the newest by it, as across commits."""
+    fields = table.merge_engine.sequence if table.is_keyed else ()
+    if len(fields) != 1:
+        return None
+    return find_column([f.name for f in schema.fields], fields[0])
 
 
 def merge_schema(table: ArcticTable, options: Mapping[str, str]) -> bool:
@@ -132,6 +142,16 @@ def plan_write(
     """Check a write against ``table`` and plan it (nothing is written here)."""
     check_options(options, STREAM_OPTIONS if streaming else BATCH_OPTIONS)
     sequence = sequence_column(options)
+    engine = table.merge_engine.engine if table.is_keyed else None
+    folds = engine is not None and engine is not Engine.DEDUPLICATE
+    if folds and sequence is not None:
+        # Keeping the newest change of a key in a write would lose what the others add to the fold.
+        raise InvalidArgumentError(
+            f"Option {SEQUENCE_COLUMN} does not apply to {table.identifier}: {engine.value} tables "
+            "fold every change, so a write may hold one change per key"
+        )
+    if sequence is None and not overwrite and not folds:
+        sequence = table_sequence(table, schema)
     check_columns(table, schema, overwrite=overwrite, sequence=sequence)
     if overwrite:
         mode, store, operation = OVERWRITE, Store.BASE, Operation.OVERWRITE
@@ -150,4 +170,7 @@ def plan_write(
         sequence,
         operation,
         scope,
+        duplicate_hint=f"{engine.value} tables fold one change per key per commit"
+        if folds
+        else SEQUENCE_HINT,
     )

@@ -37,8 +37,8 @@ from arctic_sql.table.format.clustering import ZORDER, Clustering, bits_per_colu
 from arctic_sql.table.format.clustering import ordered as ordered_rows
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import HELPER_PREFIX
-from arctic_sql.table.reading import node_merge
-from arctic_sql.table.reading.merge_on_read import TAG, balance, read_files
+from arctic_sql.table.reading import engine_fold, node_merge
+from arctic_sql.table.reading.merge_on_read import TAG, balance, folded, read_files
 from arctic_sql.table.writing import bulk_base_files, spark_files
 
 if TYPE_CHECKING:
@@ -92,7 +92,11 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     planner tasks' nodes in turn in pyarrow (``reader.balance``: the largest first); return the
     files the tasks report having written."""
 
-    schema, keys = table.schema, list(table.primary_key)
+    schema, keys, engine = (
+        table.schema,
+        list(table.primary_key),
+        table.merge_engine if table.is_keyed else None,
+    )
     base, change = node_merge.Store.both(table) if table.is_keyed else (node_merge.Store.of(table.base), None)
     rows_per_file, target_size = spark_files.max_rows_per_file(table), table.settings.target_size
     jobs = [(node_task(t, location), t.ordered) for t in tasks]
@@ -107,14 +111,14 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
         written = []
         for job, ordered in share:
             if job.kept_files:
-                rows, gone = node_merge.minor_node(job, schema, keys, base, change)
+                rows, gone = node_merge.minor_node(job, schema, keys, base, change, engine)
                 written += [
                     position_deletes.write(job.directory, path, positions) for path, positions in gone.items()
                 ]
             elif change is None:  # no key: the rows as they are, without those deleted
                 rows = base.read(job.base_files, schema, deletes=job.delete_map)
             else:
-                rows = node_merge.read_node(job, schema, keys, base, change)
+                rows = node_merge.read_node(job, schema, keys, base, change, engine=engine)
                 if (
                     not job.change_files and not ordered
                 ):  # files of another order (clustered) back to key order
@@ -169,12 +173,17 @@ def merged_rows(spark: SparkSession, table: ArcticTable, tasks: list[Task]) -> t
         )
     columns = [F.col(f"`{c}`") for c in (f.name for f in table.schema.fields)]
     rows = read_files(spark, table, table.schema, base, all_nullable=True).select(
-        *columns, F.lit(0).cast("long").alias(_TAG)
+        *columns, F.lit(engine_fold.BASE_TAG).cast("long").alias(_TAG)
     )
     if change:
         changed = read_files(spark, table, table.schema, change, all_nullable=True, tagged=True)
         rows = rows.unionByName(changed.select(*columns, F.col(_TAG)))
     out, directories = spark_files.laid_out(rows, table, Store.BASE)
+    engine = table.merge_engine
+    if not engine.newest_wins:  # the engine folds every row of a key: sorted per directory and key
+        by = [*directories, *table.primary_key]
+        spark_type = out.drop(_TAG).schema
+        return folded(out, [F.col(d) for d in directories], by, engine, spark_type), directories
     newest_first = Window.partitionBy(
         *[F.col(d) for d in directories], *[F.col(f"`{k}`") for k in table.primary_key]
     ).orderBy(F.col(_TAG).desc())

@@ -23,6 +23,7 @@ from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.model.merge_engine import Engine
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.writing import base_rows, change_rows, schema_evolution
 
@@ -257,6 +258,22 @@ def delete(ctx: StatementContext, expression: exp.Delete, text: str) -> DataFram
     return ctx.ok()
 
 
+def refuse_update_of_a_folding_table(table: ArcticTable, what: str) -> None:
+    """An update writes the key's whole new row: a first-row table would drop it and an aggregation
+    table would fold it in as one more input (a sum would add the old value to itself), so both are
+    refused, as Paimon refuses them."""
+    engine = table.merge_engine.engine
+    if engine is Engine.FIRST_ROW:
+        raise UnsupportedOperationError(
+            f"{what} of {table.identifier}: a first-row table keeps each key's first row"
+        )
+    if engine is Engine.AGGREGATION:
+        raise UnsupportedOperationError(
+            f"{what} of {table.identifier}: an aggregation table folds every row written into the stored one; "
+            "INSERT what to add"
+        )
+
+
 def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFrame | None:
     table, table_node = _target(ctx, expression.this)
     if table is None:
@@ -272,6 +289,7 @@ def update(ctx: StatementContext, expression: exp.Update, text: str) -> DataFram
             )
         assignments[name] = item.expression
     if table.is_keyed:
+        refuse_update_of_a_folding_table(table, "UPDATE")
 
         def once(version: int) -> None:
             rows = updated_rows(ctx, expression, table, table_node, version, assignments)
@@ -315,6 +333,9 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         expression = expression.copy()
         expression.set("using", source)
         expression.set("with_", None)
+    whens = expression.args["whens"].expressions
+    if any(w.args.get("matched") and isinstance(w.args.get("then"), exp.Update) for w in whens):
+        refuse_update_of_a_folding_table(table, "MERGE ... WHEN MATCHED THEN UPDATE")
     plan = MergePlan.of(expression, table)
     if isinstance(expression, SchemaEvolvingMerge) or table.settings.write_schema_auto_merge:
         source = plan.source_schema(ctx)

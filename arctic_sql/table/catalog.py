@@ -50,6 +50,7 @@ from arctic_sql.table.model.identifiers import (
     TableIdentifier,
     whole_table,
 )
+from arctic_sql.table.model.merge_engine import MergeEngine
 from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
 from arctic_sql.table.reading import branches
 from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
@@ -241,6 +242,9 @@ class ArcticCatalog:
                 )
         keyed = bool(schema.identifier_field_ids)
         user = props.validate(properties, creating=True)
+        MergeEngine.of(
+            user, schema
+        )  # the engine's keys must fit the columns: refused before anything is written
         self.remove_leftovers(identifier)
         root = self._new_table_root(identifier, location)
         base_props = {

@@ -292,11 +292,39 @@ PROPERTIES: tuple[TableProperty, ...] = (
         False,
         "whether DataFrame and stream writes add the new columns they carry and widen types, as mergeSchema does",
     ),
+    _P(
+        "merge-engine",
+        Kind.STRING,
+        "deduplicate",
+        "how a key's rows merge: deduplicate (newest wins), partial-update, first-row or aggregation",
+        _one_of("deduplicate", "partial-update", "first-row", "aggregation"),
+        immutable=True,
+    ),
+    _P(
+        "sequence.field",
+        Kind.STRING,
+        "",
+        "columns (comma-separated) ordering a key's changes before commit order; a lower one is ignored",
+        immutable=True,
+    ),
+    _P(
+        "partial-update.ignore-delete",
+        Kind.BOOLEAN,
+        False,
+        "whether a partial-update table drops deletes instead of removing the key",
+        immutable=True,
+    ),
 )
 
 _BY_KEY: dict[str, TableProperty] = {p.key: p for p in PROPERTIES}
 _ALIASES: dict[str, str] = {alias: p.key for p in PROPERTIES for alias in p.aliases}
-IMMUTABLE_AFTER_CREATE = frozenset({"base.file-index.hash-bucket", "change.file-index.hash-bucket"})
+_FLAGGED_IMMUTABLE = frozenset(p.key for p in PROPERTIES if p.immutable)  # nor unset: the merge engine's
+IMMUTABLE_AFTER_CREATE = frozenset(
+    {"base.file-index.hash-bucket", "change.file-index.hash-bucket", *_FLAGGED_IMMUTABLE}
+)
+# Per-column merge-engine keys (``fields.<col>.aggregate-function``, ``fields.<col>.distinct``): fixed
+# at CREATE TABLE as the engine is, since change rows already written were meant for their fold.
+_FIELD_KEY_SUFFIXES = (".aggregate-function", ".distinct")
 
 # Keys arctic-sql keeps for itself on the Iceberg tables; users can neither set nor unset them.
 RESERVED_PREFIX = "arctic."
@@ -336,6 +364,10 @@ def _check_store_key(raw_key: str, key: str, raw_value: str | None) -> None:
 
 def check_unset(key: str) -> None:
     """Raise InvalidArgumentError if UNSET TBLPROPERTIES may not remove ``key``."""
+    if canonical_key(key) in _FLAGGED_IMMUTABLE or (
+        key.startswith("fields.") and key.endswith(_FIELD_KEY_SUFFIXES)
+    ):
+        raise InvalidArgumentError(f"Table property '{key}' can only be set at CREATE TABLE")
     if key.startswith(RESERVED_PREFIX):
         raise InvalidArgumentError(f"Table property '{key}' is reserved for arctic-sql")
     _check_store_key(key, key, None)
@@ -356,7 +388,9 @@ def validate(properties: Mapping[str, str], *, creating: bool) -> dict[str, str]
         _check_store_key(raw_key, key, raw_value)
         if key.lower() == FORMAT_VERSION:
             continue  # 2, which every store is
-        if not creating and key in IMMUTABLE_AFTER_CREATE:
+        if not creating and (
+            key in IMMUTABLE_AFTER_CREATE or (key.startswith("fields.") and key.endswith(_FIELD_KEY_SUFFIXES))
+        ):
             raise InvalidArgumentError(f"Table property '{raw_key}' can only be set at CREATE TABLE")
         declared = _BY_KEY.get(key)
         if declared is not None:

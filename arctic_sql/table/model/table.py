@@ -12,6 +12,7 @@ from pyiceberg.table import Table
 
 from arctic_sql.table.model import properties as props
 from arctic_sql.table.model.identifiers import KEY_AS_INT_KEY, TableIdentifier
+from arctic_sql.table.model.merge_engine import MergeEngine
 from arctic_sql.table.model.schemas import spark_schema
 from arctic_sql.table.model.table_settings import TableSettings
 
@@ -88,6 +89,11 @@ class ArcticTable:
             for k, v in self.properties.items()
             if not k.startswith(props.RESERVED_PREFIX) and k not in STORE_DEFAULTS
         }
+
+    @property
+    def merge_engine(self) -> MergeEngine:
+        """How a key's rows merge (``merge-engine``, ``sequence.field``: model/merge_engine.py)."""
+        return MergeEngine.of(self.properties, self.schema)
 
     @property
     def settings(self) -> TableSettings:

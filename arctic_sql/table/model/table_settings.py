@@ -254,3 +254,24 @@ class TableSettings:
         mergeSchema does (``write.schema.auto-merge``, default False).
         """
         return self._value("write.schema.auto-merge", bool)
+
+    @property
+    def merge_engine(self) -> str:
+        """How a key's rows merge: deduplicate (newest wins), partial-update, first-row or
+        aggregation (``merge-engine``, default 'deduplicate').
+        """
+        return self._value("merge-engine", str)
+
+    @property
+    def sequence_field(self) -> str:
+        """Columns (comma-separated) ordering a key's changes before commit order; a lower one is
+        ignored (``sequence.field``, default '').
+        """
+        return self._value("sequence.field", str)
+
+    @property
+    def partial_update_ignore_delete(self) -> bool:
+        """Whether a partial-update table drops deletes instead of removing the key (``partial-
+        update.ignore-delete``, default False).
+        """
+        return self._value("partial-update.ignore-delete", bool)

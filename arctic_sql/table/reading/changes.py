@@ -31,10 +31,11 @@ from arctic_sql.table.reading.merge_on_read import (
     TAG,
     TXN,
     latest_changes,
+    merged_dataframe,
     node_groups,
     read_files,
 )
-from arctic_sql.table.reading.scan import FileEntry, ReadPlan, live_files
+from arctic_sql.table.reading.scan import FileEntry, ReadPlan, live_files, plan_read
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -132,6 +133,8 @@ def changes_between(spark: SparkSession, table: ArcticTable, span: Range) -> Dat
 
     files = change_files(table, span)
     columns = [F.col(f"`{f.name}`") for f in table.schema.fields]
+    if files and table.is_keyed and not table.merge_engine.newest_wins:
+        return _folded_changes(spark, table, span, files)
     if files and storage.is_remote(
         table.base.location()
     ):  # Spark's Parquet reader would need a JVM connector
@@ -149,6 +152,25 @@ def changes_between(spark: SparkSession, table: ArcticTable, span: Range) -> Dat
     return _appended_rows(spark, table, files).select(
         *columns, F.lit(INSERT).alias(CHANGE_TYPE), F.col(TXN).alias(CHANGE_VERSION)
     )
+
+
+def _folded_changes(
+    spark: SparkSession, table: ArcticTable, span: Range, files: tuple[FileEntry, ...]
+) -> DataFrame:
+    """``changes_between`` of a table whose merge engine folds changes (partial-update, first-row,
+    aggregation, a sequence field): a change row is not the key's new state, so the post-image is
+    the key's row in the merged read of the range's end, 'delete' when the key is gone there."""
+    from pyspark.sql import functions as F
+
+    keys = list(table.primary_key)
+    latest = latest_changes(spark, table, ReadPlan(span.end, table.schema, (), files, {}, None))
+    changed = latest.select(*[F.col(f"`{k}`") for k in keys], F.col(TXN))
+    present = "_arctic_present"
+    state = merged_dataframe(spark, table, plan_read(table, span.end)).withColumn(present, F.lit(True))
+    joined = changed.join(state, on=keys, how="left")
+    kind = F.when(F.col(present).isNull(), F.lit(DELETE)).otherwise(F.lit(UPSERT))
+    columns = [F.col(f"`{f.name}`") for f in table.schema.fields]
+    return joined.select(*columns, kind.alias(CHANGE_TYPE), F.col(TXN).alias(CHANGE_VERSION))
 
 
 def _appended_rows(spark: SparkSession, table: ArcticTable, files: tuple[FileEntry, ...]) -> DataFrame:

@@ -27,7 +27,8 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.reading import node_merge
+from arctic_sql.table.model.merge_engine import MergeEngine
+from arctic_sql.table.reading import engine_fold, node_merge
 from arctic_sql.table.reading.changes import (
     CHANGE_TYPE,
     CHANGE_VERSION,
@@ -118,10 +119,15 @@ def group_of(files: Sequence[FileEntry], changes: frozenset[str]) -> FullGroup:
 
 
 def read_group(
-    store: Callable[[str], node_merge.Store], group: FullGroup, schema: Schema, keys: Sequence[str]
+    store: Callable[[str], node_merge.Store],
+    group: FullGroup,
+    schema: Schema,
+    keys: Sequence[str],
+    engine: MergeEngine | None = None,
 ) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The full changes of one node group: the rows (``schema`` made optional), each row's change type
-    and version."""
+    and version; ``engine``: the table's merge engine (a folding one makes each version's state the
+    fold of the changes up to it, not its change row)."""
     target = schema_to_pyarrow(node_merge.optional(schema), include_field_ids=False)
     parts = tagged_parts(store, group.changes, schema, keys)
     if not parts:
@@ -136,9 +142,37 @@ def read_group(
         store(Store.CHANGE),
         sort=False,
         keys_kept=node_merge.keys_in(touched, keys),
+        engine=engine,
     )
-    before = before.filter(pa.array(node_merge.changed_rows(before, touched, keys)))
-    return diff(conformed(before, target), changes, keys, target)
+    before = conformed(before.filter(pa.array(node_merge.changed_rows(before, touched, keys))), target)
+    if engine is not None and not engine.newest_wins:
+        changes = folded_versions(before, node_merge.tagged_rows(parts), changes, keys, engine)
+    return diff(before, changes, keys, target)
+
+
+def folded_versions(
+    before: pa.Table, rows: pa.Table, changes: pa.Table, keys: Sequence[str], engine: MergeEngine
+) -> pa.Table:
+    """:func:`per_version`'s rows for a folding engine: per version, each key it touched as the fold
+    of its row in ``before`` and its change ``rows`` up to that version (tagged as an upsert), or its
+    key tagged as a delete when the fold leaves nothing. One fold per version of the range."""
+    versions = changes.column(node_merge.TAG).to_numpy() // 2
+    upto = rows.column(node_merge.TAG).to_numpy() // 2
+    parts = []
+    for version in np.unique(versions).tolist():
+        touched = changes.filter(pa.array(versions == version)).select(list(keys))
+        mine = rows.filter(pa.array((upto <= version) & node_merge.changed_rows(rows, touched, keys)))
+        stored = before.filter(pa.array(node_merge.changed_rows(before, touched, keys)))
+        tags = mine.column(node_merge.TAG).to_numpy()
+        state = engine_fold.merge(stored, [(mine.drop_columns([node_merge.TAG]), tags)], keys, engine)
+        gone = touched.filter(pa.array(~node_merge.changed_rows(touched, state, keys)))
+        parts.append(state.append_column(node_merge.TAG, pa.array(np.full(state.num_rows, 2 * version))))
+        parts.append(
+            conformed(gone, before.schema).append_column(
+                node_merge.TAG, pa.array(np.full(gone.num_rows, 2 * version + 1))
+            )
+        )
+    return pa.concat_tables(parts).sort_by([*((k, "ascending") for k in keys), (node_merge.TAG, "ascending")])
 
 
 def per_version(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
@@ -213,6 +247,7 @@ def full_changes_frame(
         groups = [group_of([f], frozenset([f.path])) for f in change_files(table, span, history=history)]
     base = node_merge.Store.of(table.base)
     change = node_merge.Store.of(table.change) if table.change is not None else base
+    engine = table.merge_engine if keys else None
     spark_type = StructType(
         [
             *spark_schema(schema, all_nullable=True).fields,
@@ -231,7 +266,7 @@ def full_changes_frame(
             for i in batch.column(0).to_pylist():
                 group = groups[i]
                 if keys:
-                    rows, kinds, found = read_group(store, group, schema, keys)
+                    rows, kinds, found = read_group(store, group, schema, keys, engine)
                 else:
                     rows, kinds, found = net_changes(store, group.changes, schema, keys)
                 yield from conformed(

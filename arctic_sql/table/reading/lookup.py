@@ -142,6 +142,7 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
     # Each key column's values, kept while scanning (a superset of the keys for a composite key).
     kept = node_merge.keys_in(wanted, keys)
     base, change = node_merge.Store.both(table)
+    engine = table.merge_engine
     found = []
     for group in node_groups(files):
         task = node_merge.NodeTask.of(group)
@@ -156,6 +157,7 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
                 base_filter=plan.base_filter,
                 change_filter=plan.change_filter,
                 keys_kept=kept,
+                engine=engine,
             )
         except FileNotFoundError as e:
             raise node_merge.missing_file(task, str(table.identifier), plan.version, e) from None

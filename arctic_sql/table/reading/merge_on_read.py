@@ -39,7 +39,7 @@ from arctic_sql.table.files import storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.table.model.schemas import spark_schema
-from arctic_sql.table.reading import node_merge
+from arctic_sql.table.reading import engine_fold, node_merge
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from arctic_sql.table.model.merge_engine import MergeEngine
     from arctic_sql.table.model.table import ArcticTable
 
 TXN = "_arctic_txn"
@@ -219,6 +220,16 @@ def merged_dataframe(
         return merged
     base = read_files(spark, table, plan.schema, plan.base_files)
     keys = table.primary_key
+    engine = table.merge_engine
+    if not engine.newest_wins:  # every row of a changed key takes part in the fold: no anti-join
+        from pyspark.sql import functions as F
+
+        stored = base.select(*[F.col(f"`{c}`") for c in base.columns], F.lit(engine_fold.BASE_TAG).alias(TAG))
+        changed = read_files(spark, table, plan.schema, plan.change_files, all_nullable=True, tagged=True)
+        rows = stored.unionByName(changed.select(*stored.columns))
+        return folded(
+            rows, [F.col(f"`{k}`") for k in keys], keys, engine, spark_schema(plan.schema, all_nullable=True)
+        )
     # Every key with a change above the watermark overrides the base, whatever that change is, so
     # the anti-join side needs only the distinct changed keys: no transaction order, no file tags.
     changed_keys = read_files(spark, table, plan.schema, plan.change_files, all_nullable=True)
@@ -230,6 +241,41 @@ def merged_dataframe(
     columns = [f"`{c}`" for c in base.columns]
     kept = base.join(changed_keys, on=keys, how="left_anti").select(*columns)  # a join puts keys first
     return kept.unionByName(latest.where(~latest[IS_DELETE]).select(*columns))
+
+
+def folded(
+    rows: DataFrame, partition_by: list, keys: list[str], engine: MergeEngine, spark_type: StructType
+) -> DataFrame:
+    """``rows`` (tagged in ``TAG``, stored rows ``engine_fold.BASE_TAG``) folded per ``keys`` by
+    ``engine``, as a Spark plan that spills: one shuffle by ``partition_by`` (which must keep a
+    key's rows together), each partition sorted by key and tag, then folded in pyarrow a batch at a
+    time, the last key of a batch carried over to the next. ``spark_type``: the rows without ``TAG``."""
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_type = to_arrow_schema(spark_type, timezone="UTC")
+    names = [n for n in rows.columns if n != TAG]
+
+    def fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        pending = None
+        for batch in batches:
+            part = pa.Table.from_batches([batch]).rename_columns([*names, engine_fold.TAG])
+            part = part if pending is None else pa.concat_tables([pending, part])
+            if not part.num_rows:
+                continue
+            last = int(np.flatnonzero(engine_fold.key_starts(part, keys))[-1])
+            pending = part.slice(last)
+            if last:
+                yield from engine_fold.fold(part.slice(0, last), keys, engine).cast(arrow_type).to_batches()
+        if pending is not None and pending.num_rows:
+            yield from engine_fold.fold(pending, keys, engine).cast(arrow_type).to_batches()
+
+    fold.__name__ = f"arctic_fold[{engine.engine.value}]"
+    ordered = rows.select(*[F.col(f"`{n}`") for n in names], F.col(TAG)).repartition(*partition_by)
+    ordered = ordered.sortWithinPartitions(*[F.col(f"`{k}`") for k in keys], F.col(TAG))
+    return ordered.mapInArrow(fold, spark_type)
 
 
 def latest_changes(spark: SparkSession, table: ArcticTable, plan: ReadPlan) -> DataFrame:
@@ -310,6 +356,10 @@ def by_node(
     from pyspark.sql.pandas.types import to_arrow_schema
 
     limit = table.settings.merge_on_read_in_memory_max_bytes
+    engine = table.merge_engine if table.is_keyed else None
+    wanted = [f.name for f in schema.fields]
+    if engine is not None and not engine.newest_wins:  # the fold orders by the sequence columns too
+        schema = plan.schema.select(*engine.needed(wanted)) if set(engine.sequence) - set(wanted) else schema
     # Without a key there is nothing to merge: each file is read alone.
     groups = (
         node_groups([*plan.base_files, *plan.change_files])
@@ -345,7 +395,8 @@ def by_node(
                                 base_filter=base_filter,
                                 change_filter=change_filter,
                                 dictionary=dictionary,
-                            )
+                                engine=engine,
+                            ).select(wanted)
                             if change is not None
                             else base.read(
                                 jobs[i].base_files, schema, base_filter, dictionary, jobs[i].delete_map

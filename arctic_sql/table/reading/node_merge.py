@@ -3,7 +3,9 @@
 Base and change files are bucketed by the hash of the primary key (DESIGN "The tree"), so a key's
 rows all lie in one node: a node's files merge alone, with no shuffle. Within the node the rule of
 DESIGN "Transactions and order" applies: per key, the change with the highest transaction wins
-over older changes and over the base, and a winning delete removes the key.
+over older changes and over the base, and a winning delete removes the key. A table whose merge
+engine is another (``merge-engine``, ``sequence.field``) folds the changed keys' rows with
+``engine_fold`` instead; the unchanged keys' base rows pass through either way.
 
 Each change table carries a *tag*, ``transaction * 2 + (1 if a delete)``: one number that orders by
 transaction and tells the kind. Only the change rows are sorted (by key, newest first); the base is
@@ -43,13 +45,17 @@ from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.files import position_deletes, storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.statistics import statistics_columns
+from arctic_sql.table.model.merge_engine import MergeEngine
+from arctic_sql.table.reading import engine_fold
+from arctic_sql.table.reading.engine_fold import TAG, key_starts, tagged_rows
+
+__all__ = ["TAG", "key_starts", "tagged_rows"]  # re-exported: node merges and change feeds use them
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from arctic_sql.table.model.table import ArcticTable
 
-TAG = "_arctic_tag"
 ROW = "_arctic_row"
 ALWAYS_TRUE = AlwaysTrue()
 
@@ -71,45 +77,36 @@ def newest_changes(changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str])
     return change.filter(pa.array(key_starts(change, keys)))
 
 
-def tagged_rows(changes: Sequence[tuple[pa.Table, Any]]) -> pa.Table:
-    """Tagged change tables as one, each row with its ``_arctic_tag`` (see :func:`newest_changes`)."""
-    parts = [
-        t.append_column(TAG, pa.array(np.broadcast_to(np.asarray(value, np.int64), len(t))))
-        for t, value in changes
-    ]
-    return pa.concat_tables(parts, promote_options="permissive")
-
-
 def keys_in(wanted: pa.Table, keys: Sequence[str]) -> pc.Expression:
     """A pyarrow filter that keeps the rows whose every key column holds a value of ``wanted``'s (a
     superset of ``wanted``'s keys for a composite key: match them exactly afterwards)."""
     return functools.reduce(operator.and_, [pc.field(k).isin(pc.unique(wanted.column(k))) for k in keys])
 
 
-def key_starts(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
-    """Which rows of ``rows`` (sorted by ``keys``) start a key: a boolean per row."""
-    first = np.zeros(rows.num_rows, dtype=bool)
-    if rows.num_rows == 0:
-        return first
-    first[0] = True
-    for k in keys:  # a row starts a new key when any key column differs from the row before
-        column = rows.column(k).combine_chunks()
-        first[1:] |= pc.fill_null(
-            pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)), True
-        ).to_numpy(zero_copy_only=False)
-    return first
-
-
 def merge(
-    base: pa.Table | None, changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str], *, sort: bool = True
+    base: pa.Table | None,
+    changes: Sequence[tuple[pa.Table, Any]],
+    keys: Sequence[str],
+    *,
+    sort: bool = True,
+    engine: MergeEngine | None = None,
 ) -> pa.Table:
     """The rows of one node after applying ``changes`` (table, tag) to ``base``, in ``base``'s schema
     when there is a base; sorted by ``keys`` when there are changes and ``sort`` (files are written
-    sorted; a reader does not need the order)."""
+    sorted; a reader does not need the order). ``engine``: the table's merge engine (default: the
+    newest change wins), folded by ``engine_fold`` unless it is that plain rule."""
     if not changes:
         if base is None:
             raise ValueError("nothing to merge: no base and no change rows")
         return base
+    if engine is not None and not engine.newest_wins:
+        if base is None or not base.num_rows:
+            return engine_fold.merge(base, changes, keys, engine)
+        # Only the changed keys' stored rows join the fold; the others pass through, as in merge_newest.
+        hit = changed_rows(base, tagged_rows(changes).select(list(keys)), keys)
+        folded = engine_fold.merge(base.filter(pa.array(hit)), changes, keys, engine)
+        merged = pa.concat_tables([base.filter(pa.array(~hit)), folded])
+        return merged.sort_by([(k, "ascending") for k in keys]) if sort else merged
     return merge_newest(base, newest_changes(changes, keys), keys, sort=sort)
 
 
@@ -338,8 +335,10 @@ def read_node(
     change_filter: BooleanExpression = ALWAYS_TRUE,
     dictionary: frozenset[str] = frozenset(),
     keys_kept: pc.Expression | None = None,
+    engine: MergeEngine | None = None,
 ) -> pa.Table:
-    """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`).
+    """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`); ``engine``:
+    the table's merge engine (``schema`` must hold its sequence columns).
 
     ``base_filter`` and ``change_filter`` (on key columns only) skip row groups by their statistics.
     That is safe for a reader that applies its own filter to the result: a base row that fails the
@@ -358,7 +357,7 @@ def read_node(
     changes = _read_changes(task, schema, keys, change, change_filter, dictionary, keys_kept)
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
-    return merge(base_rows, changes, keys, sort=sort)
+    return merge(base_rows, changes, keys, sort=sort, engine=engine)
 
 
 def optional(schema: Schema) -> Schema:
@@ -390,7 +389,12 @@ def _read_changes(
 
 
 def minor_node(
-    task: NodeTask, schema: Schema, keys: Sequence[str], base: Store, change: Store
+    task: NodeTask,
+    schema: Schema,
+    keys: Sequence[str],
+    base: Store,
+    change: Store,
+    engine: MergeEngine | None = None,
 ) -> tuple[pa.Table, dict[str, np.ndarray]]:
     """Minor optimizing of one node that leaves its ``kept_files`` in place: the rows to write
     (the rewritten base files merged with the changes, which brings every changed key's newest
@@ -404,9 +408,23 @@ def minor_node(
     )
     if not changes:
         return rewritten, {}
-    newest = newest_changes(changes, keys)  # sorted once: for the merge and for the kept files' deletes
-    rows = merge_newest(rewritten, newest, keys)
     deletes = task.delete_map
+    if engine is None or engine.newest_wins:
+        newest = newest_changes(changes, keys)  # sorted once: for the merge and for the kept files' deletes
+        rows = merge_newest(rewritten, newest, keys)
+    else:
+        # The engine folds the changes into the stored rows, so the kept files' rows of the changed
+        # keys join the fold (and are deleted from their files below, as with the plain rule).
+        newest = tagged_rows(changes)
+        carried = [
+            stored.filter(pa.array(changed_rows(stored, newest, keys)))
+            for kept in task.kept_files
+            if (stored := base.read([kept], schema, deletes=deletes)).num_rows
+        ]
+        stored = pa.concat_tables(
+            [rewritten.cast(rewritten.schema), *(c.cast(rewritten.schema) for c in carried)]
+        )
+        rows = engine_fold.merge(stored, changes, keys, engine)
     gone: dict[str, np.ndarray] = {}
     key_schema = schema.select(*keys)
     for kept in task.kept_files:

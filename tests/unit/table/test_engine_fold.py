@@ -1,0 +1,201 @@
+"""The merge engines' fold over Arrow rows (table/reading/engine_fold.py), against plain Python."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table.model.merge_engine import Engine, MergeEngine
+from arctic_sql.table.reading.engine_fold import BASE_TAG, TAG, fold
+from arctic_sql.table.reading.node_merge import merge
+
+KEYS = ["k"]
+
+
+def tagged(rows: list[tuple], names=("k", "a", "b", "s")) -> pa.Table:
+    """Rows (k, a, b, s, tag): tag BASE_TAG for a stored row, txn * 2 (+1 for a delete)."""
+    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in range(len(names) + 1)]
+    data = {n: pa.array(list(c), pa.int64()) for n, c in zip(names, columns[:-1], strict=True)}
+    data[TAG] = pa.array(list(columns[-1]), pa.int64())
+    return pa.table(data)
+
+
+def as_rows(table: pa.Table) -> list[tuple]:
+    return [tuple(r.values()) for r in table.to_pylist()]
+
+
+def test_deduplicate_keeps_the_newest_change_and_a_delete_removes_the_key():
+    rows = tagged(
+        [
+            (1, 10, 1, None, BASE_TAG),
+            (1, 11, None, None, 4),
+            (2, 20, 2, None, BASE_TAG),
+            (2, None, None, None, 5),
+        ]
+    )
+    assert as_rows(fold(rows, KEYS, MergeEngine())) == [(1, 11, None, None)]
+
+
+def test_partial_update_sets_only_non_null_columns_and_deletes_reset():
+    engine = MergeEngine(Engine.PARTIAL_UPDATE)
+    rows = tagged(
+        [
+            (1, 10, 1, None, BASE_TAG),
+            (1, None, 5, None, 4),
+            (1, 12, None, None, 6),
+            (2, 20, 2, None, BASE_TAG),
+            (2, None, None, None, 3),  # delete
+            (2, None, 7, None, 8),
+        ]
+    )
+    assert as_rows(fold(rows, KEYS, engine)) == [(1, 12, 5, None), (2, None, 7, None)]
+    ignoring = MergeEngine(Engine.PARTIAL_UPDATE, ignore_delete=True)
+    assert as_rows(fold(rows, KEYS, ignoring)) == [(1, 12, 5, None), (2, 20, 7, None)]
+
+
+def test_first_row_keeps_the_first_row_and_ignores_deletes():
+    rows = tagged([(1, 10, 1, None, 2), (1, 11, 2, None, 4), (1, None, None, None, 7), (2, 5, 5, None, 8)])
+    assert as_rows(fold(rows, KEYS, MergeEngine(Engine.FIRST_ROW))) == [(1, 10, 1, None), (2, 5, 5, None)]
+
+
+def test_sequence_field_ignores_a_change_older_than_the_stored_row():
+    engine = MergeEngine(Engine.DEDUPLICATE, sequence=("s",))
+    rows = tagged(
+        [
+            (1, 10, 1, 5, BASE_TAG),
+            (1, 11, 1, 3, 4),
+            (2, 20, 2, 5, BASE_TAG),
+            (2, 21, 2, 5, 4),
+            (3, 30, 0, None, 2),
+            (3, 31, 0, None, 4),
+        ]
+    )
+    # key 1: seq 3 < 5 ignored; key 2: a tie goes to the later commit; key 3: NULLs tie, later wins
+    assert as_rows(fold(rows, KEYS, engine)) == [(1, 10, 1, 5), (2, 21, 2, 5), (3, 31, 0, None)]
+
+
+def test_aggregation_functions_fold_the_stored_row_with_the_changes():
+    engine = MergeEngine(
+        Engine.AGGREGATION, aggregates=(("a", "sum", False), ("b", "count", False), ("s", "max", False))
+    )
+    rows = tagged([(1, 10, 2, 4, BASE_TAG), (1, 5, 0, 9, 4), (1, None, None, 1, 6), (2, 3, 7, None, 8)])
+    assert as_rows(fold(rows, KEYS, engine)) == [(1, 15, 3, 9), (2, 3, 1, None)]
+
+
+def test_more_aggregates():
+    fns = ("min", "first_value", "last_value", "first_non_null_value")
+    engine = MergeEngine(
+        Engine.AGGREGATION, aggregates=tuple((n, f, False) for n, f in zip(("a", "b", "s", "t"), fns))
+    )
+    rows = tagged(
+        [(1, 4, None, 1, None, 2), (1, 2, 8, 2, 6, 4), (1, 3, 9, None, 7, 6)], names=("k", "a", "b", "s", "t")
+    )
+    assert as_rows(fold(rows, KEYS, engine)) == [(1, 2, None, None, 6)]
+
+
+def test_listagg_bool_and_collect():
+    engine = MergeEngine(
+        Engine.AGGREGATION,
+        aggregates=(("a", "listagg", False), ("b", "bool_or", False), ("c", "collect", True)),
+    )
+    rows = pa.table(
+        {
+            "k": [1, 1, 1, 2],
+            "a": ["x", None, "y", None],
+            "b": [False, True, None, None],
+            "c": [[1, 2], [2, 3], None, [4]],
+            TAG: pa.array([BASE_TAG, 4, 6, 2], pa.int64()),
+        }
+    )
+    assert fold(rows, KEYS, engine).to_pylist() == [
+        {"k": 1, "a": "x,y", "b": True, "c": [1, 2, 3]},
+        {"k": 2, "a": None, "b": None, "c": [4]},
+    ]
+
+
+def _model(history: list[tuple], engine: MergeEngine) -> dict:
+    """The engine applied one change at a time, in commit order: what the fold must equal."""
+    state: dict = {}
+    for k, a, b, s, tag in history:
+        if tag % 2:
+            if engine.engine is not Engine.FIRST_ROW and not engine.ignore_delete:
+                state.pop(k, None)
+            continue
+        old = state.get(k)
+        if (
+            old is not None
+            and engine.sequence
+            and (s if s is not None else -1) < (old[2] if old[2] is not None else -1)
+        ):
+            continue
+        if old is None:
+            state[k] = (a, b, s)
+        elif engine.engine is Engine.DEDUPLICATE:
+            state[k] = (a, b, s)
+        elif engine.engine is Engine.PARTIAL_UPDATE:
+            state[k] = tuple(n if n is not None else o for n, o in zip((a, b, s), old, strict=True))
+    return state
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "engine",
+    [
+        MergeEngine(Engine.DEDUPLICATE, sequence=("s",)),
+        MergeEngine(Engine.PARTIAL_UPDATE),
+        MergeEngine(Engine.PARTIAL_UPDATE, sequence=("s",)),
+        MergeEngine(Engine.PARTIAL_UPDATE, ignore_delete=True),
+        MergeEngine(Engine.FIRST_ROW),
+    ],
+)
+def test_folding_a_prefix_first_gives_the_same_rows(seed, engine):
+    """What optimizing relies on: folding commits 1..i into a stored row, then the rest, equals
+    folding all at once, and both equal applying the changes one at a time."""
+    rng = random.Random(seed)
+    value = lambda: rng.choice([None, rng.randint(0, 9)])  # noqa: E731
+    history = []
+    for txn in range(1, 30):
+        k = rng.randint(0, 4)
+        if rng.random() < 0.2:
+            history.append((k, None, None, None, txn * 2 + 1))
+        else:
+            history.append((k, value(), value(), value(), txn * 2))
+    expected = sorted((k, *v) for k, v in _model(history, engine).items())
+    assert as_rows(fold(tagged(history), KEYS, engine)) == expected
+    cut = rng.randint(1, len(history) - 1)
+    stored = fold(tagged(history[:cut]), KEYS, engine)
+    changes = tagged(history[cut:])
+    tags = changes.column(TAG)
+    assert (
+        as_rows(merge(stored, [(changes.drop_columns([TAG]), tags.to_numpy())], KEYS, engine=engine))
+        == expected
+    )
+
+
+def test_engine_properties_are_checked_against_the_columns():
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    schema = Schema(
+        NestedField(1, "k", LongType(), required=True),
+        NestedField(2, "v", LongType()),
+        identifier_field_ids=[1],
+    )
+    engine = MergeEngine.of({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}, schema)
+    assert engine.aggregates == (("v", "sum", False),)
+    assert MergeEngine.of({"merge-engine": "aggregation"}, schema).aggregates == (
+        ("v", "last_non_null_value", False),
+    )
+    for properties, message in [
+        ({"merge-engine": "newest"}, "must be one of"),
+        ({"sequence.field": "w"}, "names no column 'w'"),
+        ({"merge-engine": "first-row", "sequence.field": "v"}, "not first-row"),
+        ({"merge-engine": "aggregation", "fields.v.aggregate-function": "median"}, "must be one of"),
+        ({"fields.v.aggregate-function": "sum"}, "needs merge-engine aggregation"),
+        ({"partial-update.ignore-delete": "true"}, "needs merge-engine partial-update"),
+    ]:
+        with pytest.raises(InvalidArgumentError, match=message):
+            MergeEngine.of(properties, schema)

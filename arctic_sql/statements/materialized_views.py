@@ -31,7 +31,7 @@ from arctic_sql.errors import (
 from arctic_sql.parser import parse_one, statements, to_spark_sql
 from arctic_sql.statements import ddl, mv_analysis, views
 from arctic_sql.statements.mv_analysis import Analysis, Shape
-from arctic_sql.table.format import versions
+from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.schemas import iceberg_schema
@@ -98,6 +98,15 @@ def refresh(ctx: StatementContext, expression: exp.Refresh, text: str) -> DataFr
     sources = _sources(ctx, query, f"materialized view {view.identifier}")
     _Refresh(ctx, view, query, sources).run()
     return ctx.ok()
+
+
+def recompute(ctx: StatementContext, identifier: TableIdentifier) -> None:
+    """A full refresh of the view, whatever its query allows (what an incremental one is measured
+    against: benchmarks/materialized_views.py)."""
+    view = _view(ctx, exp.table_(identifier.name, db=identifier.database), "recompute")
+    query = parse_one(view.base.properties[QUERY])
+    run = _Refresh(ctx, view, query, _sources(ctx, query, f"materialized view {view.identifier}"))
+    run.write_full(run.full_rows(), "asked for")
 
 
 def drop(ctx: StatementContext, identifier: TableIdentifier, if_exists: bool) -> DataFrame:
@@ -193,6 +202,7 @@ class _Refresh:
 
     def __post_init__(self) -> None:
         self._temp: list[str] = []
+        self._cached: list[DataFrame] = []
         self.tables = {s: self.ctx.table(s) for s in self.sources}
         self.histories = {s: versions.history(t.base, t.change) for s, t in self.tables.items()}
         self.at = {s: h.latest for s, h in self.histories.items()}  # every source at one version
@@ -243,7 +253,7 @@ class _Refresh:
             if start is None:
                 raise InvalidArgumentError(f"no version of {source} is recorded")
             span = tt.range_of_versions(table, history, start, self.at[source], "REFRESH MATERIALIZED VIEW")
-            upserts, deletes = self._changes(span, history)
+            changes = self._changes(span, history)
         except ArcticError as e:  # expired history, a version that replaced rows: recompute
             return self.write_full(
                 self.full_rows(), f"the changes since the last refresh are not readable ({e})"
@@ -251,8 +261,7 @@ class _Refresh:
         try:
             change_rows.write_changes(  # refused (StaleRead) when another refresh committed first
                 self.view,
-                upserts=upserts,
-                deletes=deletes,
+                changes=changes,
                 operation=Operation.REFRESH,
                 read_version=versions.history(self.view.base, self.view.change).latest,
                 summary=self._summary(f"incremental ({self.analysis.shape.value})"),
@@ -263,34 +272,44 @@ class _Refresh:
             ) from None
         finally:
             self._drop_temp()
+            for frame in self._cached:
+                frame.unpersist()
         return None
 
-    def _changes(self, span: tt.Range, history: versions.History) -> tuple[DataFrame, DataFrame]:
-        """The rows to upsert into the view and the keys to delete from it."""
+    def _changes(self, span: tt.Range, history: versions.History) -> DataFrame:
+        """The view's change rows: what to upsert and the keys to delete, told apart by ``arctic_op``.
+        The rows upserted are kept once they are computed (they also decide the deletes), so the
+        sources are read once."""
+        from pyspark.sql import functions as F
+
         source = self.sources[0]
         table = self.tables[source]
         key = list(self.analysis.key)
-        quoted = [f"`{k}`" for k in key]
+        if self.analysis.shape is Shape.AGGREGATE:
+            return self._merged_state(full_changes_frame(self.ctx.spark, table, span, history))
         if self.analysis.shape is Shape.FILTER:
             changed = changes_between(self.ctx.spark, table, span)
             columns = [f"`{f.name}`" for f in table.schema.fields]
             new = self._run_query({source: changed.where("_change_type = 'upsert'").select(*columns)})
-            keys = changed.selectExpr(
-                *(f"`{s}` AS `{k}`" for s, k in zip(self.analysis.source_key, key, strict=True))
-            )
-            return new, keys.join(new.select(*quoted), key, "left_anti")
-        changes = full_changes_frame(self.ctx.spark, table, span, history)
-        if self.analysis.shape is Shape.GROUPS:
+            pairs = zip(self.analysis.source_key, key, strict=True)
+            touched = changed.selectExpr(*(f"`{s}` AS `{k}`" for s, k in pairs))
+        else:
+            changes = full_changes_frame(self.ctx.spark, table, span, history)
             touched = changes.selectExpr(*(f"`{s}` AS `{k}`" for s, k in self.analysis.groups)).distinct()
             groups = [s for s, _ in self.analysis.groups]
             at = self.ctx.read_table(table, self.at[source])
-            scope = touched.toDF(*groups)
-            new = self._run_query({source: at.join(scope, groups, "left_semi")})
-            return new, touched.join(new.select(*quoted), key, "left_anti")
-        return self._merged_state(changes)
+            new = self._run_query({source: at.join(touched.toDF(*groups), groups, "left_semi")})
+        new = new.persist()
+        self._cached.append(new)
+        gone = touched.join(new.select(*(f"`{k}`" for k in key)), key, "left_anti")
+        upserts = new.withColumn(layout.OP_COLUMN, F.lit(layout.UPSERT))
+        deletes = gone.withColumn(layout.OP_COLUMN, F.lit(layout.DELETE))
+        return upserts.unionByName(deletes, allowMissingColumns=True)
 
-    def _merged_state(self, changes: DataFrame) -> tuple[DataFrame, DataFrame]:
+    def _merged_state(self, changes: DataFrame) -> DataFrame:
         """The aggregate view's touched groups: its state plus the changes' signed contributions."""
+        from pyspark.sql import functions as F
+
         assert self.view is not None
         negative = f"'{UPDATE_PREIMAGE}', '{DELETE}'"
         # inserts and post-images count +1, deletes and pre-images -1
@@ -306,9 +325,8 @@ class _Refresh:
         sums = [f"coalesce(o.`{c}`, 0) + coalesce(d.`{c}`, 0) AS `{c}`" for c in state]
         merged = merged.selectExpr(*(f"`{k}`" for k in key), *sums)
         rows = self._with_outputs(merged)
-        alive = rows.where(f"{mv_analysis.ROWS} > 0")
-        gone = rows.where(f"{mv_analysis.ROWS} <= 0").select(*(f"`{k}`" for k in key))
-        return alive, gone
+        op = F.when(F.col(mv_analysis.ROWS) > 0, F.lit(layout.UPSERT)).otherwise(F.lit(layout.DELETE))
+        return rows.withColumn(layout.OP_COLUMN, op)  # a group whose last row went is deleted
 
     # helpers ---------------------------------------------------------------------------------
     def _with_outputs(self, state: DataFrame) -> DataFrame:

@@ -277,7 +277,7 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
         states[version] = model.sorted()
         if version > before:
             log.record(version, model)
-        if seed in (3, 8) and step in (2, 6, 9):  # issue 32: a materialized view follows the table
+        if seed == 8 and step in (2, 9):  # issue 32: materialized views follow the table
             check_a_materialized_view(arctic, model, create=step == 2)
         if step == branch_at:
             arctic.sql("ALTER TABLE db.t CREATE BRANCH b")

@@ -17,12 +17,14 @@ from .statements import (
     CloneTable,
     CompactTable,
     DescribeHistory,
+    DescribeMaterializedView,
     Explain,
     SchemaEvolvingInsert,
     SchemaEvolvingMerge,
     ShowColumns,
     ShowCreateTable,
     ShowDatabases,
+    ShowMaterializedViews,
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
@@ -120,6 +122,15 @@ def _describe_history_sql(self: ArcticGenerator, expression: DescribeHistory) ->
     return f"DESCRIBE HISTORY {self.sql(expression, 'this')}"
 
 
+def _show_materialized_views_sql(self: ArcticGenerator, expression: ShowMaterializedViews) -> str:
+    database = self.sql(expression, "this")
+    return f"SHOW MATERIALIZED VIEWS{f' IN {database}' if database else ''}"
+
+
+def _describe_materialized_view_sql(self: ArcticGenerator, expression: DescribeMaterializedView) -> str:
+    return f"DESCRIBE MATERIALIZED VIEW {self.sql(expression, 'this')}"
+
+
 def _explain_sql(self: ArcticGenerator, expression: Explain) -> str:
     kind = expression.text("kind").upper()
     return f"EXPLAIN {f'{kind} ' if kind else ''}{self.sql(expression, 'this')}"
@@ -160,6 +171,8 @@ class ArcticGenerator(SparkGenerator):
         CloneTable: _clone_table_sql,
         DescribeHistory: _describe_history_sql,
         Explain: _explain_sql,
+        ShowMaterializedViews: _show_materialized_views_sql,
+        DescribeMaterializedView: _describe_materialized_view_sql,
         Call: _call_sql,
         SchemaEvolvingMerge: _schema_evolving_merge_sql,
         SchemaEvolvingInsert: _schema_evolving_insert_sql,

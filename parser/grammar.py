@@ -20,12 +20,14 @@ from .statements import (
     CloneTable,
     CompactTable,
     DescribeHistory,
+    DescribeMaterializedView,
     Explain,
     SchemaEvolvingInsert,
     SchemaEvolvingMerge,
     ShowColumns,
     ShowCreateTable,
     ShowDatabases,
+    ShowMaterializedViews,
     ShowPartitions,
     ShowTableProperties,
     ShowTables,
@@ -78,6 +80,7 @@ class ArcticParser(SparkParser):
         "CREATE TABLE": lambda self: self._parse_show_create_table(),
         "COLUMNS": lambda self: self._parse_show_columns(),
         "PARTITIONS": lambda self: self._parse_show_partitions(),
+        "MATERIALIZED VIEWS": lambda self: self._parse_show_materialized_views(),
     }
     SHOW_TRIE: t.ClassVar = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -185,6 +188,13 @@ class ArcticParser(SparkParser):
                 self.raise_error("Expecting a quoted pattern after LIKE")
             return pattern
         return self._parse_string()
+
+    def _parse_show_materialized_views(self) -> ShowMaterializedViews | exp.Command:
+        start = self._tokens[self._index - 3]
+        parts = self._parse_show_namespace()
+        if len(parts) > 1 or self._curr:
+            return self._parse_as_command(start)
+        return self.expression(ShowMaterializedViews(this=parts[0] if parts else None))
 
     def _parse_show_table_properties(self) -> ShowTableProperties:
         table = self._parse_plain_table()
@@ -344,6 +354,8 @@ class ArcticParser(SparkParser):
         if self._curr.text.upper() == "HISTORY" and self._next and self._next.token_type != TokenType.DOT:
             self._advance()
             return self.expression(DescribeHistory(this=self._parse_table_parts()))
+        if self._match_text_seq("MATERIALIZED", "VIEW"):
+            return self.expression(DescribeMaterializedView(this=self._parse_plain_table()))
         describe = super()._parse_describe()
         if self._curr:
             # A form sqlglot stops short of, e.g. ``DESCRIBE t col`` or ``DESCRIBE QUERY ...``.
@@ -352,7 +364,9 @@ class ArcticParser(SparkParser):
 
     # EXPLAIN -----------------------------------------------------------------------------------
 
-    def _parse_explain(self) -> Explain:
+    def _parse_explain(self) -> Explain | DescribeMaterializedView:
+        if self._match_text_seq("MATERIALIZED", "VIEW"):
+            return self.expression(DescribeMaterializedView(this=self._parse_plain_table()))
         kind = self._prev.text.lower() if self._match_texts(self.EXPLAIN_KINDS) else None
         statement = self._parse_word_statement() or self._parse_statement()
         if statement is None:

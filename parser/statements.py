@@ -184,6 +184,21 @@ class CloneTable(exp.Expression):
     }
 
 
+class ShowMaterializedViews(exp.Expression):
+    """``SHOW MATERIALIZED VIEWS [IN|FROM db]``. ``this``: the database as an ``exp.Identifier``, or None."""
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": False}
+
+
+class DescribeMaterializedView(exp.Expression):
+    """``DESCRIBE MATERIALIZED VIEW v`` (or ``EXPLAIN MATERIALIZED VIEW v``): how the view refreshes.
+
+    ``this``: the ``exp.Table``.
+    """
+
+    arg_types: t.ClassVar[dict[str, bool]] = {"this": True}
+
+
 class SchemaEvolvingMerge(exp.Merge):
     """``MERGE WITH SCHEMA EVOLUTION INTO ...`` (Spark 4's syntax): a MERGE whose ``UPDATE SET *`` and
     ``INSERT *`` clauses add the source's new columns to the target and widen its types. The
@@ -211,5 +226,7 @@ ARCTIC_STATEMENTS: tuple[type[exp.Expression], ...] = (
     ShowPartitions,
     TagStatement,
     CloneTable,
+    ShowMaterializedViews,
+    DescribeMaterializedView,
 )
 """Every node class this module defines, for callers that dispatch on statement type."""

@@ -20,7 +20,7 @@ from arctic_sql.errors import (
 )
 from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
-from arctic_sql.statements import query, time_travel, views
+from arctic_sql.statements import mv_analysis, query, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter, checked_order, set_order
 from arctic_sql.table.format import clustering
@@ -33,6 +33,8 @@ from arctic_sql.table.records import leases
 from arctic_sql.table.writing import base_rows, branch_writes, commit, tag_writes
 
 if TYPE_CHECKING:
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.schema import Schema
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
@@ -114,6 +116,28 @@ def _with_cluster_by(expression: exp.Create, values: dict[str, str], identifier:
     }
 
 
+def validated_properties(expression: exp.Create) -> dict[str, str]:
+    """The TBLPROPERTIES of a CREATE, checked against the registry, under canonical keys."""
+    return props.validate(_table_properties(expression), creating=True)
+
+
+def partition_spec(
+    expression: exp.Create, schema: Schema, primary_key: list[str], identifier: TableIdentifier
+) -> PartitionSpec:
+    """The PARTITIONED BY of a CREATE over ``schema``; on a keyed table only key columns may partition."""
+    spec = build_spec(_partition_terms(expression), schema)
+    if primary_key:
+        key_ids = {schema.find_field(k).field_id for k in primary_key}
+        for field in spec.fields:
+            if field.source_id not in key_ids:
+                column = schema.find_column_name(field.source_id)
+                raise InvalidArgumentError(
+                    f"Partition column '{column}' of {identifier} must be part of the primary key, "
+                    "so that a key never moves between partitions"
+                )
+    return spec
+
+
 def _partition_terms(expression: exp.Create) -> list[PartitionTerm]:
     found = _properties(expression, exp.PartitionedByProperty)
     if not found:
@@ -164,7 +188,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     # Amoro's form for CTAS, where there is no column list: CREATE TABLE t PRIMARY KEY (id) USING arctic AS ...
     primary_key += [k.name for p in _properties(expression, exp.PrimaryKey) for k in p.expressions]
     query_node = expression.expression
-    user_props = props.validate(_table_properties(expression), creating=True)
+    user_props = validated_properties(expression)
     exists = bool(expression.args.get("exists"))
     replace = bool(expression.args.get("replace"))
     if ctx.catalog.table_exists(identifier) and not replace:
@@ -220,16 +244,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     )
     for comment in _properties(expression, exp.SchemaCommentProperty):  # CREATE TABLE ... COMMENT 'x'
         user_props[COMMENT] = comment.this.name
-    spec = build_spec(_partition_terms(expression), schema)
-    if primary_key:
-        key_ids = {schema.find_field(k).field_id for k in primary_key}
-        for field in spec.fields:
-            if field.source_id not in key_ids:
-                column = schema.find_column_name(field.source_id)
-                raise InvalidArgumentError(
-                    f"Partition column '{column}' of {identifier} must be part of the primary key, "
-                    "so that a key never moves between partitions"
-                )
+    spec = partition_spec(expression, schema, primary_key, identifier)
     location = [p for p in _properties(expression, exp.LocationProperty)]
     if replace and ctx.catalog.table_exists(identifier):
         # CREATE OR REPLACE (what dbt-spark sends for iceberg models): the query is planned and
@@ -338,6 +353,12 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
         )
     if ctx.catalog.load_view(identifier) is not None:
         raise InvalidArgumentError(f"{identifier} is a view, not a table: use DROP VIEW")
+    if ctx.catalog.table_exists(identifier) and mv_analysis.is_definition(
+        ctx.catalog.load_table(identifier).base.properties
+    ):
+        raise InvalidArgumentError(
+            f"{identifier} is a materialized view, not a table: use DROP MATERIALIZED VIEW"
+        )
     if not ctx.catalog.table_exists(identifier):
         if ctx.catalog.remove_leftovers(identifier):  # what an interrupted CREATE or DROP left
             return ctx.ok()

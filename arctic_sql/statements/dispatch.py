@@ -12,11 +12,17 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql import procedures
-from arctic_sql.errors import ArcticError, NoSuchDatabaseError, NoSuchTableError, UnsupportedOperationError
+from arctic_sql.errors import (
+    ArcticError,
+    InvalidArgumentError,
+    NoSuchDatabaseError,
+    NoSuchTableError,
+    UnsupportedOperationError,
+)
 from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
 from arctic_sql.parser import statements
 from arctic_sql.spark import translate
-from arctic_sql.statements import clones, ddl, dml, show, truncate
+from arctic_sql.statements import clones, ddl, dml, materialized_views, show, truncate
 from arctic_sql.statements.metadata_tables import metadata_table
 from arctic_sql.table.model.results import output_row
 
@@ -105,6 +111,30 @@ def _table_command(ctx: StatementContext, expression: exp.Expression, text: str)
     )
 
 
+def _create(ctx: StatementContext, expression: exp.Create, text: str) -> DataFrame | None:
+    properties = expression.args.get("properties")
+    if properties is not None and any(
+        isinstance(p, exp.MaterializedProperty) for p in properties.expressions
+    ):
+        return materialized_views.create(ctx, expression)
+    return ddl.create(ctx, expression, text)
+
+
+def _drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | None:
+    if not expression.args.get("materialized"):
+        return ddl.drop(ctx, expression, text)
+    targets = expression.args.get("tables") or [expression.this]
+    if len(targets) != 1:
+        raise InvalidArgumentError("DROP takes one name at a time")
+    return materialized_views.drop(ctx, ctx.identifier(targets[0]), bool(expression.args.get("exists")))
+
+
+def _refresh(ctx: StatementContext, expression: exp.Refresh, text: str) -> DataFrame | None:
+    if (expression.text("kind") or "").upper() == "MATERIALIZED VIEW":
+        return materialized_views.refresh(ctx, expression, text)
+    return _table_command(ctx, expression, text)
+
+
 def _is_arctic(ctx: StatementContext, node: exp.Table) -> bool:
     try:
         identifier = ctx.identifier(node)
@@ -115,8 +145,8 @@ def _is_arctic(ctx: StatementContext, node: exp.Table) -> bool:
 
 HANDLERS: dict[type, Handler] = {
     exp.Use: _use,
-    exp.Create: ddl.create,
-    exp.Drop: ddl.drop,
+    exp.Create: _create,
+    exp.Drop: _drop,
     exp.Alter: ddl.alter,
     exp.Describe: ddl.describe,
     statements.ShowTables: ddl.show_tables,
@@ -142,6 +172,8 @@ HANDLERS: dict[type, Handler] = {
     statements.CloneTable: clones.clone,
     exp.Cache: _table_command,
     exp.Uncache: _table_command,
-    exp.Refresh: _table_command,
+    exp.Refresh: _refresh,
+    statements.ShowMaterializedViews: materialized_views.show,
+    statements.DescribeMaterializedView: materialized_views.describe,
     exp.Analyze: _table_command,
 }

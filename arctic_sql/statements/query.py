@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.statements import aggregate_pushdown, table_changes, time_travel, views
+from arctic_sql.statements import aggregate_pushdown, mv_analysis, table_changes, time_travel, views
 from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
 from arctic_sql.statements.time_travel import replace_functions
@@ -111,7 +111,16 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
             raise InvalidArgumentError(f"{identifier} is a view: it has no versions to travel to")
         return views.read(ctx, identifier, view) if view is not None else None
     table = ctx.on_session_branch(ctx.catalog.load_table(identifier), writes=False)
+    df = _table_dataframe(ctx, node, table, version)
+    if mv_analysis.is_definition(table.base.properties):
+        # A materialized view's hidden state (sums and counts its refresh adds to) is not its rows.
+        df = df.drop(*(c for c in df.columns if c.startswith(mv_analysis.STATE_PREFIX)))
+    return df
 
+
+def _table_dataframe(
+    ctx: StatementContext, node: exp.Table, table: ArcticTable, version: exp.Version | None
+) -> DataFrame:
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
         return changes_between(ctx.spark, table, time_travel.version_range(ctx, table, version))
 

@@ -54,7 +54,7 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
             raise TableAlreadyExistsError(
                 f"Cannot create view {identifier}: Spark has a table or view of that name"
             )
-    view = ViewDefinition(to_spark_sql(_qualified(ctx, query)), columns)
+    view = ViewDefinition(to_spark_sql(qualified(ctx, query)), columns)
     # Refused now, as Spark refuses it, rather than at its first read: a query that does not analyse,
     # the wrong number of column names, a view that would read itself.
     with _inside(identifier):
@@ -156,7 +156,7 @@ class _inside:
         _expanding.reset(self.token)
 
 
-def _qualified(ctx: StatementContext, query: exp.Expression) -> exp.Expression:
+def qualified(ctx: StatementContext, query: exp.Expression) -> exp.Expression:
     """``query`` with its unqualified table names given the current database, as Spark does for a
     view: whoever reads it later reads the tables its creator meant."""
     query = query.copy()

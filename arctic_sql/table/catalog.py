@@ -225,8 +225,11 @@ class ArcticCatalog:
         location: str | None = None,
         *,
         staged: bool = False,
+        system: Mapping[str, str] | None = None,
     ) -> ArcticTable:
         """Create the stores of a table. ``schema`` carries the primary key as identifier fields.
+        ``system``: properties of arctic-sql's own (reserved ``arctic.*`` keys, a materialized
+        view's definition), stored as given.
 
         The change store comes first: no statement sees it (SHOW TABLES lists base stores, and a
         table is found by its base store), so the base store's creation is the commit point. A
@@ -249,6 +252,7 @@ class ArcticCatalog:
         root = self._new_table_root(identifier, location)
         base_props = {
             **user,
+            **(system or {}),
             **STORE_DEFAULTS,
             FORMAT_KEY: "keyed" if keyed else "unkeyed",
             STORE_KEY: Store.BASE,

@@ -47,6 +47,7 @@ class Operation(StrEnum):
     MERGE = "merge"
     TRUNCATE = "truncate"
     ROLLBACK = "rollback"
+    REFRESH = "refresh"  # a materialized view's refresh (statements/materialized_views.py)
     BEGIN = "begin"  # an empty change-store snapshot that reserves a transaction number
     OPTIMIZE = "optimize"
     CHANGE_TTL = "change-ttl"  # drops change files already merged into the base from the change store

@@ -59,13 +59,15 @@ def commit_write(
     *,
     fresh: bool = False,
     validate: Callable[[Table], None] | None = None,
+    summary: dict[str, str] | None = None,
 ) -> int | None:
     """Commit the files of one write as one version; return its number, or None when nothing was
     committed (no rows, or a micro-batch the table already holds: its files are deleted).
 
     ``fresh``: ``table`` was loaded just now, so a change-store commit's first attempt need not
     reload it (commit.commit_loop). ``validate`` (change store only) runs against the freshly loaded
-    store before every attempt, as for commit.commit_change."""
+    store before every attempt, as for commit.commit_change. ``summary``: entries for the snapshot
+    summary (change store only)."""
     store = table.change if plan.mode == CHANGES else table.base
     assert store is not None
     if stream is not None and stream.committed_in(store):
@@ -90,7 +92,7 @@ def commit_write(
                 check(current)
 
     try:
-        return _commit(table, plan, paths, stream, validate, footers, fresh)
+        return _commit(table, plan, paths, stream, validate, footers, fresh, summary)
     except BatchAlreadyCommitted:
         return None  # commit_loop deleted the files: nothing was sent
     finally:
@@ -127,8 +129,9 @@ def _commit(
     validate,
     footers: dict[str, tuple[int, pq.FileMetaData]],
     fresh: bool,
+    extra: dict[str, str] | None = None,
 ) -> int | None:  # noqa: ANN001
-    summary = stream.summary() if stream is not None else None
+    summary = {**(extra or {}), **stream.summary()} if stream is not None else extra
     if plan.mode == CHANGES:
         return commit.commit_change(
             table, paths, plan.operation, validate=validate, summary=summary, footers=footers, fresh=fresh

@@ -41,18 +41,27 @@ class StaleRead(Exception):
 
 
 def overwrite_rows(
-    table: ArcticTable, rows: DataFrame, operation: str, named: Callable[[str], bool] | None = None
+    table: ArcticTable,
+    rows: DataFrame,
+    operation: str,
+    named: Callable[[str], bool] | None = None,
+    summary: dict[str, str] | None = None,
 ) -> None:
     """Replace the partitions ``rows`` fall in (the whole table if unpartitioned) with ``rows``: one
     Spark job checks the keys and writes sorted, node-aligned base files (bulk_base_files.py).
-    ``named``: partitions replaced even when no row falls in them (``PARTITION (r = 'us')``)."""
+    ``named``: partitions replaced even when no row falls in them (``PARTITION (r = 'us')``).
+    ``summary``: entries the commit's snapshot summary records with the rows."""
     with leases.writing(table, operation):
         paths = bulk_base_files.write_base(rows, table, f"{operation.upper()} into {table.identifier}")
-        commit_overwrite(table, paths, operation, named)
+        commit_overwrite(table, paths, operation, named, summary)
 
 
 def commit_overwrite(
-    table: ArcticTable, paths: list[str], operation: str, named: Callable[[str], bool] | None = None
+    table: ArcticTable,
+    paths: list[str],
+    operation: str,
+    named: Callable[[str], bool] | None = None,
+    extra: dict[str, str] | None = None,
 ) -> None:
     """Commit base files that replace the partitions they fall in (the whole table if unpartitioned),
     and those ``named`` accepts: one version, stamped with a reserved transaction number on a keyed table."""
@@ -78,7 +87,7 @@ def commit_overwrite(
             )
             replaced |= {p for p in {f.partition for f in live} | changed | set(marks) if named(p)}
         old = [f.data_file for f in live if f.partition in replaced]
-        summary = {versions.OPERATION: operation}
+        summary = {**(extra or {}), versions.OPERATION: operation}
         if txn is not None:
             marks.update({p: txn for p in replaced})
             summary[versions.TXN] = str(txn)

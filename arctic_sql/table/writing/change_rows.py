@@ -131,13 +131,15 @@ def write_changes(
     operation: str,
     read_version: int | None = None,
     small: bool = False,
+    summary: dict[str, str] | None = None,
 ) -> int | None:
     """Check, write and commit one change-store transaction; return its number (None if empty).
 
     ``upserts`` hold whole rows, ``deletes`` the keys to delete, ``changes`` rows of both kinds
     told apart by an ``arctic_op`` column. A ``read_version`` (the statement read the table
     there) makes the commit fail with base_rows.StaleRead if another data commit landed since.
-    ``small``: the caller knows the rows are few (see :func:`write`).
+    ``small``: the caller knows the rows are few (see :func:`write`). ``summary``: entries the
+    commit's snapshot summary records with the rows (a materialized view's source versions).
     """
     with leases.writing(table, operation):
         plan = plan_changes(table, operation)
@@ -155,7 +157,7 @@ def write_changes(
 
         # The stores were loaded when the statement started: a commit made since makes the catalog
         # refuse the first attempt, and the retry reloads (commit.commit_loop).
-        return commit_write(table, plan, files, validate=validate, fresh=True)
+        return commit_write(table, plan, files, validate=validate, fresh=True, summary=summary)
 
 
 def plan_changes(table: ArcticTable, operation: str) -> WritePlan:

@@ -1,0 +1,379 @@
+"""Materialized views: ``CREATE``, ``REFRESH``, ``DROP``, ``SHOW`` and ``DESCRIBE MATERIALIZED VIEW``.
+
+A materialized view is an arctic table (keyed when its query gives a key, mv_analysis.py) whose
+table properties hold its definition (``arctic.mv.query``, ``arctic.mv.sources``) and whose every
+refresh commit records, in its snapshot summary, the version of each source it covers
+(``arctic.mv.source-versions``). A refresh reads each source at one version, and the rows it writes
+and the versions they cover land in one commit, so a refresh that dies before its commit leaves the
+view as it was and the next one starts from the same versions: exactly once. An incremental refresh
+reads only the sources' changes since the recorded versions; when those have expired, when no
+refresh is recorded among the view's retained commits, or when the query has no incremental form,
+it recomputes the view (docs/design.md, "Materialized views").
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arctic_sql.errors import (
+    ArcticError,
+    CommitConflictError,
+    InvalidArgumentError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    UnsupportedOperationError,
+)
+from arctic_sql.parser import parse_one, statements, to_spark_sql
+from arctic_sql.statements import ddl, mv_analysis, views
+from arctic_sql.statements.mv_analysis import Analysis, Shape
+from arctic_sql.table.format import layout, versions
+from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.schemas import iceberg_schema
+from arctic_sql.table.reading import time_travel as tt
+from arctic_sql.table.reading.changes import changes_between
+from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE, full_changes_frame
+from arctic_sql.table.writing import base_rows, change_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arctic_sql.statements.context import StatementContext
+    from arctic_sql.table.model.table import ArcticTable
+
+QUERY = mv_analysis.QUERY_PROPERTY
+SOURCES = "arctic.mv.sources"
+SOURCE_VERSIONS = "arctic.mv.source-versions"
+REFRESH_MODE = "arctic.mv.refresh"
+_views = itertools.count()
+
+
+def is_materialized(table: ArcticTable) -> bool:
+    return mv_analysis.is_definition(table.base.properties)
+
+
+def create(ctx: StatementContext, expression: exp.Create) -> DataFrame:
+    """``CREATE MATERIALIZED VIEW [IF NOT EXISTS] v [PARTITIONED BY (...)] [TBLPROPERTIES (...)] AS
+    query``: the table, then its first (full) refresh; a failure leaves no view."""
+    target = expression.this
+    query = expression.expression
+    if not isinstance(target, exp.Table) or query is None:
+        raise InvalidArgumentError("CREATE MATERIALIZED VIEW needs a name and AS query")
+    identifier = ctx.identifier(target)
+    if ctx.catalog.table_exists(identifier) or ctx.catalog.load_view(identifier) is not None:
+        if expression.args.get("exists"):
+            return ctx.ok()
+        raise TableAlreadyExistsError(
+            f"Cannot create materialized view {identifier}: {identifier} already exists"
+        )
+    query = views.qualified(ctx, query)
+    sources = _sources(ctx, query, f"materialized view {identifier}")
+    user_props = ddl.validated_properties(expression)
+    definition = {QUERY: to_spark_sql(query), SOURCES: ",".join(sources)}
+    run = _Refresh(ctx, None, query, sources)  # analyses the query: a bad one fails here
+    rows = run.full_rows()
+    key = list(run.analysis.key)
+    schema = iceberg_schema(rows.schema, required=set(key), identifier=key)
+    spec = ddl.partition_spec(expression, schema, key, identifier)
+    table = ctx.catalog.create_table(identifier, schema, spec, user_props, staged=True, system=definition)
+    try:
+        run.view = table
+        run.write_full(rows, "the first refresh")
+    except BaseException:
+        ctx.catalog.discard_staged(table)
+        raise
+    ctx.catalog.publish(table)
+    return ctx.ok()
+
+
+def refresh(ctx: StatementContext, expression: exp.Refresh, text: str) -> DataFrame:
+    """``REFRESH MATERIALIZED VIEW v``."""
+    view = _view(ctx, expression.this, "REFRESH MATERIALIZED VIEW")
+    query = parse_one(view.base.properties[QUERY])
+    sources = _sources(ctx, query, f"materialized view {view.identifier}")
+    _Refresh(ctx, view, query, sources).run()
+    return ctx.ok()
+
+
+def recompute(ctx: StatementContext, identifier: TableIdentifier) -> None:
+    """A full refresh of the view, whatever its query allows (what an incremental one is measured
+    against: benchmarks/materialized_views.py)."""
+    view = _view(ctx, exp.table_(identifier.name, db=identifier.database), "recompute")
+    query = parse_one(view.base.properties[QUERY])
+    run = _Refresh(ctx, view, query, _sources(ctx, query, f"materialized view {view.identifier}"))
+    run.write_full(run.full_rows(), "asked for")
+
+
+def drop(ctx: StatementContext, identifier: TableIdentifier, if_exists: bool) -> DataFrame:
+    """``DROP MATERIALIZED VIEW [IF EXISTS] v``: the view's table and its files."""
+    if not ctx.catalog.table_exists(identifier):
+        if if_exists:
+            return ctx.ok()
+        raise NoSuchTableError(f"Materialized view {identifier} does not exist")
+    if not is_materialized(ctx.catalog.load_table(identifier)):
+        raise InvalidArgumentError(f"{identifier} is a table, not a materialized view: use DROP TABLE")
+    ctx.catalog.drop_table(identifier, purge=True)
+    return ctx.ok()
+
+
+def show(ctx: StatementContext, expression: statements.ShowMaterializedViews, text: str) -> DataFrame:
+    database = expression.this.name if expression.this is not None else ctx.current_database
+    rows = []
+    for name in ctx.catalog.list_tables(database):
+        table = ctx.catalog.load_table(TableIdentifier(database.lower(), name))
+        if is_materialized(table):
+            rows.append((database.lower(), name, table.base.properties[SOURCES]))
+    return ctx.result(rows, "namespace string, viewName string, sources string")
+
+
+def describe(ctx: StatementContext, expression: statements.DescribeMaterializedView, text: str) -> DataFrame:
+    """How the view refreshes (and why not incrementally), its plan and its last refresh."""
+    view = _view(ctx, expression.this, "DESCRIBE MATERIALIZED VIEW")
+    query = parse_one(view.base.properties[QUERY])
+    names = [f.name for f in view.schema.fields if not f.name.startswith(mv_analysis.STATE_PREFIX)]
+    keys = {s: tuple(ctx.table(s).primary_key) for s in view.base.properties[SOURCES].split(",")}
+    analysis = mv_analysis.analyse(query, names, keys)
+    last = last_refresh(view)
+    rows = [
+        ("query", view.base.properties[QUERY]),
+        ("sources", view.base.properties[SOURCES]),
+        ("key", ", ".join(analysis.key) or "(none: refreshed in full as a table without a key)"),
+        ("refresh", "incremental" if analysis.incremental else "full"),
+        ("plan", f"{analysis.shape.value}: {analysis.reason}"),
+        ("hidden state columns", ", ".join(analysis.state_columns) or "(none)"),
+    ]
+    if last is not None:
+        rows += [
+            ("last refreshed at version", str(last.version)),
+            ("last refreshed at", tt.utc(last.committed_at_ms * 1000)),
+            ("last refresh", last.summary.get(REFRESH_MODE, "")),
+            ("source versions", last.summary.get(SOURCE_VERSIONS, "")),
+        ]
+    return ctx.result(rows, "info_name string, info_value string")
+
+
+def last_refresh(view: ArcticTable) -> versions.Commit | None:
+    """The view's newest retained commit that records a refresh, or None."""
+    history = versions.history(view.base, view.change)
+    recorded = [c for c in history.commits if SOURCE_VERSIONS in c.summary]
+    return recorded[-1] if recorded else None
+
+
+def _view(ctx: StatementContext, node: exp.Table, what: str) -> ArcticTable:
+    table = ctx.arctic_table(node)
+    if table is None:
+        raise NoSuchTableError(f"{what}: materialized view {ctx.identifier(node)} does not exist")
+    if not is_materialized(table):
+        raise InvalidArgumentError(f"{what}: {table.identifier} is a table, not a materialized view")
+    return table
+
+
+def _sources(ctx: StatementContext, query: exp.Expression, what: str) -> list[str]:
+    """The arctic tables ``query`` reads (``db.t``); a source that is no arctic table is refused."""
+    names = mv_analysis.source_names(query)
+    if not names:
+        raise InvalidArgumentError(f"The query of {what} reads no table")
+    for name in names:
+        identifier = TableIdentifier.parse(name, ctx.current_database)
+        if ctx.catalog.table_exists(identifier):
+            continue  # another materialized view is a source as any table is
+        if ctx.catalog.load_view(identifier) is not None or ctx.spark.catalog.tableExists(name):
+            raise UnsupportedOperationError(
+                f"The query of {what} reads {name}, which is not an arctic table; "
+                "a materialized view reads arctic tables only"
+            )
+        raise NoSuchTableError(f"The query of {what} reads {name}, which does not exist")
+    return names
+
+
+@dataclass
+class _Refresh:
+    """One refresh of ``view`` (None while the view is being created)."""
+
+    ctx: StatementContext
+    view: ArcticTable | None
+    query: exp.Expression
+    sources: list[str]
+
+    def __post_init__(self) -> None:
+        self._temp: list[str] = []
+        self._cached: list[DataFrame] = []
+        self.tables = {s: self.ctx.table(s) for s in self.sources}
+        self.histories = {s: versions.history(t.base, t.change) for s, t in self.tables.items()}
+        self.at = {s: h.latest for s, h in self.histories.items()}  # every source at one version
+        self.output = self._run_query(self.tables_at()).schema  # analysed only, no job
+        keys = {s: tuple(t.primary_key) for s, t in self.tables.items()}
+        self.analysis: Analysis = mv_analysis.analyse(self.query, self.output.names, keys)
+
+    # full ------------------------------------------------------------------------------------
+    def full_rows(self) -> DataFrame:
+        """The view's rows from scratch, every source at its version of this refresh."""
+        if self.analysis.shape is Shape.AGGREGATE:
+            source = self.sources[0]
+            relation = self._relation(self.ctx.read_table(self.tables[source], self.at[source]))
+            state = self.ctx.spark.sql(mv_analysis.state_query(self.analysis, relation))
+            return self._with_outputs(state)
+        return self._run_query(self.tables_at())
+
+    def tables_at(self) -> dict[str, DataFrame]:
+        return {s: self.ctx.read_table(t, self.at[s]) for s, t in self.tables.items()}
+
+    def write_full(self, rows: DataFrame, why: str) -> None:
+        assert self.view is not None
+        base_rows.overwrite_rows(
+            self.view,
+            rows,
+            operation=Operation.REFRESH,
+            named=lambda _: True,
+            summary=self._summary(f"full: {why}"),
+        )
+
+    # incremental -----------------------------------------------------------------------------
+    def run(self) -> None:
+        assert self.view is not None
+        last = last_refresh(self.view)
+        if last is None:
+            return self.write_full(
+                self.full_rows(), "no refresh is recorded among the view's retained commits"
+            )
+        recorded = json.loads(last.summary[SOURCE_VERSIONS])
+        if recorded == self.at:
+            return None  # nothing changed since the last refresh
+        if not self.analysis.incremental:
+            return self.write_full(self.full_rows(), self.analysis.reason)
+        source = self.sources[0]
+        start = recorded.get(source)
+        table, history = self.tables[source], self.histories[source]
+        try:
+            if start is None:
+                raise InvalidArgumentError(f"no version of {source} is recorded")
+            span = tt.range_of_versions(table, history, start, self.at[source], "REFRESH MATERIALIZED VIEW")
+            changes = self._changes(span, history)
+        except ArcticError as e:  # expired history, a version that replaced rows: recompute
+            return self.write_full(
+                self.full_rows(), f"the changes since the last refresh are not readable ({e})"
+            )
+        try:
+            change_rows.write_changes(  # refused (StaleRead) when another refresh committed first
+                self.view,
+                changes=changes,
+                operation=Operation.REFRESH,
+                read_version=versions.history(self.view.base, self.view.change).latest,
+                summary=self._summary(f"incremental ({self.analysis.shape.value})"),
+            )
+        except base_rows.StaleRead:
+            raise CommitConflictError(
+                f"REFRESH MATERIALIZED VIEW {self.view.identifier}: another refresh committed first; run it again"
+            ) from None
+        finally:
+            self._drop_temp()
+            for frame in self._cached:
+                frame.unpersist()
+        return None
+
+    def _changes(self, span: tt.Range, history: versions.History) -> DataFrame:
+        """The view's change rows: what to upsert and the keys to delete, told apart by ``arctic_op``.
+        The rows upserted are kept once they are computed (they also decide the deletes), so the
+        sources are read once."""
+        from pyspark.sql import functions as F
+
+        source = self.sources[0]
+        table = self.tables[source]
+        key = list(self.analysis.key)
+        if self.analysis.shape is Shape.AGGREGATE:
+            return self._merged_state(full_changes_frame(self.ctx.spark, table, span, history))
+        if self.analysis.shape is Shape.FILTER:
+            changed = changes_between(self.ctx.spark, table, span)
+            columns = [f"`{f.name}`" for f in table.schema.fields]
+            new = self._run_query({source: changed.where("_change_type = 'upsert'").select(*columns)})
+            pairs = zip(self.analysis.source_key, key, strict=True)
+            touched = changed.selectExpr(*(f"`{s}` AS `{k}`" for s, k in pairs))
+        else:
+            changes = full_changes_frame(self.ctx.spark, table, span, history)
+            touched = changes.selectExpr(*(f"`{s}` AS `{k}`" for s, k in self.analysis.groups)).distinct()
+            groups = [s for s, _ in self.analysis.groups]
+            at = self.ctx.read_table(table, self.at[source])
+            new = self._run_query({source: at.join(touched.toDF(*groups), groups, "left_semi")})
+        new = new.persist()
+        self._cached.append(new)
+        gone = touched.join(new.select(*(f"`{k}`" for k in key)), key, "left_anti")
+        upserts = new.withColumn(layout.OP_COLUMN, F.lit(layout.UPSERT))
+        deletes = gone.withColumn(layout.OP_COLUMN, F.lit(layout.DELETE))
+        return upserts.unionByName(deletes, allowMissingColumns=True)
+
+    def _merged_state(self, changes: DataFrame) -> DataFrame:
+        """The aggregate view's touched groups: its state plus the changes' signed contributions."""
+        from pyspark.sql import functions as F
+
+        assert self.view is not None
+        negative = f"'{UPDATE_PREIMAGE}', '{DELETE}'"
+        # inserts and post-images count +1, deletes and pre-images -1
+        sign = f"CASE WHEN _change_type IN ({negative}) THEN -1 ELSE 1 END AS {mv_analysis.SIGN}"
+        signed = changes.selectExpr("*", sign)
+        delta = self.ctx.spark.sql(
+            mv_analysis.state_query(self.analysis, self._relation(signed), sign=mv_analysis.SIGN)
+        )
+        key = list(self.analysis.key)
+        current = self.ctx.read_table(self.view)
+        state = self.analysis.state_columns
+        merged = delta.alias("d").join(current.alias("o"), key, "left")
+        sums = [f"coalesce(o.`{c}`, 0) + coalesce(d.`{c}`, 0) AS `{c}`" for c in state]
+        merged = merged.selectExpr(*(f"`{k}`" for k in key), *sums)
+        rows = self._with_outputs(merged)
+        op = F.when(F.col(mv_analysis.ROWS) > 0, F.lit(layout.UPSERT)).otherwise(F.lit(layout.DELETE))
+        return rows.withColumn(layout.OP_COLUMN, op)  # a group whose last row went is deleted
+
+    # helpers ---------------------------------------------------------------------------------
+    def _with_outputs(self, state: DataFrame) -> DataFrame:
+        """The view's columns in its order (outputs, then hidden state) from group and state columns."""
+        types = self._output_types()
+        outputs = mv_analysis.output_expressions(self.analysis, types)
+        groups = {out for _, out in self.analysis.groups}
+        columns = [f"`{n}`" if n in groups else f"{outputs[n]} AS `{n}`" for n in types]
+        hidden = [
+            f"CAST(`{c}` AS {self._state_type(c, state)}) AS `{c}`" for c in self.analysis.state_columns
+        ]
+        return state.selectExpr(*columns, *hidden)
+
+    def _output_types(self) -> dict[str, str]:
+        return {f.name: f.dataType.simpleString() for f in self.output.fields}
+
+    def _state_type(self, column: str, state: DataFrame) -> str:
+        if self.view is not None:
+            from arctic_sql.table.model.schemas import spark_schema
+
+            return spark_schema(self.view.schema)[column].dataType.simpleString()
+        return state.schema[column].dataType.simpleString()
+
+    def _run_query(self, frames: dict[str, DataFrame]) -> DataFrame:
+        """The view's query with each source read from ``frames`` (``db.t`` -> DataFrame)."""
+        query = self.query.copy()
+        for node in list(query.find_all(exp.Table)):
+            name = ".".join(p.name.lower() for p in node.parts[-2:])
+            if name in frames:
+                replacement = exp.Table(this=exp.to_identifier(self._relation(frames[name])))
+                replacement.set("alias", exp.TableAlias(this=exp.to_identifier(node.alias or node.name)))
+                node.replace(replacement)
+        try:
+            return self.ctx.spark.sql(to_spark_sql(query))
+        finally:
+            self._drop_temp()
+
+    def _relation(self, frame: DataFrame) -> str:
+        name = f"arctic_mv_{next(_views)}"
+        frame.createOrReplaceTempView(name)
+        self._temp.append(name)
+        return name
+
+    def _drop_temp(self) -> None:
+        for name in self._temp:
+            self.ctx.spark.catalog.dropTempView(name)
+        self._temp.clear()
+
+    def _summary(self, mode: str) -> dict[str, str]:
+        return {SOURCE_VERSIONS: json.dumps(self.at, sort_keys=True), REFRESH_MODE: mode}

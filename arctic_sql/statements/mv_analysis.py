@@ -1,0 +1,309 @@
+"""Which materialized-view queries refresh incrementally, and the SQL each refresh runs.
+
+Pure sqlglot, no Spark and no catalog: the caller gives the query (its table names already
+qualified), the output column names Spark gave it, and the primary key of each source. The result
+says how the view refreshes and, when it must recompute everything, why (DESCRIBE MATERIALIZED VIEW
+prints it). Three incremental shapes:
+
+- ``filter``: filters and projections over one keyed table. The view's key is the source's key
+  (under the names the projection gives it); a refresh runs the query over the net changes per key.
+- ``aggregate``: GROUP BY plain columns with count(*), count(x), sum(x), avg(x). The view keeps
+  hidden state columns (``__mv_rows``, ``__mv_sum_i``, ``__mv_count_i``) and a refresh adds the
+  signed contributions of the full change feed's pre- and post-images to them.
+- ``groups``: GROUP BY with min, max or count(DISTINCT): the groups a change touches (pre- or
+  post-image) are computed again from the source at the new version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlglot import exp
+
+# The table property that holds a materialized view's query: what makes a table a materialized view.
+QUERY_PROPERTY = "arctic.mv.query"
+STATE_PREFIX = "__mv_"
+ROWS = f"{STATE_PREFIX}rows"
+SIGN = f"{STATE_PREFIX}sign"
+
+# Functions whose value changes from one run to the next: a view over them has no stable rows.
+_VOLATILE = frozenset(
+    {
+        "rand",
+        "random",
+        "randn",
+        "uuid",
+        "current_timestamp",
+        "current_date",
+        "now",
+        "shuffle",
+        "localtimestamp",
+    }
+)
+
+
+class Shape(StrEnum):
+    FILTER = "filter"
+    AGGREGATE = "aggregate"
+    GROUPS = "groups"
+    FULL = "full"
+
+
+class Kind(StrEnum):
+    COUNT_STAR = "count(*)"
+    COUNT = "count"
+    SUM = "sum"
+    AVG = "avg"
+    MIN = "min"
+    MAX = "max"
+    COUNT_DISTINCT = "count(DISTINCT)"
+
+
+_ADDITIVE = frozenset({Kind.COUNT_STAR, Kind.COUNT, Kind.SUM, Kind.AVG})
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregate of the select list: its kind, its argument's SQL and its output column."""
+
+    kind: Kind
+    argument: str | None
+    output: str
+    index: int
+
+    @property
+    def sum_column(self) -> str:
+        return f"{STATE_PREFIX}sum_{self.index}"
+
+    @property
+    def count_column(self) -> str:
+        return f"{STATE_PREFIX}count_{self.index}"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """How a view refreshes. ``key``: the view's primary key (output names; empty: no key, the view is
+    an append-only table refreshed in full). ``source_key``: the source's key columns in the same
+    order (``filter`` views). ``groups``: (source column, output name) of the GROUP BY."""
+
+    shape: Shape
+    reason: str
+    key: tuple[str, ...] = ()
+    source_key: tuple[str, ...] = ()
+    groups: tuple[tuple[str, str], ...] = ()
+    aggregates: tuple[Aggregate, ...] = ()
+    where: str | None = None
+
+    @property
+    def incremental(self) -> bool:
+        return self.shape is not Shape.FULL
+
+    @property
+    def state_columns(self) -> tuple[str, ...]:
+        """The hidden columns an ``aggregate`` view keeps beside its outputs."""
+        if self.shape is not Shape.AGGREGATE:
+            return ()
+        columns = [ROWS]
+        for a in self.aggregates:
+            if a.kind in (Kind.SUM, Kind.AVG):
+                columns.append(a.sum_column)
+            if a.kind in (Kind.COUNT, Kind.SUM, Kind.AVG):
+                columns.append(a.count_column)
+        return tuple(columns)
+
+
+def is_definition(properties: Mapping[str, str]) -> bool:
+    """Whether a table's properties are a materialized view's."""
+    return QUERY_PROPERTY in properties
+
+
+def source_names(query: exp.Expression) -> list[str]:
+    """The tables ``query`` reads, as ``db.t`` in lower case (a CTE's name is not a table)."""
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    names: list[str] = []
+    for node in query.find_all(exp.Table):
+        parts = [p.name.lower() for p in node.parts]
+        if not node.name or isinstance(node.this, exp.Func) or (len(parts) == 1 and parts[0] in ctes):
+            continue
+        name = ".".join(parts[-2:])
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def analyse(query: exp.Expression, names: Sequence[str], keys: Mapping[str, Sequence[str]]) -> Analysis:
+    """How the view ``query`` refreshes; ``names``: its output columns; ``keys``: each source's
+    primary key by ``db.t`` (empty for a table without one)."""
+    sources = source_names(query)
+    obstacle = _obstacle(query, sources)
+    if obstacle is not None:
+        return Analysis(Shape.FULL, obstacle)
+    assert isinstance(query, exp.Select)
+    source_key = tuple(keys.get(sources[0], ()))
+    if not source_key:
+        return Analysis(
+            Shape.FULL, f"the source {sources[0]} has no primary key, so it has no change feed per key"
+        )
+    where = query.args.get("where")
+    where_sql = where.this.sql(dialect="spark") if where is not None else None
+    items = query.expressions
+    if len(items) != len(names):
+        return Analysis(Shape.FULL, "the select list's columns could not be matched to the view's")
+    group = query.args.get("group")
+    has_aggregates = any(True for item in items for _ in item.find_all(exp.AggFunc))
+    if group is None and not has_aggregates:
+        return _filter_view(items, names, source_key, where_sql)
+    if group is None:
+        return Analysis(Shape.FULL, "an aggregate without GROUP BY has one row and no key")
+    return _aggregate_view(group, items, names, where_sql)
+
+
+def _obstacle(query: exp.Expression, sources: list[str]) -> str | None:
+    """Why ``query`` cannot refresh incrementally at all, or None."""
+    if not isinstance(query, exp.Select):
+        return "only a single SELECT refreshes incrementally (this is a set operation or another query form)"
+    if query.args.get("with"):
+        return "a WITH clause is not refreshed incrementally"
+    if query.args.get("joins"):
+        return "joins are not refreshed incrementally yet"
+    if len(sources) != 1 or not isinstance((query.args.get("from_") or exp.From()).this, exp.Table):
+        return "the query must read exactly one table directly (no subquery in FROM)"
+    for node, why in (
+        (exp.Subquery, "a subquery"),
+        (exp.Window, "a window function"),
+        (exp.Version, "time travel inside the query"),
+    ):
+        if any(True for _ in query.find_all(node)):
+            return f"{why} is not refreshed incrementally"
+    for clause in ("distinct", "having", "order", "limit", "offset", "qualify"):
+        if query.args.get(clause):
+            return f"{clause.upper()} is not refreshed incrementally"
+    for func in query.find_all(exp.Func):
+        name = (func.name if isinstance(func, exp.Anonymous) else func.sql_name()).lower()
+        if name in _VOLATILE or isinstance(func, (exp.Rand, exp.CurrentTimestamp, exp.CurrentDate)):
+            return f"{name}() gives a different value on every run"
+    return None
+
+
+def _filter_view(
+    items: list[exp.Expression], names: Sequence[str], source_key: tuple[str, ...], where: str | None
+) -> Analysis:
+    if any(isinstance(item, exp.Star) for item in items):
+        return Analysis(
+            Shape.FILTER, "filter and projection over one keyed table", source_key, source_key, where=where
+        )
+    outputs: dict[str, str] = {}
+    for item, name in zip(items, names, strict=True):
+        inner = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(inner, exp.Column) and inner.name.lower() in {k.lower() for k in source_key}:
+            outputs.setdefault(inner.name.lower(), name)
+    missing = [k for k in source_key if k.lower() not in outputs]
+    if missing:
+        return Analysis(
+            Shape.FULL, f"the select list leaves out the source's key column(s) {', '.join(missing)}"
+        )
+    key = tuple(outputs[k.lower()] for k in source_key)
+    return Analysis(Shape.FILTER, "filter and projection over one keyed table", key, source_key, where=where)
+
+
+def _aggregate_view(
+    group: exp.Group, items: list[exp.Expression], names: Sequence[str], where: str | None
+) -> Analysis:
+    columns = group.expressions
+    if not columns or not all(isinstance(c, exp.Column) for c in columns):
+        return Analysis(Shape.FULL, "GROUP BY must list plain columns to refresh incrementally")
+    grouped = {c.name.lower(): c.name for c in columns}
+    outputs: dict[str, str] = {}
+    aggregates: list[Aggregate] = []
+    for index, (item, name) in enumerate(zip(items, names, strict=True)):
+        inner = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(inner, exp.Column) and inner.name.lower() in grouped:
+            outputs.setdefault(inner.name.lower(), name)
+            continue
+        kind = _kind(inner)
+        if kind is None:
+            return Analysis(
+                Shape.FULL,
+                f"{inner.sql(dialect='spark')} is not a GROUP BY column or one of count, sum, avg, min, max",
+            )
+        argument = inner.this.expressions[0] if kind is Kind.COUNT_DISTINCT else inner.this
+        if kind is not Kind.COUNT_STAR and any(True for _ in argument.find_all(exp.AggFunc)):
+            return Analysis(Shape.FULL, f"{inner.sql(dialect='spark')} nests an aggregate")
+        text = None if kind is Kind.COUNT_STAR else argument.sql(dialect="spark")
+        aggregates.append(Aggregate(kind, text, name, index))
+    missing = [grouped[g] for g in grouped if g not in outputs]
+    if missing:
+        return Analysis(
+            Shape.FULL,
+            f"the GROUP BY column(s) {', '.join(missing)} are not selected, so the view has no key",
+        )
+    groups = tuple((grouped[g], outputs[g]) for g in grouped)
+    key = tuple(out for _, out in groups)
+    if all(a.kind in _ADDITIVE for a in aggregates):
+        reason = (
+            "GROUP BY with count/sum/avg: the changes' pre- and post-images are added to hidden state columns"
+        )
+        return Analysis(
+            Shape.AGGREGATE, reason, key, groups=groups, aggregates=tuple(aggregates), where=where
+        )
+    reason = "GROUP BY with min/max/count(DISTINCT): the groups the changes touch are computed again"
+    return Analysis(Shape.GROUPS, reason, key, groups=groups, aggregates=tuple(aggregates), where=where)
+
+
+def _kind(node: exp.Expression) -> Kind | None:
+    if isinstance(node, exp.Count):
+        if isinstance(node.this, exp.Star):
+            return Kind.COUNT_STAR
+        if isinstance(node.this, exp.Distinct):
+            return Kind.COUNT_DISTINCT if len(node.this.expressions) == 1 else None
+        return Kind.COUNT if node.this is not None else None
+    if isinstance(node, exp.Sum):
+        return Kind.SUM
+    if isinstance(node, exp.Avg):
+        return Kind.AVG
+    if isinstance(node, exp.Min):
+        return Kind.MIN
+    if isinstance(node, exp.Max):
+        return Kind.MAX
+    return None
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def state_query(analysis: Analysis, relation: str, sign: str = "1") -> str:
+    """The state of an ``aggregate`` view over ``relation`` (a table or view name), each row counted
+    ``sign`` times: the group columns, ``__mv_rows`` and the hidden sums and counts. Over the source
+    (sign 1) it is the view's state from scratch; over the full change feed (sign +1 for inserts and
+    post-images, -1 for deletes and pre-images) it is what a refresh adds."""
+    selected = [f"{_quoted(src)} AS {_quoted(out)}" for src, out in analysis.groups]
+    selected.append(f"CAST(SUM({sign}) AS BIGINT) AS {ROWS}")
+    for a in analysis.aggregates:
+        present = f"CASE WHEN ({a.argument}) IS NOT NULL THEN {sign} ELSE 0 END"
+        if a.kind in (Kind.SUM, Kind.AVG):
+            selected.append(f"SUM(({sign}) * ({a.argument})) AS {a.sum_column}")
+        if a.kind in (Kind.COUNT, Kind.SUM, Kind.AVG):
+            selected.append(f"CAST(SUM({present}) AS BIGINT) AS {a.count_column}")
+    where = f" WHERE {analysis.where}" if analysis.where else ""
+    group = ", ".join(_quoted(src) for src, _ in analysis.groups)
+    return f"SELECT {', '.join(selected)} FROM {relation}{where} GROUP BY {group}"
+
+
+def output_expressions(analysis: Analysis, types: Mapping[str, str]) -> dict[str, str]:
+    """Each aggregate output of an ``aggregate`` view as SQL over its state columns, cast to the
+    Spark type ``types`` gives the output."""
+    result: dict[str, str] = {}
+    for a in analysis.aggregates:
+        if a.kind is Kind.COUNT_STAR:
+            value = ROWS
+        elif a.kind is Kind.COUNT:
+            value = a.count_column
+        elif a.kind is Kind.SUM:
+            value = f"CASE WHEN {a.count_column} > 0 THEN {a.sum_column} END"
+        else:
+            value = f"CASE WHEN {a.count_column} > 0 THEN {a.sum_column} / {a.count_column} END"
+        result[a.output] = f"CAST({value} AS {types[a.output]})"
+    return result

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.optimizer.service import Service
 from arctic_sql.table.maintenance import orphan_removal
 from arctic_sql.table.maintenance.expiration import now_ms
 from arctic_sql.table.maintenance.hive_metastore import URIS, Metastore
@@ -122,10 +123,12 @@ def test_a_plain_hive_spark_reads_the_synced_rows_and_only_changed_partitions_mo
 def test_orphan_removal_keeps_the_views_folders_and_purge_drops_the_view(hive, warehouse):
     hive.sql(
         "CREATE TABLE db.t2 (id BIGINT, p INT, PRIMARY KEY (id, p)) PARTITIONED BY (p) "
-        "TBLPROPERTIES ('hive.compatible' = 'true', 'hive.retention' = '600')"
+        "TBLPROPERTIES ('hive.compatible' = 'true', 'hive.retention' = '600', 'hive.sync.interval' = '5')"
     )
     hive.sql("INSERT INTO db.t2 VALUES (1, 1), (2, 2)")
-    hive.sql("CALL system.hive_sync('db.t2')")
+    # The optimizer service syncs a view that is due (never synced, or hive.sync.interval ago and behind).
+    Service(hive.spark, hive.catalog).run_once()
+    assert hive_syncs.latest(hive.context.table("db.t2")).version == 1
     first = _folders(hive, "db.t2")
     hive.sql("INSERT INTO db.t2 VALUES (3, 1)")
     hive.sql("CALL system.hive_sync('db.t2')")

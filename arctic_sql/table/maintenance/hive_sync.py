@@ -20,7 +20,7 @@ from arctic_sql.table.files import storage
 from arctic_sql.table.maintenance.expiration import refresh_stores
 from arctic_sql.table.maintenance.hive_metastore import Metastore
 from arctic_sql.table.reading.merge_on_read import merged_dataframe
-from arctic_sql.table.reading.scan import ReadPlan, plan_read
+from arctic_sql.table.reading.scan import ReadPlan, latest_version, plan_read
 from arctic_sql.table.records import hive_syncs
 from arctic_sql.table.records.hive_syncs import HivePartition, HiveSync, Replaced
 from arctic_sql.table.records.optimizing_processes import now_ms
@@ -211,6 +211,17 @@ def drop_view(spark: SparkSession, table: ArcticTable) -> bool:
     db, name = synced.hive_table.split(".")
     with Metastore.of(spark) as hms:
         return hms.drop_table(db, name, hive_syncs.hive_root(table))
+
+
+def due(table: ArcticTable, interval_minutes: int, now: int) -> bool:
+    """Whether the optimizer service syncs now: ``interval_minutes`` since the last sync, and the
+    table has a version the view does not show."""
+    synced = hive_syncs.latest(table)
+    if synced is None:
+        return True
+    if now - synced.synced_at_ms < interval_minutes * hive_syncs.MINUTE_MS:
+        return False
+    return latest_version(table) > synced.version
 
 
 def lag(table: ArcticTable, latest_version: int) -> tuple[int | None, int | None]:

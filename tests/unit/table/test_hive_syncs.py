@@ -61,3 +61,27 @@ def test_hive_properties_are_validated_and_bucketing_is_refused():
         properties.validate({"hive.bucket.num": "4"}, creating=True)
     with pytest.raises(InvalidArgumentError, match="'hive.sync.interval'.*-1 for off"):
         properties.validate({"hive.sync.interval": "0"}, creating=False)
+
+
+def test_the_service_syncs_when_the_interval_passed_and_the_table_moved(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from iceberg_tables import catalog_at, create, write
+
+    from arctic_sql.table.maintenance.hive_sync import due
+    from arctic_sql.table.model.identifiers import TableIdentifier
+    from arctic_sql.table.writing import commit
+
+    catalog = catalog_at(tmp_path)
+    create(catalog, "h", properties={"hive.compatible": "true"})
+    table = catalog.load_table(TableIdentifier("db", "h"))
+    assert due(table, 5, 0)  # never synced
+    commit.commit_change(table, [write(table, [(1, None, "x")])], "insert")
+    hive_syncs.save(table, HiveSync(1, 0, "db.h"))
+    table = catalog.load_table(TableIdentifier("db", "h"))
+    assert not due(table, 5, 10 * MINUTE_MS)  # the view shows the latest version
+    commit.commit_change(table, [write(table, [(2, None, "y")])], "insert")
+    table = catalog.load_table(TableIdentifier("db", "h"))
+    assert not due(table, 5, 4 * MINUTE_MS) and due(table, 5, 5 * MINUTE_MS)

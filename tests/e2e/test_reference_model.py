@@ -286,7 +286,7 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
             continue
         assert _rows(arctic, f"SELECT id, p, v, s FROM db.t VERSION AS OF {version}") == expected, version
     if seed in (2, 5):  # a partitioned and an unpartitioned table; the sync's Spark jobs cost seconds
-        check_the_hive_view(arctic, random.Random(seed + 700), states)
+        check_the_hive_view(arctic, random.Random(seed + 700), states, f"ref.t{seed}")
     check_incremental_reads(arctic, rng, model, states, log)
     check_a_tag_outlives_expiration(arctic, random.Random(seed + 200), states)
     check_a_branch_stays_apart(
@@ -295,11 +295,15 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
     check_a_shallow_clone_stays_apart(arctic, random.Random(seed + 400), model)
 
 
-def check_the_hive_view(arctic, rng: random.Random, states: dict[int, list[tuple]]) -> None:
+def check_the_hive_view(arctic, rng: random.Random, states: dict[int, list[tuple]], name: str) -> None:
     """The Hive view synced at a random version and then at the latest holds each one's rows: its
     folders, read as plain Parquet as a Hive engine reads them (the metastore here is the embedded
-    Derby one; tests/e2e/test_hive_view.py reads through a shared one from another process)."""
-    arctic.sql("ALTER TABLE db.t SET TBLPROPERTIES ('hive.compatible' = 'true', 'hive.retention' = '0')")
+    Derby one, shared by every seed's db.t, hence ``name``; tests/e2e/test_hive_view.py reads through
+    a shared metastore from another process)."""
+    arctic.sql(
+        "ALTER TABLE db.t SET TBLPROPERTIES "
+        f"('hive.compatible' = 'true', 'hive.retention' = '0', 'hive.table' = '{name}')"
+    )
     committed = sorted(v for v in states if v)
     for version in (rng.choice(committed), committed[-1]):
         arctic.sql(f"CALL system.hive_sync(table => 'db.t', version => {version})")

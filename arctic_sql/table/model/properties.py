@@ -304,7 +304,8 @@ PROPERTIES: tuple[TableProperty, ...] = (
         Kind.BOOLEAN,
         False,
         "whether the table keeps a Hive view: merged rows as plain Parquet, one folder per partition, "
-        "in a Hive metastore table (CALL system.hive_sync; after full and major optimizing)",
+        "in a Hive metastore table (CALL system.hive_sync; after full and major optimizing). The metastore: "
+        "the session's spark.hadoop.hive.metastore.uris, else embedded Derby; hive.bucket* keys are refused",
     ),
     _P(
         "hive.table",

@@ -259,7 +259,8 @@ class TableSettings:
     def hive_compatible(self) -> bool:
         """Whether the table keeps a Hive view: merged rows as plain Parquet, one folder per
         partition, in a Hive metastore table (CALL system.hive_sync; after full and major
-        optimizing) (``hive.compatible``, default False).
+        optimizing). The metastore: the session's spark.hadoop.hive.metastore.uris, else embedded
+        Derby; hive.bucket* keys are refused (``hive.compatible``, default False).
         """
         return self._value("hive.compatible", bool)
 

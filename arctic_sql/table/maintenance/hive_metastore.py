@@ -128,8 +128,11 @@ class Metastore:
                     f"Hive table {db}.{name} is partitioned by {keys}, the table by {partition_keys}; "
                     "drop the Hive table to rebuild the view"
                 )
-            existing.getSd().setCols(self._fields(columns))
-            self._call(f"alter {db}.{name}", self._client.alter_table, db, name, existing)
+            if [(f.getName(), f.getType()) for f in existing.getSd().getCols()] != [
+                (c.lower(), t) for c, t in columns
+            ]:  # a column added or widened since; altering a table is slow, so only then
+                existing.getSd().setCols(self._fields(columns))
+                self._call(f"alter {db}.{name}", self._client.alter_table, db, name, existing)
             return
         table = self._api.Table()
         table.setDbName(db)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from arctic_sql.optimizer import process
 from arctic_sql.procedures.optimize import partition_filter
 from arctic_sql.statements.metadata_tables import metadata_table
-from arctic_sql.table.maintenance import actions
+from arctic_sql.table.maintenance import actions, hive_sync
 from arctic_sql.table.model.table import ArcticTable
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         Moment,
         OrphanFile,
     )
+    from arctic_sql.table.maintenance.hive_sync import HiveSyncResult
     from arctic_sql.table.maintenance.rollback import RollbackResult
     from arctic_sql.table.writing.branch_writes import FastForwardResult
 
@@ -67,6 +68,10 @@ class TableHandle(ArcticTable):
     def fast_forward(self, *, to: str, branch: str = "main") -> FastForwardResult:
         """Move ``branch`` (default main) to branch ``to``'s head, as ``CALL system.fast_forward``."""
         return actions.fast_forward(self, to=to, branch=branch)
+
+    def hive_sync(self, *, version: int | None = None) -> HiveSyncResult:
+        """Bring the table's Hive view to ``version`` (default: the latest), as ``CALL system.hive_sync``."""
+        return hive_sync.sync(self._context.spark, self, version=version)
 
     def history(self) -> DataFrame:
         """The table's versions, as ``SELECT * FROM db.t.history``."""

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from arctic_sql.parser.statements import Call
     from arctic_sql.statements.context import StatementContext
 
-_MODULES: tuple[str, ...] = ("optimize", "maintenance", "branches")
+_MODULES: tuple[str, ...] = ("optimize", "maintenance", "branches", "hive")
 _REQUIRED = object()
 
 

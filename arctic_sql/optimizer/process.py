@@ -23,6 +23,7 @@ from arctic_sql.table.files import storage
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
+from arctic_sql.table.maintenance import hive_sync
 from arctic_sql.table.model.results import output_schema
 from arctic_sql.table.reading.scan import live_files
 from arctic_sql.table.records import optimizing_processes as state
@@ -210,9 +211,15 @@ def optimize(
     token = cancellation.register(record.process_id, spark, executor.job_group(record.output_prefix))
     try:
         state.save(table, record)
-        return _run(spark, table, plan, record, token)
+        results = _run(spark, table, plan, record, token)
     finally:
         cancellation.unregister(token)
+    # Full and major optimizing rewrite partitions whole: the moment to refresh the Hive view.
+    if table.settings.hive_compatible and any(
+        r.committed and r.mode in (evaluator.FULL, evaluator.MAJOR) for r in results
+    ):
+        hive_sync.sync(spark, table)
+    return results
 
 
 def _run(

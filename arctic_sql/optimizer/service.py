@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.optimizer import process
 from arctic_sql.optimizer.inputs import Settings
-from arctic_sql.table.maintenance import actions
+from arctic_sql.table.maintenance import actions, hive_sync
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading import branches
 from arctic_sql.table.records import optimizing_processes as state
@@ -118,6 +118,7 @@ class Service:
         for table in self._group_tables():
             if table.identifier.branch is None:  # expiration and orphan removal take the whole table
                 self._maintain(table)
+                self._sync_hive(table)
         return optimized
 
     def _group_tables(self) -> list[ArcticTable]:
@@ -227,6 +228,19 @@ class Service:
                 log.info("%s: %s: %s", table.identifier, job.__name__, result)
             except Exception as e:  # noqa: BLE001 - logged; tried again next interval
                 log.error("%s: %s failed: %s", table.identifier, job.__name__, _one_line(e))
+
+    def _sync_hive(self, table: ArcticTable) -> None:
+        """The Hive view's sync every ``hive.sync.interval`` minutes, when the table has moved past it."""
+        interval = table.settings.hive_sync_interval
+        if not table.settings.hive_compatible or interval <= 0:
+            return
+        try:
+            if not hive_sync.due(table, interval, state.now_ms()):
+                return
+            result = hive_sync.sync(self.spark, table)
+            log.info("%s: hive sync: %s", table.identifier, result)
+        except Exception as e:  # noqa: BLE001 - logged; tried again next round
+            log.error("%s: hive sync failed: %s", table.identifier, _one_line(e))
 
     # the loop ------------------------------------------------------------------------------------
     def run(self, interval_s: float) -> None:

@@ -40,6 +40,7 @@ from arctic_sql.table.format.layout import Store
 from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, STAGED_SUFFIX, TableIdentifier
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading.scan import live_files
+from arctic_sql.table.records import hive_syncs
 from arctic_sql.table.records import optimizing_processes as state
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,8 @@ class TableFacts:
     # (committed at, store: 0 base / 1 change, total bytes, total files) per retained snapshot of
     # each store, from the snapshot summaries: the warehouse's data-size chart, without a scan.
     size_points: tuple[tuple[int, int, int, int], ...] = ()
+    # The version the table's Hive view shows (hive.compatible tables that have synced), else None.
+    hive_version: int | None = None
 
     @property
     def bytes(self) -> int:
@@ -154,8 +157,16 @@ def measure_table(table: ArcticTable) -> TableFacts:
         pending_reasons=(),
         evaluated_ms=0,
         size_points=(*_size_points(table.base, 0), *_size_points(table.change, 1)),
+        hive_version=_hive_version(table),
     )
     return with_pending(table, facts, snap)
+
+
+def _hive_version(table: ArcticTable) -> int | None:
+    if not table.settings.hive_compatible:
+        return None
+    synced = hive_syncs.latest(table)
+    return synced.version if synced is not None else None
 
 
 def _size_points(store: Any, kind: int) -> tuple[tuple[int, int, int, int], ...]:

@@ -86,6 +86,9 @@ def table_summary(facts: TableFacts, records: list[state.ProcessRecord]) -> dict
         "last_failure": _failure(records),
         "group": facts.group,
         "latest_version": facts.latest_version,
+        # The Hive view (hive.compatible): the version it shows and how many versions it is behind.
+        "hive_view_version": facts.hive_version,
+        "hive_view_lag": None if facts.hive_version is None else facts.latest_version - facts.hive_version,
     }
 
 

@@ -26,9 +26,11 @@ from arctic_sql.statements.schema_changes import apply_alter, checked_order, set
 from arctic_sql.table.format import clustering
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
+from arctic_sql.table.maintenance import hive_sync
 from arctic_sql.table.model import properties as props
 from arctic_sql.table.model.identifiers import TableIdentifier, whole_table
 from arctic_sql.table.model.schemas import iceberg_schema, type_string
+from arctic_sql.table.reading.scan import latest_version
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import base_rows, branch_writes, commit, tag_writes
 
@@ -363,7 +365,10 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
         if ctx.catalog.remove_leftovers(identifier):  # what an interrupted CREATE or DROP left
             return ctx.ok()
         return None  # Spark reports a missing table, or drops its own
-    ctx.catalog.drop_table(identifier, purge=bool(expression.args.get("purge")))
+    purge = bool(expression.args.get("purge"))
+    if purge:  # the Hive view goes with its table; its folders are among the files purged
+        hive_sync.drop_view(ctx.spark, ctx.catalog.load_table(identifier))
+    ctx.catalog.drop_table(identifier, purge=purge)
     return ctx.ok()
 
 
@@ -506,11 +511,23 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
         order = clustering.Clustering.of(table.properties, schema)
         if order is not None:
             rows.append(("Clustering", order.describe(), ""))
+        rows += _hive_view_rows(table)
         shown = table.user_properties()
         rows.append(
             ("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "]", "")
         )
     return ctx.result(rows, "col_name string, data_type string, comment string")
+
+
+def _hive_view_rows(table: ArcticTable) -> list[tuple[str, str, str]]:
+    """The Hive view's name, the version it shows and how far behind the table it is."""
+    if not table.settings.hive_compatible:
+        return []
+    synced, behind = hive_sync.lag(table, latest_version(table))
+    db, name = hive_sync.hive_name(table)
+    if synced is None:
+        return [("Hive View", f"{db}.{name}", "not synced yet: CALL system.hive_sync")]
+    return [("Hive View", f"{db}.{name}", f"version {synced}, {behind} version(s) behind")]
 
 
 def show_tables(ctx: StatementContext, expression: statements.ShowTables, text: str) -> DataFrame:

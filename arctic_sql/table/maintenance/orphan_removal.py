@@ -16,7 +16,7 @@ from arctic_sql.table.maintenance.expiration import MINUTE_MS, delete_paths, fil
 from arctic_sql.table.maintenance.ownership import claimed
 from arctic_sql.table.maintenance.ownership import normalized as _normalized
 from arctic_sql.table.model.table import ArcticTable
-from arctic_sql.table.records import leases
+from arctic_sql.table.records import hive_syncs, leases
 from arctic_sql.table.records.optimizing_processes import running_processes
 
 
@@ -96,6 +96,7 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
                     continue
                 location = scheme + info.path
                 listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
+    listed += _hive_files(table)
     running = running_processes(table)
     writes = leases.live_leases(layout.table_root(table.base.location()))
     starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
@@ -104,11 +105,38 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
     protected = tuple(_normalized(r.output_prefix).rstrip("/") + "/" for r in running)
     refresh_stores(table)
     referenced = _referenced(table) | claimed(table)
+    protected += _hive_kept(table)
     return sorted(
         location
         for location, path, modified_ms in listed
         if path not in referenced and not path.startswith(protected) and modified_ms < cutoff
     )
+
+
+def _hive_files(table: ArcticTable) -> list[tuple[str, str, float]]:
+    """The files of the Hive view's sync folders (``hive/v{version}-{id}/``; not its records)."""
+    root = hive_syncs.hive_root(table)
+    fs, inner = storage.filesystem(root)
+    scheme = storage.prefix(root, inner)
+    found = []
+    for info in fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True)):
+        relative = info.path[len(inner) + 1 :]
+        if info.type != pafs.FileType.File or info.mtime is None:
+            continue
+        if "/" in relative and hive_syncs.is_sync_folder(relative.split("/", 1)[0]):
+            location = scheme + info.path
+            found.append((location, _normalized(location), info.mtime.timestamp() * 1000))
+    return found
+
+
+def _hive_kept(table: ArcticTable) -> tuple[str, ...]:
+    """The Hive view's folders in use: those the metastore points at and those replaced less than
+    ``hive.retention`` ago (a Hive reader may still be listing them)."""
+    synced = hive_syncs.latest(table)
+    if synced is None:
+        return ()
+    kept = synced.kept(now_ms(), table.settings.hive_retention)
+    return tuple(_normalized(folder).rstrip("/") + "/" for folder in kept)
 
 
 def remove_orphan_files(

@@ -19,7 +19,7 @@ import pyarrow.fs as pafs
 
 from arctic_sql.table.files import storage
 from arctic_sql.table.maintenance import ownership
-from arctic_sql.table.records import leases, maintenance_runs
+from arctic_sql.table.records import hive_syncs, leases, maintenance_runs
 from arctic_sql.table.records import optimizing_processes as state
 
 if TYPE_CHECKING:
@@ -132,7 +132,19 @@ def files_of_table(table: ArcticTable) -> TableFiles:
     # one belongs to a writer still at work, whose commit the drop will refuse: it stays.
     files.add_files(leases.ended_paths(state.table_root(table)))
     files.folders.add(leases.folder(state.table_root(table)))
+    # The Hive view's folders and records (its Hive table is dropped by the statement, which has
+    # the metastore at hand): everything under hive/ is the view's.
+    files.add_files(_all_files(hive_syncs.hive_root(table)))
+    files.folders.add(hive_syncs.hive_root(table))
     return files
+
+
+def _all_files(location: str) -> list[str]:
+    """Every file under ``location``, hidden ones (Spark's ``.crc`` companions) too."""
+    fs, path = storage.filesystem(location)
+    head = storage.prefix(location, path)
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    return [head + i.path for i in infos if i.type == pafs.FileType.File]
 
 
 def static_store(metadata_location: str) -> Table | None:

@@ -95,6 +95,13 @@ def _one_of(*choices: str) -> Callable[[object], str | None]:
     return check
 
 
+def _hive_name(value: object) -> str | None:
+    parts = str(value).split(".")
+    if value == "" or (len(parts) == 2 and all(p.replace("_", "a").isalnum() for p in parts)):
+        return None
+    return "must be db.table (letters, digits and underscores)"
+
+
 _P = TableProperty
 PROPERTIES: tuple[TableProperty, ...] = (
     _P(
@@ -314,6 +321,35 @@ PROPERTIES: tuple[TableProperty, ...] = (
         "whether a partial-update table drops deletes instead of removing the key",
         immutable=True,
     ),
+    _P(
+        "hive.compatible",
+        Kind.BOOLEAN,
+        False,
+        "whether the table keeps a Hive view: merged rows as plain Parquet, one folder per partition, "
+        "in a Hive metastore table (CALL system.hive_sync; after full and major optimizing). The metastore: "
+        "the session's spark.hadoop.hive.metastore.uris, else embedded Derby; hive.bucket* keys are refused",
+    ),
+    _P(
+        "hive.table",
+        Kind.STRING,
+        "",
+        "the Hive view's name, db.t (default: the table's own name)",
+        _hive_name,
+    ),
+    _P(
+        "hive.retention",
+        Kind.LONG,
+        60,
+        "minutes a Hive view folder stays after a sync replaced it (for readers still listing it)",
+        _non_negative,
+    ),
+    _P(
+        "hive.sync.interval",
+        Kind.LONG,
+        -1,
+        "minutes between Hive view syncs by the optimizer service when rows changed (-1: off)",
+        _interval_or_off,
+    ),
 )
 
 _BY_KEY: dict[str, TableProperty] = {p.key: p for p in PROPERTIES}
@@ -328,6 +364,8 @@ _FIELD_KEY_SUFFIXES = (".aggregate-function", ".distinct")
 
 # Keys arctic-sql keeps for itself on the Iceberg tables; users can neither set nor unset them.
 RESERVED_PREFIX = "arctic."
+# Hive bucketing of the Hive view is refused (docs/design.md, "The Hive view").
+HIVE_BUCKET_PREFIX = "hive.bucket"
 
 
 def canonical_key(key: str) -> str:
@@ -388,6 +426,11 @@ def validate(properties: Mapping[str, str], *, creating: bool) -> dict[str, str]
         _check_store_key(raw_key, key, raw_value)
         if key.lower() == FORMAT_VERSION:
             continue  # 2, which every store is
+        if key.lower().startswith(HIVE_BUCKET_PREFIX):
+            raise InvalidArgumentError(
+                f"Table property '{raw_key}' is refused: the Hive view is not bucketed, since Hive buckets by "
+                "hash(key) mod n and the tree by xxhash64(key) & (2^k - 1), so no Hive bucket spec matches the tree"
+            )
         if not creating and (
             key in IMMUTABLE_AFTER_CREATE or (key.startswith("fields.") and key.endswith(_FIELD_KEY_SUFFIXES))
         ):

@@ -275,3 +275,31 @@ class TableSettings:
         update.ignore-delete``, default False).
         """
         return self._value("partial-update.ignore-delete", bool)
+
+    @property
+    def hive_compatible(self) -> bool:
+        """Whether the table keeps a Hive view: merged rows as plain Parquet, one folder per
+        partition, in a Hive metastore table (CALL system.hive_sync; after full and major
+        optimizing). The metastore: the session's spark.hadoop.hive.metastore.uris, else embedded
+        Derby; hive.bucket* keys are refused (``hive.compatible``, default False).
+        """
+        return self._value("hive.compatible", bool)
+
+    @property
+    def hive_table(self) -> str:
+        """The Hive view's name, db.t (default: the table's own name) (``hive.table``, default '')."""
+        return self._value("hive.table", str)
+
+    @property
+    def hive_retention(self) -> int:
+        """Minutes a Hive view folder stays after a sync replaced it (for readers still listing it)
+        (``hive.retention``, default 60).
+        """
+        return self._value("hive.retention", int)
+
+    @property
+    def hive_sync_interval(self) -> int:
+        """Minutes between Hive view syncs by the optimizer service when rows changed (-1: off)
+        (``hive.sync.interval``, default -1).
+        """
+        return self._value("hive.sync.interval", int)

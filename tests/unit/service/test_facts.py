@@ -79,3 +79,20 @@ def test_listing_filters_sorts_and_pages_on_the_server(catalog):
         views.list_tables(cache, sort="size")
     with pytest.raises(InvalidArgumentError, match="Unknown optimizing status 'busy'"):
         views.list_tables(cache, status="busy")
+
+
+def test_the_hive_views_version_and_lag_are_listed(catalog):
+    from arctic_sql.table.model.identifiers import TableIdentifier
+    from arctic_sql.table.records import hive_syncs
+
+    create(catalog, "h", properties={"hive.compatible": "true"})
+    for key in (1, 2, 3):
+        _insert(catalog, "h", [(key, None, "x")])
+    table = catalog.load_table(TableIdentifier("db", "h"))
+    cache = FactsCache(catalog)
+    assert views.table_summary(cache.get(TableIdentifier("db", "h"))[1], [])["hive_view_version"] is None
+    hive_syncs.save(table, hive_syncs.HiveSync(1, 0, "db.h"))  # what a sync of version 1 records
+    _insert(catalog, "h", [(4, None, "x")])  # a commit, so the cache computes the facts again
+    row = views.table_summary(cache.get(TableIdentifier("db", "h"))[1], [])
+    assert (row["latest_version"], row["hive_view_version"], row["hive_view_lag"]) == (4, 1, 3)
+    assert views.table_summary(cache.get(TableIdentifier("db", "a"))[1], [])["hive_view_lag"] is None

@@ -16,7 +16,7 @@ from iceberg_tables import catalog_at, create
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.optimizer import process
 from arctic_sql.procedures import registry
-from arctic_sql.table.maintenance import actions
+from arctic_sql.table.maintenance import actions, hive_sync
 from arctic_sql.table.model.results import output_row, output_schema
 from arctic_sql.table.records import maintenance_runs
 from arctic_sql.table.writing import commit
@@ -32,6 +32,7 @@ ACTIONS = {
     "rollback_to_timestamp": (actions.rollback, TableHandle.rollback),
     "optimize": (process.optimize, TableHandle.optimize),
     "fast_forward": (actions.fast_forward, TableHandle.fast_forward),
+    "hive_sync": (hive_sync.sync, TableHandle.hive_sync),
 }
 
 

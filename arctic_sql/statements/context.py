@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError
 from arctic_sql.parser import parse, to_spark_sql
-from arctic_sql.statements import query
+from arctic_sql.statements import mv_analysis, query
 from arctic_sql.statements.time_travel import replace_functions
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.model.identifiers import TableIdentifier
@@ -53,7 +53,15 @@ class StatementContext:
             table = self.catalog.load_table(identifier)
         except NoSuchTableError:
             return None
-        return self.on_session_branch(table, writes=True) if writes else table
+        if not writes:
+            return table
+        if mv_analysis.is_definition(table.base.properties):
+            # A view's rows are its query's: a write would be lost, or built on, by the next refresh.
+            raise InvalidArgumentError(
+                f"{table.identifier} is a materialized view: its rows change only by "
+                f"REFRESH MATERIALIZED VIEW {table.identifier}"
+            )
+        return self.on_session_branch(table, writes=True)
 
     def session_branch(self) -> str | None:
         """The branch ``SET arctic.branch`` names, or None (``main``, unset or empty)."""

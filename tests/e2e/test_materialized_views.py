@@ -188,14 +188,18 @@ def test_bad_input_is_refused_in_one_line_and_changes_nothing(arctic):
         ("DROP MATERIALIZED VIEW db.orders", InvalidArgumentError, "use DROP TABLE"),
         ("REFRESH MATERIALIZED VIEW db.orders", InvalidArgumentError, "not a materialized view"),
         ("REFRESH MATERIALIZED VIEW db.nothing", NoSuchTableError, "db.nothing"),
+        ("DELETE FROM db.mv0", InvalidArgumentError, "db.mv0 is a materialized view"),
+        ("TRUNCATE TABLE db.mv0", InvalidArgumentError, "its rows change only by REFRESH"),
     ]
     arctic.sql(f"CREATE MATERIALIZED VIEW db.mv0 AS {FILTER}")
+    rows = sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.mv0").collect())
     tables = sorted(r.tableName for r in arctic.sql("SHOW TABLES IN db").collect())
     for statement, kind, words in cases:
         error = _error(lambda s=statement: arctic.sql(s))
         assert isinstance(error, kind), (statement, error)
         assert words in str(error) and "\n" not in str(error), (statement, error)
     assert sorted(r.tableName for r in arctic.sql("SHOW TABLES IN db").collect()) == tables
+    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.mv0").collect()) == rows
     arctic.sql("DROP MATERIALIZED VIEW db.mv0")
     arctic.sql("DROP MATERIALIZED VIEW IF EXISTS db.mv0")
     assert "mv0" not in {r.tableName for r in arctic.sql("SHOW TABLES IN db").collect()}

@@ -217,9 +217,20 @@ def uses_arctic_syntax(expression: exp.Expression) -> bool:
     and the session runs it itself; anything else it hands to Spark in the end."""
     from arctic_sql.parser import ARCTIC_STATEMENTS
 
-    if isinstance(expression, ARCTIC_STATEMENTS):
+    if isinstance(expression, ARCTIC_STATEMENTS) or _materialized_view(expression):
         return True
     return expression.find(exp.Version, exp.PrimaryKey) is not None
+
+
+def _materialized_view(expression: exp.Expression) -> bool:
+    """``CREATE``, ``REFRESH`` or ``DROP MATERIALIZED VIEW``: sqlglot's own nodes, with a mark."""
+    if isinstance(expression, exp.Refresh):
+        return (expression.text("kind") or "").upper() == "MATERIALIZED VIEW"
+    if isinstance(expression, exp.Drop):
+        return bool(expression.args.get("materialized"))
+    if isinstance(expression, exp.Create):
+        return expression.find(exp.MaterializedProperty) is not None
+    return False
 
 
 def spark_parse_error(spark: SparkSession, sql: str) -> str | None:

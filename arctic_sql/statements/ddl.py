@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arctic_sql.errors import (
+    IncompleteTableError,
     InvalidArgumentError,
     NoSuchColumnError,
     NoSuchDatabaseError,
@@ -138,6 +139,13 @@ def partition_spec(
                     "so that a key never moves between partitions"
                 )
     return spec
+
+
+def _is_materialized_view(ctx: StatementContext, identifier: TableIdentifier) -> bool:
+    try:
+        return mv_analysis.is_definition(ctx.catalog.load_table(identifier).base.properties)
+    except IncompleteTableError:
+        return False  # a table whose change store is lost is no view; DROP TABLE removes what is left
 
 
 def _partition_terms(expression: exp.Create) -> list[PartitionTerm]:
@@ -355,9 +363,7 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
         )
     if ctx.catalog.load_view(identifier) is not None:
         raise InvalidArgumentError(f"{identifier} is a view, not a table: use DROP VIEW")
-    if ctx.catalog.table_exists(identifier) and mv_analysis.is_definition(
-        ctx.catalog.load_table(identifier).base.properties
-    ):
+    if ctx.catalog.table_exists(identifier) and _is_materialized_view(ctx, identifier):
         raise InvalidArgumentError(
             f"{identifier} is a materialized view, not a table: use DROP MATERIALIZED VIEW"
         )
@@ -367,7 +373,10 @@ def drop(ctx: StatementContext, expression: exp.Drop, text: str) -> DataFrame | 
         return None  # Spark reports a missing table, or drops its own
     purge = bool(expression.args.get("purge"))
     if purge:  # the Hive view goes with its table; its folders are among the files purged
-        hive_sync.drop_view(ctx.spark, ctx.catalog.load_table(identifier))
+        try:
+            hive_sync.drop_view(ctx.spark, ctx.catalog.load_table(identifier))
+        except IncompleteTableError:
+            pass  # a table that lost its change store: what is left of it is dropped below
     ctx.catalog.drop_table(identifier, purge=purge)
     return ctx.ok()
 

@@ -177,29 +177,32 @@ def _error(action) -> Exception:
 def test_bad_input_is_refused_in_one_line_and_changes_nothing(arctic):
     _orders(arctic)
     arctic.sql("CREATE TABLE db.plain (id BIGINT) USING parquet")
-    cases = [
-        ("CREATE MATERIALIZED VIEW db.mv AS SELECT * FROM db.nope", NoSuchTableError, "db.nope"),
-        (
-            "CREATE MATERIALIZED VIEW db.mv AS SELECT * FROM db.plain",
-            UnsupportedOperationError,
-            "not an arctic table",
-        ),
-        ("DROP TABLE db.mv0", InvalidArgumentError, "DROP MATERIALIZED VIEW"),
-        ("DROP MATERIALIZED VIEW db.orders", InvalidArgumentError, "use DROP TABLE"),
-        ("REFRESH MATERIALIZED VIEW db.orders", InvalidArgumentError, "not a materialized view"),
-        ("REFRESH MATERIALIZED VIEW db.nothing", NoSuchTableError, "db.nothing"),
-        ("DELETE FROM db.mv0", InvalidArgumentError, "db.mv0 is a materialized view"),
-        ("TRUNCATE TABLE db.mv0", InvalidArgumentError, "its rows change only by REFRESH"),
-    ]
-    arctic.sql(f"CREATE MATERIALIZED VIEW db.mv0 AS {FILTER}")
-    rows = sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.mv0").collect())
-    tables = sorted(r.tableName for r in arctic.sql("SHOW TABLES IN db").collect())
-    for statement, kind, words in cases:
-        error = _error(lambda s=statement: arctic.sql(s))
-        assert isinstance(error, kind), (statement, error)
-        assert words in str(error) and "\n" not in str(error), (statement, error)
-    assert sorted(r.tableName for r in arctic.sql("SHOW TABLES IN db").collect()) == tables
-    assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.mv0").collect()) == rows
-    arctic.sql("DROP MATERIALIZED VIEW db.mv0")
-    arctic.sql("DROP MATERIALIZED VIEW IF EXISTS db.mv0")
-    assert "mv0" not in {r.tableName for r in arctic.sql("SHOW TABLES IN db").collect()}
+    try:
+        cases = [
+            ("CREATE MATERIALIZED VIEW db.mv AS SELECT * FROM db.nope", NoSuchTableError, "db.nope"),
+            (
+                "CREATE MATERIALIZED VIEW db.mv AS SELECT * FROM db.plain",
+                UnsupportedOperationError,
+                "not an arctic table",
+            ),
+            ("DROP TABLE db.mv0", InvalidArgumentError, "DROP MATERIALIZED VIEW"),
+            ("DROP MATERIALIZED VIEW db.orders", InvalidArgumentError, "use DROP TABLE"),
+            ("REFRESH MATERIALIZED VIEW db.orders", InvalidArgumentError, "not a materialized view"),
+            ("REFRESH MATERIALIZED VIEW db.nothing", NoSuchTableError, "db.nothing"),
+            ("DELETE FROM db.mv0", InvalidArgumentError, "db.mv0 is a materialized view"),
+            ("TRUNCATE TABLE db.mv0", InvalidArgumentError, "its rows change only by REFRESH"),
+        ]
+        arctic.sql(f"CREATE MATERIALIZED VIEW db.mv0 AS {FILTER}")
+        rows = sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.mv0").collect())
+        tables = sorted(r.tableName for r in arctic.sql("SHOW TABLES IN db").collect())
+        for statement, kind, words in cases:
+            error = _error(lambda s=statement: arctic.sql(s))
+            assert isinstance(error, kind), (statement, error)
+            assert words in str(error) and "\n" not in str(error), (statement, error)
+        assert sorted(r.tableName for r in arctic.sql("SHOW TABLES IN db").collect()) == tables
+        assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.mv0").collect()) == rows
+        arctic.sql("DROP MATERIALIZED VIEW db.mv0")
+        arctic.sql("DROP MATERIALIZED VIEW IF EXISTS db.mv0")
+        assert "mv0" not in {r.tableName for r in arctic.sql("SHOW TABLES IN db").collect()}
+    finally:  # a Spark table outlives the test's warehouse: other tests list the database
+        arctic.spark.sql("DROP TABLE IF EXISTS db.plain")

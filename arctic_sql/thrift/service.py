@@ -38,6 +38,7 @@ MAX_PROTOCOL = tt.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10
 SYNC_WAIT_S = None  # a synchronous ExecuteStatement waits for its statement however long it runs
 SUCCESS = tt.TStatus(statusCode=tt.TStatusCode.SUCCESS_STATUS)
 SESSION_CONF_PREFIXES = ("set:hiveconf:", "set:system:", "set:")
+SESSION_CONF_NAMES = ("spark.", "arctic.")
 
 
 def error_status(error: BaseException) -> tt.TStatus:
@@ -158,12 +159,12 @@ class ArcticThriftService:
         database = conf.pop("use:database", None)
         settings = {}
         for key, value in conf.items():
-            for prefix in SESSION_CONF_PREFIXES:
-                if key.startswith(prefix):
-                    name = key[len(prefix) :]
-                    if name.startswith("spark."):
-                        settings[name] = value
-                    break
+            # `set:hiveconf:k` (JDBC) or a bare `k` (PyHive's and dbt-spark's `server_side_parameters`),
+            # as Spark's own server applies both; names other than Spark's and arctic's are Hive's.
+            prefix = next((p for p in SESSION_CONF_PREFIXES if key.startswith(p)), "")
+            name = key[len(prefix) :]
+            if name.startswith(SESSION_CONF_NAMES):
+                settings[name] = value
         self._check_settings(settings)
         arctic = self._new_session(self.spark.newSession())
         for name, value in {**(self._policy.session_conf() if self._policy else {}), **settings}.items():

@@ -2,15 +2,13 @@
   An incremental model on a primary-key table: each run appends one batch of order updates, and
   since INSERT INTO a primary-key table is an upsert, the table keeps the latest state per order.
   Every run is one table version: `select * from order_status version as of 1` is the first batch.
-  With `--vars '{wap_branch: audit}'` the run writes the table's branch `audit` instead of main
-  (write-audit-publish: macros/wap.sql).
+  With `--target audit` the run writes the table's branch `audit` instead of main
+  (write-audit-publish: macros/wap.sql, profiles.yml).
 -#}
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
     primary_key='order_id',
-    pre_hook="{% if var('wap_branch', none) %}set arctic.branch = {{ var('wap_branch') }}{% endif %}",
-    post_hook="{% if var('wap_branch', none) %}reset arctic.branch{% endif %}",
 ) }}
 
 select order_id, customer_id, status, amount, batch

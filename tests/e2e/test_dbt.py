@@ -76,6 +76,32 @@ def test_dbt_seed_run_and_test_against_the_thrift_server(dbt_project):
         cur.execute("SELECT count(*) FROM customer_revenue.snapshots WHERE store = 'base'")
         base_snapshots = rows(cur)[0][0]
         assert base_snapshots >= 1
+    _materialized_view(dbt_project, server)
+
+
+def _materialized_view(project: Path, server) -> None:
+    """macros/materialized_view.sql: status_totals was created by the first run and refreshed by the
+    later ones (its first version still holds batch 1's totals); a changed query creates it again."""
+    batch_2 = [("cancelled", 1, 7.25), ("new", 2, 124.5), ("paid", 1, 10.0)]
+    with server.connect(database=SCHEMA) as conn:
+        cur = conn.cursor()
+        cur.execute("SELECT status, orders, amount FROM status_totals ORDER BY status")
+        assert rows(cur) == batch_2
+        cur.execute("SELECT status, orders, amount FROM status_totals VERSION AS OF 1")
+        assert rows(cur) == [("new", 3, 42.75)]  # created at batch 1, then refreshed: not replaced
+        cur.execute(f"DESCRIBE MATERIALIZED VIEW {SCHEMA}.status_totals")
+        assert ("refresh", "incremental") in [tuple(r[:2]) for r in rows(cur)]
+    model = project / "models" / "status_totals.sql"
+    model.write_text(
+        model.read_text().replace("group by status", "where status <> 'cancelled'\ngroup by status")
+    )
+    _dbt(project, server.port, "run", "--select", "status_totals")
+    with server.connect(database=SCHEMA) as conn:
+        cur = conn.cursor()
+        cur.execute("SELECT status, orders, amount FROM status_totals ORDER BY status")
+        assert rows(cur) == batch_2[1:]
+        cur.execute("SELECT status, orders, amount FROM status_totals VERSION AS OF 1 ORDER BY status")
+        assert rows(cur) == batch_2[1:]  # a new view, made from the new query
 
 
 def _write_audit_publish(project: Path, server) -> None:

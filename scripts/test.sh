@@ -25,7 +25,7 @@ export PYTHONSAFEPATH=1
 # 18:12 instead of 23:34, fresh clones run back to back on the quiet 2-core machine. Users' Spark
 # keeps the JVM's defaults; only the suite sets this.
 export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:-} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-pytest=("$here/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=20)
+pytest=("$here/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=40)
 if [ "${#parallel[@]}" -eq 0 ]; then
   exec "${pytest[@]}" "${targets[@]}" "$@"
 fi

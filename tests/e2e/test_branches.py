@@ -88,6 +88,32 @@ def test_fast_forward_is_refused_when_main_moved_on(branched):
         branched.sql("CALL system.expire_snapshots(table => 'db.t.branch_audit')")
 
 
+def test_a_fast_forward_that_dies_between_the_stores_reads_a_version_of_the_branch_and_completes(
+    branched, monkeypatch
+):
+    """The base store moves first: a fast-forward that dies before the change store moves leaves main
+    reading as it did (its versions come from its change line, whose base snapshots are its own), and
+    running it again completes it."""
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
+    branched.sql("DELETE FROM db.t.branch_audit WHERE id = 1")
+    branched.sql("CALL system.optimize(table => 'db.t.branch_audit', mode => 'full')")
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (5, 'e')")
+    head = _rows(branched, "SELECT * FROM db.t.branch_audit")
+    monkeypatch.setenv("ARCTIC_FAULT", "raise:fast-forward-between-stores")
+    with pytest.raises(Exception, match="injected fault at fast-forward-between-stores"):
+        branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    monkeypatch.delenv("ARCTIC_FAULT")
+    table = branched.table("db.t")
+    assert table.base.metadata.refs["main"].snapshot_id == table.base.metadata.refs["audit"].snapshot_id
+    assert table.change.metadata.refs["main"].snapshot_id != table.change.metadata.refs["audit"].snapshot_id
+    assert _rows(branched, "SELECT * FROM db.t") == MAIN  # main reads as before: nothing published
+    for version in _history(branched):
+        assert _rows(branched, f"SELECT * FROM db.t VERSION AS OF {version}") in (MAIN, MAIN[:2])
+    branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    assert _history(branched) == _history(branched, "db.t.branch_audit")
+
+
 def test_a_branch_made_at_an_old_version_reads_that_version_and_is_dropped(branched):
     branched.sql("ALTER TABLE db.t CREATE BRANCH early AS OF VERSION 1")
     assert _rows(branched, "SELECT * FROM db.t.branch_early") == [(1, "a"), (2, "b")]

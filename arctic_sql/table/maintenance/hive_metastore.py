@@ -179,6 +179,11 @@ class Metastore:
             self._fields([(n, "string") for n in names]), self._list(values)
         )
 
+    def partition_locations(self, db: str, name: str) -> dict[tuple[str, ...], str]:
+        """Every partition of the table: its values -> the folder it points at."""
+        found = self._call(f"list the partitions of {db}.{name}", self._client.listPartitions, db, name, -1)
+        return {tuple(p.getValues()): p.getSd().getLocation() for p in found}
+
     def drop_partition(self, db: str, name: str, values: list[str]) -> None:
         self._call(
             f"drop a partition of {db}.{name}",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from arctic_sql.errors import ExecutionError
+from arctic_sql.errors import ExecutionError, one_line
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,12 +29,6 @@ OWNER = "arctic.view-of"
 PARQUET_SERDE = "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"
 PARQUET_INPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat"
 PARQUET_OUTPUT = "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat"
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(getattr(error, "java_exception", error))
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
-    return first.rsplit("Exception: ", 1)[-1] if "Exception: " in first else first
 
 
 class Metastore:
@@ -62,7 +56,7 @@ class Metastore:
             client = jvm.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
         except Exception as e:
             where = uris or spark.conf.get(CONNECTION_URL, DEFAULT_CONNECTION_URL)
-            raise ExecutionError(f"Cannot reach the Hive metastore at {where}: {_one_line(e)}") from None
+            raise ExecutionError(f"Cannot reach the Hive metastore at {where}: {one_line(e)}") from None
         return cls(spark, client)
 
     def __enter__(self) -> Metastore:
@@ -75,7 +69,7 @@ class Metastore:
         try:
             return call(*args)
         except Exception as e:
-            raise ExecutionError(f"Hive metastore: cannot {what}: {_one_line(e)}") from None
+            raise ExecutionError(f"Hive metastore: cannot {what}: {one_line(e)}") from None
 
     def _list(self, items: list[Any]) -> Any:
         found = self._jvm.java.util.ArrayList()

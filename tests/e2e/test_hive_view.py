@@ -102,15 +102,20 @@ def test_a_plain_hive_spark_reads_the_synced_rows_and_only_changed_partitions_mo
     assert not os.path.exists(_local(before["p=a"])) and not os.path.exists(_local(before["p=c"]))
     assert os.path.exists(_local(after["p=b"]))
 
-    # An unpartitioned table: its view is one folder, the table's location.
+    # Written node by node in pyarrow (Spark's Parquet writer would leave a _SUCCESS file).
+    assert not any(Path(_local(f)).parent.joinpath("_SUCCESS").exists() for f in after.values())
+
+    # An unpartitioned table: its view is one folder, the table's location. Merging in memory off,
+    # its sync writes through Spark's merge-on-read plan and Parquet writer.
     hive.sql(
         "CREATE TABLE db.u (id INT, name STRING, PRIMARY KEY (id)) TBLPROPERTIES "
-        "('hive.compatible' = 'true', 'hive.table' = 'views.u_hive')"
+        "('hive.compatible' = 'true', 'hive.table' = 'views.u_hive', 'merge-on-read.in-memory-max-bytes' = '0')"
     )
     hive.sql("INSERT INTO db.u VALUES (1, 'x'), (2, 'y'), (3, 'z')")
     hive.sql("UPDATE db.u SET name = 'yy' WHERE id = 2")
     hive.sql("DELETE FROM db.u WHERE id = 3")
     u_synced = hive.sql("CALL system.hive_sync('db.u')").collect()[0].synced_version
+    assert Path(_local(_folders(hive, "db.u")[""])).joinpath("_SUCCESS").exists()
     hive.sql("INSERT INTO db.u VALUES (4, 'not synced yet')")
     described = {r.col_name: (r.data_type, r.comment) for r in hive.sql("DESCRIBE EXTENDED db.u").collect()}
     assert described["Hive View"] == ("views.u_hive", f"version {u_synced}, 1 version(s) behind")

@@ -18,6 +18,7 @@ import pyarrow.fs as pafs
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import layout
+from arctic_sql.table.maintenance import hive_files
 from arctic_sql.table.maintenance.expiration import refresh_stores
 from arctic_sql.table.maintenance.hive_metastore import Metastore
 from arctic_sql.table.reading.merge_on_read import merged_dataframe
@@ -193,12 +194,23 @@ def _write_rows(
     prints: dict[str, str],
 ) -> dict[str, HivePartition]:
     """Write the merged rows of the partitions in ``write`` under ``folder``: the partitions written
-    (one left out had no rows left)."""
+    (one left out had no rows left). Node by node in pyarrow (hive_files) when every node group fits
+    in memory, else through Spark's merge-on-read plan and Parquet writer."""
     chosen = replace(
         plan,
         base_files=tuple(f for f in plan.base_files if f.partition in write),
         change_files=tuple(f for f in plan.change_files if f.partition in write),
     )
+    if keys:
+        names = hive_files.folder_names(spark, keys, {p: _values(p, "plus") for p in write})
+        folders = {p: f"{folder}/{names[p]}" for p in write}
+    else:
+        folders = {"": folder}
+    files = hive_files.write_by_node(spark, table, chosen, keys, folders)
+    if files is not None and (keys or files):  # (an empty unpartitioned view still gets its folder)
+        return {
+            p: HivePartition(p, prints.get(p, hive_syncs.fingerprint([])), folders[p]) for p in sorted(files)
+        }
     columns = [f"`{f.name}`" for f in table.schema.fields]
     rows = merged_dataframe(spark, table, chosen).select(*columns)  # no hidden columns
     writer = rows.write.mode("errorifexists")
@@ -225,7 +237,8 @@ def _switch(
     gone: set[str],
     previous: HiveSync | None,
 ) -> None:
-    """Register the view and point each written partition at its folder, one metastore call each."""
+    """Register the view and point the written partitions at their folders: the moved ones in one
+    metastore call, the new ones in another (each one transaction in the metastore)."""
     types = {f.name: f.dataType.simpleString() for f in table.spark_schema.fields}
     columns = [(c, t) for c, t in types.items() if c not in keys]
     root = hive_syncs.hive_root(table)
@@ -238,9 +251,12 @@ def _switch(
             if first is not None and previous is not None:
                 hms.set_table_location(db, name, first.folder)
             return
-        for partition in sorted(written):
-            values = [_hive_value(v) for v in _values(partition, "plus")]
-            hms.set_partition_location(db, name, values, written[partition].folder)
+        hms.switch_partitions(
+            db,
+            name,
+            keys,
+            {tuple(_hive_value(v) for v in _values(p, "plus")): written[p].folder for p in sorted(written)},
+        )
         for partition in sorted(gone):
             hms.drop_partition(db, name, [_hive_value(v) for v in _values(partition, "plus")])
 

@@ -150,3 +150,30 @@ def failure_summary(e: BaseException) -> str:
     summary = head if cause is None or cause.split(": ", 1)[1] in head else f"{head}: {cause}"
     summary = " ".join(summary.split())
     return summary if len(summary) <= _SUMMARY_LIMIT else summary[: _SUMMARY_LIMIT - 1] + "…"
+
+
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+.*$")
+
+
+def one_line(error: BaseException) -> str:
+    """The first line of a Spark (or any py4j) error, without its SQLSTATE suffix and plan dump; for an error the
+    JVM raised under a py4j call (``An error occurred while calling o209.parquet.``), its Java
+    exception's line instead (``UnsupportedFileSystemException: No FileSystem for scheme "s3"``),
+    taken from py4j's ``java_exception`` when the error carries it (the Java exception's own
+    ``toString``, without fetching its stack trace)."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        first = next((line.strip() for line in str(java).splitlines() if line.strip()), "")
+        return _SQLSTATE.sub("", _JAVA_PACKAGE.sub("", first)).strip() or type(error).__name__
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    text = lines[0]
+    if _PY4J_CALL.match(text) and len(lines) > 1 and lines[1].startswith(": "):
+        text = _JAVA_PACKAGE.sub("", lines[1][2:])
+    return _SQLSTATE.sub("", text).strip()
+
+
+# py4j's first line of an error the JVM raised, and the package of the Java exception after it.
+_PY4J_CALL = re.compile(r"^An error occurred while calling [\w$.]+\.?$")
+_JAVA_PACKAGE = re.compile(r"^(?:[a-z_][\w$]*\.)+(?=[A-Z][\w$]*(?::|$))")

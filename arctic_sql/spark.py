@@ -14,6 +14,7 @@ from arctic_sql.errors import (
     InvalidArgumentError,
     NoSuchTableError,
     SqlParseError,
+    one_line,  # lives in errors so the table layer (the Hive metastore) shares it
 )
 from arctic_sql.options import is_local_master, spark_master
 
@@ -102,27 +103,6 @@ def configure(spark: SparkSession) -> None:
     # PySpark logs every failed query with its full JVM stack before raising; arctic-sql reports the
     # one-line message itself.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-
-
-_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+.*$")
-
-
-def one_line(error: BaseException) -> str:
-    """The first line of a Spark error, without its SQLSTATE suffix and plan dump; for an error the
-    JVM raised under a py4j call (``An error occurred while calling o209.parquet.``), its Java
-    exception's line instead (``UnsupportedFileSystemException: No FileSystem for scheme "s3"``)."""
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
-    if not lines:
-        return type(error).__name__
-    text = lines[0]
-    if _PY4J_CALL.match(text) and len(lines) > 1 and lines[1].startswith(": "):
-        text = _JAVA_PACKAGE.sub("", lines[1][2:])
-    return _SQLSTATE.sub("", text).strip()
-
-
-# py4j's first line of an error the JVM raised, and the package of the Java exception after it.
-_PY4J_CALL = re.compile(r"^An error occurred while calling [\w$.]+\.?$")
-_JAVA_PACKAGE = re.compile(r"^(?:[a-z_][\w$]*\.)+(?=[A-Z][\w$]*(?::|$))")
 
 
 # The last line of a worker's traceback when arctic-sql code raised there (the merge of a node).

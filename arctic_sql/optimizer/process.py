@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import BooleanExpression
 
-from arctic_sql.errors import ArcticError, InvalidArgumentError, failure_summary, full_message
+from arctic_sql.errors import (
+    ArcticError,
+    CommitConflictError,
+    InvalidArgumentError,
+    failure_summary,
+    full_message,
+)
 from arctic_sql.optimizer import cancellation, committer, evaluator, executor, planner
 from arctic_sql.optimizer.inputs import PlanFile, Settings, plan_files
 from arctic_sql.table.files import storage
@@ -218,7 +224,10 @@ def optimize(
     if table.settings.hive_compatible and any(
         r.committed and r.mode in (evaluator.FULL, evaluator.MAJOR) for r in results
     ):
-        hive_sync.sync(spark, table)
+        try:
+            hive_sync.sync(spark, table)
+        except CommitConflictError as e:  # another sync is bringing the view up; the optimize stands
+            log.warning("%s", e)
     return results
 
 

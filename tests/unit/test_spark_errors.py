@@ -32,3 +32,21 @@ def test_other_errors_keep_their_first_line_without_the_sqlstate():
         == "An error occurred while calling o1.x."
     )
     assert one_line(RuntimeError("")) == "RuntimeError"
+
+
+class _JavaError(RuntimeError):
+    """What py4j raises for a Java exception: its text fetches the stack trace, ``java_exception``
+    is the exception itself (here its ``toString``)."""
+
+    def __init__(self, java: str) -> None:
+        super().__init__("An error occurred while calling o7.alter_partition.\n: (stack trace not fetched)")
+        self.java_exception = java
+
+
+def test_a_py4j_error_gives_its_java_exceptions_own_line():
+    java = "org.apache.hadoop.hive.metastore.api.InvalidOperationException: alter is not possible\n\tat x"
+    assert one_line(_JavaError(java)) == "InvalidOperationException: alter is not possible"
+    assert one_line(_JavaError("MetaException(message:Partition not found)")) == (
+        "MetaException(message:Partition not found)"
+    )  # a Thrift exception's toString names no package
+    assert one_line(_JavaError("")) == "_JavaError"

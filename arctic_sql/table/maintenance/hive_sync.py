@@ -15,13 +15,15 @@ from urllib.parse import unquote, unquote_plus
 
 import pyarrow.fs as pafs
 
-from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.errors import CommitConflictError, InvalidArgumentError
 from arctic_sql.table.files import storage
+from arctic_sql.table.format import layout
+from arctic_sql.table.maintenance import hive_files
 from arctic_sql.table.maintenance.expiration import refresh_stores
 from arctic_sql.table.maintenance.hive_metastore import Metastore
 from arctic_sql.table.reading.merge_on_read import merged_dataframe
 from arctic_sql.table.reading.scan import ReadPlan, latest_version, plan_read
-from arctic_sql.table.records import hive_syncs
+from arctic_sql.table.records import hive_syncs, leases
 from arctic_sql.table.records.hive_syncs import HivePartition, HiveSync, Replaced
 from arctic_sql.table.records.optimizing_processes import now_ms
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 # How Spark and Hive name the folder of a NULL partition value.
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+SYNCING = "hive-sync"  # the operation of a sync's write lease, which the next sync looks for
 
 
 @dataclass(frozen=True)
@@ -109,12 +112,28 @@ def _hive_value(value: str | None) -> str:
 
 
 def sync(spark: SparkSession, table: ArcticTable, *, version: int | None = None) -> HiveSyncResult:
-    """Bring the Hive view to ``version`` (default: the latest) of ``table``."""
+    """Bring the Hive view to ``version`` (default: the latest) of ``table``.
+
+    One sync of a table at a time: each takes a write lease (which also keeps orphan removal off the
+    folders it is writing) and gives up, in one line, if another sync holds one. Before it records
+    its folders and before it moves the metastore it checks that the view's record is still the one
+    it started from; if not, it never publishes, deletes only its own new folder, and gives up."""
     keys = check_compatible(table)
+    root = layout.table_root(table.base.location())
+    with leases.writing(table, SYNCING) as lease:
+        running = leases.others(root, SYNCING, lease.lease_id)
+        if running:
+            raise _conflict(
+                table, f"another Hive sync of it is running (on {running[0].host}, pid {running[0].pid})"
+            )
+        return _sync(spark, table, keys, version)
+
+
+def _sync(spark: SparkSession, table: ArcticTable, keys: list[str], version: int | None) -> HiveSyncResult:
     db, name = hive_name(table)
     refresh_stores(table)  # after an optimize the caller's stores may predate its commit
     plan = plan_read(table, version)
-    previous = hive_syncs.latest(table)
+    loaded = previous = hive_syncs.latest(table)
     if previous is not None and previous.hive_table != f"{db}.{name}":
         previous = replace(previous, partitions=())  # renamed view: every partition is new there
     prints = _fingerprints(plan)
@@ -123,29 +142,14 @@ def sync(spark: SparkSession, table: ArcticTable, *, version: int | None = None)
         write, gone = {""}, set()  # an empty unpartitioned table still gets its (empty) folder
     started = now_ms()
     folder = f"{hive_syncs.hive_root(table)}/{hive_syncs.folder_name(plan.version, uuid.uuid4().hex[:8])}"
-    written: dict[str, HivePartition] = {}
-    if write:
-        chosen = replace(
-            plan,
-            base_files=tuple(f for f in plan.base_files if f.partition in write),
-            change_files=tuple(f for f in plan.change_files if f.partition in write),
-        )
-        columns = [f"`{f.name}`" for f in table.schema.fields]
-        rows = merged_dataframe(spark, table, chosen).select(*columns)  # no hidden columns
-        writer = rows.write.mode("errorifexists")
-        if keys:
-            writer.partitionBy(*keys).parquet(storage.spark_path(folder))
-            folders = _written_folders(folder, len(keys))
-            for partition in write:
-                at = folders.get(_values(partition, "plus"))
-                if at is None:  # every row of it deleted: the Hive partition goes
-                    gone.add(partition)
-                else:
-                    written[partition] = HivePartition(partition, prints[partition], at)
-        else:
-            writer.parquet(storage.spark_path(folder))
-            written[""] = HivePartition("", prints.get("", hive_syncs.fingerprint([])), folder)
+    written = _write_rows(spark, table, plan, keys, folder, write, prints) if write else {}
+    gone |= set(write) - set(written)  # every row of it deleted: the Hive partition goes
     gone &= set(() if previous is None else previous.current())
+    if hive_syncs.latest(table) != loaded:
+        # Another sync recorded the view since this one read it. This one's folder is named by no
+        # record and no metastore partition (a fresh token, not yet switched): it deletes it.
+        storage.delete_tree(folder)
+        raise _conflict(table, "another Hive sync recorded the view while this one ran")
     # Before the metastore moves, a record naming the new folders (as replaced ones, kept for the
     # retention): a sync cut short between the two leaves nothing orphan removal could take while
     # a partition may point at it, and the next sync rewrites those partitions (fingerprints unchanged).
@@ -157,6 +161,8 @@ def sync(spark: SparkSession, table: ArcticTable, *, version: int | None = None)
         )
         hive_syncs.save(table, pending)
         previous = pending
+        if hive_syncs.latest(table) != pending:  # recorded and not switched: the retention keeps it
+            raise _conflict(table, "another Hive sync recorded the view while this one ran")
     _switch(spark, table, db, name, keys, written, gone, previous)
     after = hive_syncs.next_sync(
         previous, plan.version, now_ms(), f"{db}.{name}", written, gone, table.settings.hive_retention
@@ -172,6 +178,55 @@ def sync(spark: SparkSession, table: ArcticTable, *, version: int | None = None)
     )
 
 
+def _conflict(table: ArcticTable, why: str) -> CommitConflictError:
+    return CommitConflictError(
+        f"Hive sync of {table.identifier} gave up: {why}; the view is unchanged, try again when it ends"
+    )
+
+
+def _write_rows(
+    spark: SparkSession,
+    table: ArcticTable,
+    plan: ReadPlan,
+    keys: list[str],
+    folder: str,
+    write: set[str],
+    prints: dict[str, str],
+) -> dict[str, HivePartition]:
+    """Write the merged rows of the partitions in ``write`` under ``folder``: the partitions written
+    (one left out had no rows left). Node by node in pyarrow (hive_files) when every node group fits
+    in memory, else through Spark's merge-on-read plan and Parquet writer."""
+    chosen = replace(
+        plan,
+        base_files=tuple(f for f in plan.base_files if f.partition in write),
+        change_files=tuple(f for f in plan.change_files if f.partition in write),
+    )
+    if keys:
+        names = hive_files.folder_names(spark, keys, {p: _values(p, "plus") for p in write})
+        folders = {p: f"{folder}/{names[p]}" for p in write}
+    else:
+        folders = {"": folder}
+    files = hive_files.write_by_node(spark, table, chosen, keys, folders)
+    if files is not None and (keys or files):  # (an empty unpartitioned view still gets its folder)
+        return {
+            p: HivePartition(p, prints.get(p, hive_syncs.fingerprint([])), folders[p]) for p in sorted(files)
+        }
+    columns = [f"`{f.name}`" for f in table.schema.fields]
+    rows = merged_dataframe(spark, table, chosen).select(*columns)  # no hidden columns
+    writer = rows.write.mode("errorifexists")
+    if not keys:
+        writer.parquet(storage.spark_path(folder))
+        return {"": HivePartition("", prints.get("", hive_syncs.fingerprint([])), folder)}
+    writer.partitionBy(*keys).parquet(storage.spark_path(folder))
+    folders = _written_folders(folder, len(keys))
+    written = {}
+    for partition in write:
+        at = folders.get(_values(partition, "plus"))
+        if at is not None:
+            written[partition] = HivePartition(partition, prints[partition], at)
+    return written
+
+
 def _switch(
     spark: SparkSession,
     table: ArcticTable,
@@ -182,7 +237,8 @@ def _switch(
     gone: set[str],
     previous: HiveSync | None,
 ) -> None:
-    """Register the view and point each written partition at its folder, one metastore call each."""
+    """Register the view and point the written partitions at their folders: the moved ones in one
+    metastore call, the new ones in another (each one transaction in the metastore)."""
     types = {f.name: f.dataType.simpleString() for f in table.spark_schema.fields}
     columns = [(c, t) for c, t in types.items() if c not in keys]
     root = hive_syncs.hive_root(table)
@@ -195,9 +251,12 @@ def _switch(
             if first is not None and previous is not None:
                 hms.set_table_location(db, name, first.folder)
             return
-        for partition in sorted(written):
-            values = [_hive_value(v) for v in _values(partition, "plus")]
-            hms.set_partition_location(db, name, values, written[partition].folder)
+        hms.switch_partitions(
+            db,
+            name,
+            keys,
+            {tuple(_hive_value(v) for v in _values(p, "plus")): written[p].folder for p in sorted(written)},
+        )
         for partition in sorted(gone):
             hms.drop_partition(db, name, [_hive_value(v) for v in _values(partition, "plus")])
 

@@ -5,7 +5,8 @@ Each sync writes its rows under one new folder ``{table}/hive/v{version}-{8 hex}
 table's partitions below it as ``col=value/...``) and then one whole record,
 ``{table}/hive/_syncs/{version:020d}-{ms:013d}.json``. The newest record is the state: orphan
 removal keeps every folder it names (current, or replaced less than ``hive.retention`` ago) and PURGE
-deletes the whole ``hive/`` folder. Older records are trimmed to :data:`KEEP_RECORDS`.
+deletes the whole ``hive/`` folder. The newest is the last written (by ``synced_at_ms``): a sync may
+bring the view back to an older version. Older records are trimmed to :data:`KEEP_RECORDS`.
 
 >>> folder_name(12, "0123abcd")
 'v12-0123abcd'
@@ -144,7 +145,14 @@ def latest(table: ArcticTable) -> HiveSync | None:
     records = storage.json_records(f"{hive_root(table)}/{RECORDS}")
     if not records:
         return None
-    return _from_json(max(records, key=lambda r: (r["version"], r["synced_at_ms"])))
+    # The last written, not the highest version: a sync may bring the view back to an older version.
+    return _from_json(max(records, key=lambda r: (r["synced_at_ms"], r["version"])))
+
+
+def _written_order(path: str) -> tuple[int, int]:
+    """A record's (ms, version) from its name ``{version:020d}-{ms:013d}.json``, as :func:`latest` orders."""
+    version, ms = path.rsplit("/", 1)[-1].removesuffix(".json").split("-")
+    return int(ms), int(version)
 
 
 def save(table: ArcticTable, sync: HiveSync) -> None:
@@ -155,9 +163,12 @@ def save(table: ArcticTable, sync: HiveSync) -> None:
     )
     fs, path = storage.filesystem(folder)
     names = sorted(
-        i.path
-        for i in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-        if i.type == pafs.FileType.File and i.base_name.endswith(".json")
+        (
+            i.path
+            for i in fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+            if i.type == pafs.FileType.File and i.base_name.endswith(".json")
+        ),
+        key=_written_order,
     )
     for old in names[:-KEEP_RECORDS]:
         fs.delete_file(old)

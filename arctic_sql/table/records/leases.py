@@ -145,6 +145,17 @@ def running(table_root: str, operation: str) -> bool:
     return any(lease.operation == operation for lease in live_leases(table_root))
 
 
+def others(table_root: str, operation: str, lease_id: str) -> list[Lease]:
+    """The live leases of ``operation`` on the table other than ``lease_id``: read after taking
+    ``lease_id``, so of two that start together at least one sees the other (the one that keeps
+    going alone never overlaps it)."""
+    return [
+        lease
+        for lease in live_leases(table_root)
+        if lease.operation == operation and lease.lease_id != lease_id
+    ]
+
+
 def ended_paths(table_root: str) -> list[str]:
     """The records of the leases that have ended (what :func:`expire` would delete): a table's own
     files, which a purge deletes with the rest."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.table.files import storage
 from arctic_sql.table.model import properties
 from arctic_sql.table.records import hive_syncs
 from arctic_sql.table.records.hive_syncs import MINUTE_MS, HivePartition, HiveSync, Replaced
@@ -85,3 +86,30 @@ def test_the_service_syncs_when_the_interval_passed_and_the_table_moved(tmp_path
     commit.commit_change(table, [write(table, [(2, None, "y")])], "insert")
     table = catalog.load_table(TableIdentifier("db", "h"))
     assert not due(table, 5, 4 * MINUTE_MS) and due(table, 5, 5 * MINUTE_MS)
+
+
+def test_the_newest_record_is_the_last_written_even_at_an_older_version(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from iceberg_tables import catalog_at, create
+
+    from arctic_sql.table.model.identifiers import TableIdentifier
+
+    catalog = catalog_at(tmp_path)
+    create(catalog, "h", properties={"hive.compatible": "true"})
+    table = catalog.load_table(TableIdentifier("db", "h"))
+    hive_syncs.save(table, HiveSync(10, 1_000, "db.h", (HivePartition("", "f10", "/v10"),)))
+    # A sync back to version 5 (CALL system.hive_sync(version => 5)): the metastore points at /v5.
+    hive_syncs.save(table, HiveSync(5, 2_000, "db.h", (HivePartition("", "f5", "/v5"),)))
+    assert hive_syncs.latest(table).partitions[0].folder == "/v5"
+    for n in range(hive_syncs.KEEP_RECORDS + 2):  # trimming keeps the last written, whatever their versions
+        hive_syncs.save(table, HiveSync(100 - n, 3_000 + n, "db.h"))
+    newest = hive_syncs.latest(table)
+    assert (newest.version, newest.synced_at_ms) == (
+        100 - hive_syncs.KEEP_RECORDS - 1,
+        3_000 + hive_syncs.KEEP_RECORDS + 1,
+    )
+    records = storage.json_records(f"{hive_syncs.hive_root(table)}/{hive_syncs.RECORDS}")
+    assert len(records) == hive_syncs.KEEP_RECORDS and min(r["synced_at_ms"] for r in records) == 3_002

@@ -170,7 +170,6 @@ def plan_write(
         sequence,
         operation,
         scope,
-        duplicate_hint=f"{engine.value} tables fold one change per key per commit"
-        if folds
-        else SEQUENCE_HINT,
+        duplicate_hint=SEQUENCE_HINT,
+        fold=table.merge_engine if folds and mode == CHANGES else None,
     )

@@ -172,4 +172,11 @@ def plan_write(
         scope,
         duplicate_hint=SEQUENCE_HINT,
         fold=table.merge_engine if folds and mode == CHANGES else None,
+        keep_missing=_missing(table, schema) if mode == CHANGES and engine is Engine.DEDUPLICATE else (),
     )
+
+
+def _missing(table: ArcticTable, schema: StructType) -> tuple[str, ...]:
+    """The table's columns the rows lack: an update keeps their stored values (narrow_writes.py)."""
+    incoming = {f.name.lower() for f in schema.fields}
+    return tuple(f.name for f in table.schema.fields if f.name.lower() not in incoming)

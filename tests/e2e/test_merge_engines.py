@@ -326,12 +326,23 @@ def test_updates_of_first_row_and_aggregation_tables_are_refused(arctic, engine)
     assert _rows(arctic) == [(1, 5)]
 
 
-def test_the_dataframe_change_feed_of_a_folding_table_is_the_full_one(arctic):
+def test_the_dataframe_change_feeds_of_a_folding_table_give_its_folded_rows(arctic):
+    """The latest-change feed gives per key its folded row after the range (as SQL's VERSION
+    BETWEEN), not the change row as written; the full feed gives every version's images."""
     _create(arctic, "'merge-engine' = 'partial-update'")
-    arctic.sql("INSERT INTO db.t VALUES (1, 10, 'x', 1.5, 1)")
+    arctic.sql("INSERT INTO db.t VALUES (1, 10, 'x', 1.5, 1), (2, 20, 'z', NULL, NULL)")
+    first = _version(arctic)
     arctic.sql("INSERT INTO db.t VALUES (1, NULL, 'y', NULL, NULL)")
-    reader = arctic.spark.read.format("arctic").option("readChangeFeed", "true").option("startingVersion", 1)
-    with pytest.raises(Exception, match="read it with option changeFeedMode 'full'"):
-        reader.load("db.t").collect()
-    full = reader.option("changeFeedMode", "full").load("db.t").where("_change_type = 'update_postimage'")
-    assert [(r["id"], r["a"], r["b"]) for r in full.collect()] == [(1, 10, "y")]
+    arctic.sql("INSERT INTO db.t VALUES (3, 30, NULL, NULL, NULL), (1, 11, NULL, NULL, NULL)")
+    arctic.sql("DELETE FROM db.t WHERE id = 2")
+    reader = arctic.spark.read.format("arctic").option("readChangeFeed", "true")
+    latest = reader.option("startingVersion", first + 1).load("db.t").collect()
+    got = sorted((r["id"], r["_change_type"], r["a"], r["b"], r["_change_version"] - first) for r in latest)
+    assert got == [(1, "upsert", 11, "y", 2), (2, "delete", None, None, 3), (3, "upsert", 30, None, 2)]
+    sql = arctic.sql(f"SELECT * FROM db.t VERSION BETWEEN {first} AND {first + 3}").collect()
+    assert (
+        sorted((r["id"], r["_change_type"], r["a"], r["b"], r["_change_version"] - first) for r in sql) == got
+    )
+    full = reader.option("startingVersion", first + 1).option("changeFeedMode", "full").load("db.t")
+    posts = full.where("_change_type = 'update_postimage'").collect()
+    assert sorted((r["id"], r["a"], r["b"]) for r in posts) == [(1, 10, "y"), (1, 11, "y")]

@@ -51,6 +51,7 @@ class WritePlan:
     change_column: str = CHANGE_TYPE  # the column telling upserts from deletes (SQL's own: arctic_op)
     duplicate_hint: str | None = SEQUENCE_HINT  # how the duplicate-key error says to resolve it
     fold: MergeEngine | None = None  # a folding engine: a key's changes fold into one (write_fold.py)
+    keep_missing: tuple[str, ...] = ()  # columns the rows lack, whose stored values stay (narrow_writes.py)
 
     @property
     def what(self) -> str:
@@ -175,7 +176,7 @@ def _fold_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -> l
                 continue
         storage.delete_files([f.path])
         if len(mine):
-            result.append(_write_beside(f, folded.rows.take(pa.array(mine)).cast(table.schema)))
+            result.append(write_beside(f, folded.rows.take(pa.array(mine)).cast(table.schema)))
     return result
 
 
@@ -191,13 +192,14 @@ def _rewrite(f: WrittenFile, mask: np.ndarray) -> list[WrittenFile]:
     storage.delete_files([f.path, sidecar_path(f.path)])
     if rows.num_rows == 0:
         return []
-    return [_write_beside(f, rows)]
+    return [write_beside(f, rows)]
 
 
-def _write_beside(f: WrittenFile, rows: pa.Table) -> WrittenFile:
-    """``rows`` in a new file beside ``f`` (which the caller deleted: no commit referenced it)."""
+def write_beside(f: WrittenFile, rows: pa.Table, mark: str = "r") -> WrittenFile:
+    """``rows`` in a new file beside ``f``, its name marked with ``mark`` (``f`` is the caller's to
+    delete: no commit referenced it)."""
     folder, name = f.path.rsplit("/", 1)
-    path = f"{folder}/{name.replace('part-', 'part-r', 1)}"
+    path = f"{folder}/{name.replace('part-', f'part-{mark}', 1)}"
     fs, inner = storage.filesystem(path)
     with fs.open_output_stream(inner) as out:
         pq.write_table(

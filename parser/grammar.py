@@ -243,6 +243,24 @@ class ArcticParser(SparkParser):
         self._retreat(index)
         return super()._parse_alter()
 
+    def _parse_alter_table_alter(self) -> exp.Expr | None:
+        """``ALTER [COLUMN] st.x ...``: the base parser takes one name there, so a field of a struct
+        made the whole statement an opaque Command that reached Spark; it becomes an AlterColumn
+        whose ``this`` is the dotted path (a Dot), which the statement refuses or applies."""
+        start = self._index
+        self._match(TokenType.COLUMN)
+        parts: list[exp.Expr] = []
+        while self._curr and self._next and self._next.token_type == TokenType.DOT:
+            parts.append(self._parse_id_var(any_token=True))
+            self._match(TokenType.DOT)
+        if not parts:
+            self._retreat(start)
+            return super()._parse_alter_table_alter()
+        action = super()._parse_alter_table_alter()
+        if isinstance(action, exp.AlterColumn):
+            action.set("this", exp.Dot.build([*parts, action.this]))
+        return action
+
     def _parse_unset_table_properties(self, table: exp.Table) -> UnsetTableProperties:
         if not self._match_text_seq("TBLPROPERTIES"):
             self.raise_error("Expecting TBLPROPERTIES after UNSET")

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import DataSourceReader
 
 from arctic_sql.datasource import filters as pushed
 from arctic_sql.datasource import partitions
-from arctic_sql.errors import InvalidArgumentError, UnsupportedOperationError, VersionNotFoundError
+from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import versions
 from arctic_sql.table.reading import full_changes, tags
@@ -174,10 +174,9 @@ def change_partitions(
         plan = full_changes.plan_full(table, span, history, skip_overwrites=skip_overwrites)
         return partitions.full_change_partitions(table, plan, committed)
     if table.is_keyed and not table.merge_engine.newest_wins:
-        # Its change rows are not the keys' new rows (the engine folds them); the full feed folds.
-        raise UnsupportedOperationError(
-            f"The latest-change feed of {table.identifier} would return unfolded change rows "
-            "(its merge engine folds them): read it with option changeFeedMode 'full'"
-        )
+        # Its change rows are not the keys' new rows (the engine folds them): the full feed's plan
+        # (each group's changes beside the state they start from) gives each key's folded row.
+        plan = full_changes.plan_full(table, span, history, skip_overwrites=skip_overwrites)
+        return partitions.full_change_partitions(table, plan, committed, latest=True)
     files = change_files(table, span, skip_overwrites=skip_overwrites, history=history)
     return partitions.change_partitions(table, files, committed)

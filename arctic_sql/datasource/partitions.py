@@ -40,7 +40,13 @@ from arctic_sql.table.reading.changes import (  # noqa: F401
     net_changes,
     with_change_columns,
 )
-from arctic_sql.table.reading.full_changes import FullGroup, FullPlan, group_of, read_group
+from arctic_sql.table.reading.full_changes import (
+    FullGroup,
+    FullPlan,
+    group_of,
+    read_group,
+    read_latest_folded,
+)
 from arctic_sql.table.reading.merge_on_read import balance, node_groups
 
 if TYPE_CHECKING:
@@ -118,9 +124,12 @@ class FullChangePartition(InputPartition):
     """Node groups of a full change feed: every change per version, with pre-images
     (table/reading/full_changes.py)."""
 
-    def __init__(self, stores: Stores, groups: list[FullGroup], committed_at_ms: dict[int, int]) -> None:
+    def __init__(
+        self, stores: Stores, groups: list[FullGroup], committed_at_ms: dict[int, int], latest: bool = False
+    ) -> None:
         super().__init__(len(groups))
         self.stores, self.groups, self.committed_at_ms = stores, groups, committed_at_ms
+        self.latest = latest  # the latest-change feed of a folding table: per key its folded row
 
 
 # planning ----------------------------------------------------------------------------------------
@@ -193,7 +202,7 @@ def change_partitions(
 
 
 def full_change_partitions(
-    table: ArcticTable, plan: FullPlan, committed_at_ms: dict[int, int]
+    table: ArcticTable, plan: FullPlan, committed_at_ms: dict[int, int], *, latest: bool = False
 ) -> list[InputPartition]:
     """A full change feed's partitions: each node group holds the range's change files and the files
     of the state they start from, so a task finds its keys' pre-images beside their changes."""
@@ -201,7 +210,9 @@ def full_change_partitions(
     groups, shares = _grouped(table, [*plan.before, *plan.changes], all_changes=True, held=changed)
     stores = Stores.of(table)
     full = [group_of(g, changed) for g in groups]
-    return [FullChangePartition(stores, [full[i] for i in share], committed_at_ms) for share in shares]
+    return [
+        FullChangePartition(stores, [full[i] for i in share], committed_at_ms, latest) for share in shares
+    ]
 
 
 def file_count(planned: Sequence[InputPartition]) -> int:
@@ -234,7 +245,15 @@ def read(partition: InputPartition, output: StructType) -> Iterator[pa.RecordBat
     elif isinstance(partition, FullChangePartition):
         stores = partition.stores
         for full in partition.groups:
-            rows, kinds, versions = read_group(stores.store, full, stores.schema, stores.keys, stores.engine)
+            if partition.latest:
+                assert stores.engine is not None
+                rows, kinds, versions = read_latest_folded(
+                    stores.store, full, stores.schema, stores.keys, stores.engine
+                )
+            else:
+                rows, kinds, versions = read_group(
+                    stores.store, full, stores.schema, stores.keys, stores.engine
+                )
             changed = with_change_columns(rows, kinds, versions, partition.committed_at_ms)
             yield from conformed(changed, arrow_type).to_batches()
 

@@ -170,7 +170,13 @@ def plan_write(
         sequence,
         operation,
         scope,
-        duplicate_hint=f"{engine.value} tables fold one change per key per commit"
-        if folds
-        else SEQUENCE_HINT,
+        duplicate_hint=SEQUENCE_HINT,
+        fold=table.merge_engine if folds and mode == CHANGES else None,
+        keep_missing=_missing(table, schema) if mode == CHANGES and engine is Engine.DEDUPLICATE else (),
     )
+
+
+def _missing(table: ArcticTable, schema: StructType) -> tuple[str, ...]:
+    """The table's columns the rows lack: an update keeps their stored values (narrow_writes.py)."""
+    incoming = {f.name.lower() for f in schema.fields}
+    return tuple(f.name for f in table.schema.fields if f.name.lower() not in incoming)

@@ -239,18 +239,54 @@ def test_a_replayed_micro_batch_adds_its_sums_once(arctic, tmp_path):
     assert _rows(arctic) == [(1, 12), (2, 11)]
 
 
-def test_a_folding_table_takes_one_change_per_key_per_write(arctic):
+def test_a_folding_table_folds_several_changes_of_a_key_in_one_write(arctic, tmp_path):
+    """SQL, a DataFrame (over several tasks) and a sink micro-batch may change a key more than once:
+    the changes fold in the order the write gives them, as if committed one at a time."""
     _create(
         arctic, "'merge-engine' = 'aggregation', 'fields.a.aggregate-function' = 'sum'", "id BIGINT, a BIGINT"
     )
-    rows = arctic.spark.createDataFrame([(1, 5), (1, 7)], "id BIGINT, a BIGINT")
-    with pytest.raises(
-        Exception, match=r"primary key \(id=1\) 2 times in one write; aggregation tables fold"
-    ):
-        rows.write.format("arctic").mode("append").save("db.t")
+    rows = arctic.spark.createDataFrame([(1, 5), (2, 1), (1, 7), (1, 1), (2, 2)], "id BIGINT, a BIGINT")
+    rows.repartition(3).write.format("arctic").mode("append").save("db.t")
+    arctic.sql("INSERT INTO db.t VALUES (1, 100), (1, 200)")
+    assert _rows(arctic) == [(1, 313), (2, 3)]
     with pytest.raises(Exception, match="Option sequenceColumn does not apply to db.t: aggregation tables"):
         rows.write.format("arctic").option("sequenceColumn", "a").mode("append").save("db.t")
-    assert _rows(arctic) == []
+    arctic.sql("DROP TABLE db.t")
+    _create(arctic, "'merge-engine' = 'partial-update'")
+    arctic.sql(
+        "INSERT INTO db.t VALUES (1, 10, 'x', NULL, 1), (2, 20, NULL, NULL, 1), (1, NULL, 'y', 1.5, NULL)"
+    )
+    ordered = [
+        (1, 11, None, None, None),
+        (3, 30, "z", None, None),
+        (1, None, None, 2.5, 7),
+        (3, 31, None, None, 4),
+    ]
+    arctic.spark.createDataFrame(ordered, COLUMNS).coalesce(1).write.format("arctic").mode("append").save(
+        "db.t"
+    )
+    expected = [(1, 11, "y", 2.5, 7), (2, 20, None, None, 1), (3, 31, "z", None, 4)]
+    assert _rows(arctic) == expected
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "b0.json").write_text('{"id": 2, "a": 21}\n{"id": 2, "b": "w"}\n{"id": 4, "a": 40}\n')
+    query = (
+        arctic.spark.readStream.schema(COLUMNS)
+        .json(str(source))
+        .writeStream.format("arctic")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start("db.t")
+    )
+    query.awaitTermination()
+    expected[1] = (2, 21, "w", None, 1)
+    _every_read_agrees(arctic, sorted([*expected, (4, 40, None, None, None)]))
+    # what one change cannot say is refused, naming the key, and changes nothing
+    changes = [(1, None, None, None, None, "delete"), (1, 5, "q", None, None, "insert")]
+    frame = arctic.spark.createDataFrame(changes, COLUMNS + ", _change_type STRING").coalesce(1)
+    with pytest.raises(Exception, match=r"primary key \(id=1\) more than once in one write.*after deleting"):
+        frame.write.format("arctic").mode("append").save("db.t")
+    assert _rows(arctic) == sorted([*expected, (4, 40, None, None, None)])
 
 
 def test_the_full_change_feed_shows_folded_images(arctic):
@@ -290,12 +326,23 @@ def test_updates_of_first_row_and_aggregation_tables_are_refused(arctic, engine)
     assert _rows(arctic) == [(1, 5)]
 
 
-def test_the_dataframe_change_feed_of_a_folding_table_is_the_full_one(arctic):
+def test_the_dataframe_change_feeds_of_a_folding_table_give_its_folded_rows(arctic):
+    """The latest-change feed gives per key its folded row after the range (as SQL's VERSION
+    BETWEEN), not the change row as written; the full feed gives every version's images."""
     _create(arctic, "'merge-engine' = 'partial-update'")
-    arctic.sql("INSERT INTO db.t VALUES (1, 10, 'x', 1.5, 1)")
+    arctic.sql("INSERT INTO db.t VALUES (1, 10, 'x', 1.5, 1), (2, 20, 'z', NULL, NULL)")
+    first = _version(arctic)
     arctic.sql("INSERT INTO db.t VALUES (1, NULL, 'y', NULL, NULL)")
-    reader = arctic.spark.read.format("arctic").option("readChangeFeed", "true").option("startingVersion", 1)
-    with pytest.raises(Exception, match="read it with option changeFeedMode 'full'"):
-        reader.load("db.t").collect()
-    full = reader.option("changeFeedMode", "full").load("db.t").where("_change_type = 'update_postimage'")
-    assert [(r["id"], r["a"], r["b"]) for r in full.collect()] == [(1, 10, "y")]
+    arctic.sql("INSERT INTO db.t VALUES (3, 30, NULL, NULL, NULL), (1, 11, NULL, NULL, NULL)")
+    arctic.sql("DELETE FROM db.t WHERE id = 2")
+    reader = arctic.spark.read.format("arctic").option("readChangeFeed", "true")
+    latest = reader.option("startingVersion", first + 1).load("db.t").collect()
+    got = sorted((r["id"], r["_change_type"], r["a"], r["b"], r["_change_version"] - first) for r in latest)
+    assert got == [(1, "upsert", 11, "y", 2), (2, "delete", None, None, 3), (3, "upsert", 30, None, 2)]
+    sql = arctic.sql(f"SELECT * FROM db.t VERSION BETWEEN {first} AND {first + 3}").collect()
+    assert (
+        sorted((r["id"], r["_change_type"], r["a"], r["b"], r["_change_version"] - first) for r in sql) == got
+    )
+    full = reader.option("startingVersion", first + 1).option("changeFeedMode", "full").load("db.t")
+    posts = full.where("_change_type = 'update_postimage'").collect()
+    assert sorted((r["id"], r["a"], r["b"]) for r in posts) == [(1, 10, "y"), (1, 11, "y")]

@@ -127,6 +127,18 @@ def test_other_alter_table_forms_stay_sqlglot_alter() -> None:
 # EXPLAIN -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("column", ["st.x", "COLUMN st.x", "COLUMN st.`in ner`.x"])
+def test_alter_column_of_a_struct_field_is_an_alter_column_not_a_command(column: str) -> None:
+    alter = _parse(f"ALTER TABLE db.t ALTER {column} TYPE BIGINT", exp.Alter)
+    action = alter.args["actions"][0]
+    assert isinstance(action, exp.AlterColumn)
+    assert isinstance(action.this, exp.Dot)
+    assert action.this.sql(dialect="spark") == column.removeprefix("COLUMN ")
+    assert action.args["dtype"].sql() == "BIGINT"
+    top = _parse("ALTER TABLE db.t ALTER COLUMN x TYPE BIGINT", exp.Alter).args["actions"][0]
+    assert isinstance(top.this, exp.Identifier)
+
+
 def test_explain_without_mode() -> None:
     explain = _parse("EXPLAIN SELECT * FROM db.t", Explain)
     assert isinstance(explain.this, exp.Select)

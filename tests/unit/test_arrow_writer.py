@@ -131,6 +131,56 @@ def test_two_tasks_changing_one_key_keep_the_newest_after_commit_side_resolution
     assert np.all([os.path.exists(f.path) for f in resolved])
 
 
+def test_two_tasks_changing_one_key_of_a_partial_update_table_fold_in_task_order(tmp_path):
+    from arctic_sql.table.model.merge_engine import Engine, MergeEngine
+
+    plan = WritePlan(
+        "db.t",
+        str(tmp_path),
+        _target(tmp_path),
+        str(tmp_path / "w"),
+        CHANGES,
+        None,
+        "write",
+        "in one write",
+        fold=MergeEngine(Engine.PARTIAL_UPDATE),
+    )
+    day = ["d", "d", "d"]
+    first = pa.record_batch({"id": [1, 2, 1], "v": ["a", "two", "b"], "day": day})
+    second = pa.record_batch(
+        {
+            "id": [1, 3, 4],
+            "v": [None, "three", None],
+            "day": day,
+            "_change_type": ["insert", "insert", "delete"],
+        }
+    )
+    third = pa.record_batch({"id": [4], "v": [None], "day": ["d"], "_change_type": ["delete"]})
+    files = write_task(plan, [first], 0) + write_task(plan, [second], 1) + write_task(plan, [third], 2)
+    resolved = resolve_across_files(plan, files)
+    rows = {}
+    for f in resolved:
+        kind = "delete" if "arctic_op=delete" in f.path else "upsert"
+        for r in pq.read_table(f.path).to_pylist():
+            assert r["id"] not in rows
+            rows[r["id"]] = (kind, r["v"])
+    # key 1: "b" (the first task's fold) stays under the second task's NULL; key 4: one delete
+    assert rows == {1: ("upsert", "b"), 2: ("upsert", "two"), 3: ("upsert", "three"), 4: ("delete", None)}
+    assert sum(f.rows for f in resolved) == 4
+    written = {
+        os.path.join(d, n) for d, _, ns in os.walk(tmp_path / "w") for n in ns if n.endswith(".parquet")
+    }
+    assert written == {f.path for f in resolved}  # the files the fold replaced are gone
+    again = write_task(plan, [pa.record_batch({"id": [1], "v": ["c"], "day": ["d"]})], 3)
+    gone = write_task(
+        plan, [pa.record_batch({"id": [1], "v": [None], "day": ["d"], "_change_type": ["delete"]})], 4
+    )
+    with pytest.raises(
+        InvalidArgumentError, match=r"primary key \(id=1, day='d'\) more than once in one write"
+    ):
+        resolve_across_files(plan, gone + again)
+
+
 def test_key_hashes_in_the_messages_rule_out_shared_keys_without_reading_files(tmp_path):
     from arctic_sql.table.writing.arrow_tasks import may_share_keys
 

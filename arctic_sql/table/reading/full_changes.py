@@ -133,7 +133,53 @@ def read_group(
     if not parts:
         return target.empty_table(), np.zeros(0, str), np.zeros(0, np.int64)
     changes = per_version(node_merge.tagged_rows(parts), keys)
-    touched = changes.select(list(keys))
+    before = _before(store, group, schema, keys, engine, changes.select(list(keys)), target)
+    if engine is not None and not engine.newest_wins:
+        changes = folded_versions(before, node_merge.tagged_rows(parts), changes, keys, engine)
+    return diff(before, changes, keys, target)
+
+
+def read_latest_folded(
+    store: Callable[[str], node_merge.Store],
+    group: FullGroup,
+    schema: Schema,
+    keys: Sequence[str],
+    engine: MergeEngine,
+) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The latest-change feed of one node group of a folding table: per key the range changed, its
+    row after the range (the fold of its row before it and its changes in it) as an ``upsert``, or
+    ``delete`` with only its key when the fold leaves nothing; the version of its last change."""
+    target = schema_to_pyarrow(node_merge.optional(schema), include_field_ids=False)
+    parts = tagged_parts(store, group.changes, schema, keys)
+    if not parts:
+        return target.empty_table(), np.zeros(0, str), np.zeros(0, np.int64)
+    rows = node_merge.tagged_rows(parts)
+    changes = per_version(rows, keys)
+    last = np.ones(changes.num_rows, dtype=bool)  # a key's last version: the next row starts a key
+    last[:-1] = node_merge.key_starts(changes, keys)[1:]
+    touched = changes.filter(pa.array(last))
+    versions = touched.column(node_merge.TAG).to_numpy() // 2
+    touched = touched.select(list(keys))
+    before = _before(store, group, schema, keys, engine, touched, target)
+    state = engine_fold.merge(
+        before, [(rows.drop_columns([node_merge.TAG]), rows.column(node_merge.TAG).to_numpy())], keys, engine
+    )
+    present = node_merge.changed_rows(touched, state, keys)  # both sorted by key: state is touched[present]
+    out = pa.concat_tables([conformed(state, target), conformed(touched.filter(pa.array(~present)), target)])
+    kinds = np.concatenate([np.full(state.num_rows, "upsert"), np.full(int((~present).sum()), DELETE)])
+    return out, kinds, np.concatenate([versions[present], versions[~present]])
+
+
+def _before(
+    store: Callable[[str], node_merge.Store],
+    group: FullGroup,
+    schema: Schema,
+    keys: Sequence[str],
+    engine: MergeEngine | None,
+    touched: pa.Table,
+    target: pa.Schema,
+) -> pa.Table:
+    """The rows of the ``touched`` keys at the range's start (one per key, in ``target``)."""
     before = node_merge.read_node(
         group.before,
         schema,
@@ -144,10 +190,7 @@ def read_group(
         keys_kept=node_merge.keys_in(touched, keys),
         engine=engine,
     )
-    before = conformed(before.filter(pa.array(node_merge.changed_rows(before, touched, keys))), target)
-    if engine is not None and not engine.newest_wins:
-        changes = folded_versions(before, node_merge.tagged_rows(parts), changes, keys, engine)
-    return diff(before, changes, keys, target)
+    return conformed(before.filter(pa.array(node_merge.changed_rows(before, touched, keys))), target)
 
 
 def folded_versions(

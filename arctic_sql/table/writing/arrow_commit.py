@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from pyarrow.fs import FileType
 from pyiceberg.table import Table
 
-from arctic_sql.errors import ExecutionError
+from arctic_sql.errors import CommitConflictError, ExecutionError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import versions
 from arctic_sql.table.model.table import ArcticTable
@@ -30,6 +30,8 @@ from arctic_sql.table.writing.arrow_tasks import (
     discard,
     resolve_across_files,
 )
+
+_FILL_ATTEMPTS = 5  # fills of a narrower write, each against the newest version
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ def commit_write(
                 check(current)
 
     try:
+        if plan.keep_missing and plan.mode == CHANGES:
+            return _commit_filled(table, plan, files, stream, validate, summary)
         return _commit(table, plan, paths, stream, validate, footers, fresh, summary)
     except BatchAlreadyCommitted:
         return None  # commit_loop deleted the files: nothing was sent
@@ -100,6 +104,50 @@ def commit_write(
             plan.sequence_column is not None
         ):  # only then did the tasks write sidecars (arrow_writes.write_task)
             storage.delete_files([sidecar_path(p) for p in paths])
+
+
+def _commit_filled(
+    table: ArcticTable,
+    plan: WritePlan,
+    files: list[WrittenFile],
+    stream: StreamBatch | None,
+    validate: Callable[[Table], None] | None,
+    summary: dict[str, str] | None,
+) -> int | None:
+    """Commit rows that lack ``plan.keep_missing``, those columns filled from the stored rows at the
+    newest version (narrow_writes.py); a data commit landing after it makes the fill run again.
+    Each attempt commits copies of the tasks' files (narrow_writes.fill), so the originals are
+    referenced by no commit and deleted at the end, whatever the outcome."""
+    from arctic_sql.table.reading import scan
+    from arctic_sql.table.writing import narrow_writes
+
+    try:
+        for _ in range(_FILL_ATTEMPTS):
+            table.base.refresh()
+            assert table.change is not None
+            table.change.refresh()
+            version = scan.latest_version(table)
+            filled = narrow_writes.fill(table, files, plan.keep_missing, version)
+
+            def check(current: Table, read: int = version) -> None:
+                if validate is not None:
+                    validate(current)
+                table.base.refresh()
+                commits = versions.data_commits(table.base, current)
+                if (commits and commits[-1].version > read) or commit.reservation_pending(
+                    table.base, current, read
+                ):
+                    raise base_rows.StaleRead()
+
+            try:
+                return _commit(table, plan, [f.path for f in filled], stream, check, {}, False, summary)
+            except base_rows.StaleRead:
+                continue  # commit_loop deleted the filled files: fill again from the tasks' files
+        raise CommitConflictError(
+            f"{plan.what}: other commits kept landing while it read the rows it updates"
+        )
+    finally:  # the commit was sent the copies (or refused and deleted them), never the originals
+        storage.delete_files([f.path for f in files])
 
 
 def empties_table(table: ArcticTable, plan: WritePlan) -> bool:

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.statistics import statistics_columns
+from arctic_sql.table.model.merge_engine import MergeEngine
 from arctic_sql.table.writing.arrow_files import WriteTarget, WrittenFile, conform, sidecar_path, write_table
 from arctic_sql.table.writing.change_kinds import (
     CHANGE_TYPE,
@@ -29,6 +30,7 @@ from arctic_sql.table.writing.change_kinds import (
     newest_per_key,
     to_changes,
 )
+from arctic_sql.table.writing.write_fold import fold_write
 
 SEQUENCE_SIDECAR = "__arctic_sequence"
 CHANGES, OVERWRITE, APPEND = "changes", "overwrite", "append"
@@ -48,6 +50,8 @@ class WritePlan:
     scope: str  # "in one write", "in one micro-batch": what the duplicate-key error says
     change_column: str = CHANGE_TYPE  # the column telling upserts from deletes (SQL's own: arctic_op)
     duplicate_hint: str | None = SEQUENCE_HINT  # how the duplicate-key error says to resolve it
+    fold: MergeEngine | None = None  # a folding engine: a key's changes fold into one (write_fold.py)
+    keep_missing: tuple[str, ...] = ()  # columns the rows lack, whose stored values stay (narrow_writes.py)
 
     @property
     def what(self) -> str:
@@ -71,6 +75,10 @@ def write_task(plan: WritePlan, batches: Iterable[pa.RecordBatch], task: int) ->
         return write_table(rows, target, plan.location, task=task)
     changes = to_changes(batch, target, plan.sequence_column, plan.change_column)
     check_not_null(changes.rows, target, plan.what, changes.deletes)
+    if plan.fold is not None:
+        folded = fold_write(changes.rows, changes.deletes, target.keys, plan.fold, plan.what, plan.scope)
+        ops = pa.array(np.where(folded.deletes, layout.DELETE, layout.UPSERT).astype(object), pa.string())
+        return write_table(folded.rows, target, plan.location, ops=ops, task=task)
     keep = newest_per_key(
         changes.rows.select(list(target.keys)), changes.sequence, plan.what, plan.scope, plan.duplicate_hint
     )
@@ -123,6 +131,8 @@ def may_share_keys(group: list[WrittenFile]) -> bool:
 def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -> list[WrittenFile]:
     if not may_share_keys(group):
         return group
+    if plan.fold is not None:
+        return _fold_group(plan, keys, group)
     tables = [_read(f.path, keys) for f in group]
     key_rows = pa.concat_tables(tables)
     check_null_keys(key_rows, plan.what)
@@ -144,6 +154,32 @@ def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -
     return result
 
 
+def _fold_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -> list[WrittenFile]:
+    """Fold the changes of a key that several tasks wrote (tasks in order: Spark's partition order is
+    the write's arrival order); each file keeps the folded changes whose last input row it held."""
+    assert plan.fold is not None
+    tables = [_read(f.path, None) for f in group]
+    rows = pa.concat_tables(tables, promote_options="permissive")
+    deletes = np.concatenate(
+        [np.full(t.num_rows, layout.parse_file_path(f.path)[1]) for f, t in zip(group, tables, strict=True)]
+    )
+    folded = fold_write(rows, deletes, keys, plan.fold, plan.what, plan.scope)
+    if len(folded.owners) == rows.num_rows:
+        return group
+    file_of = np.repeat(np.arange(len(group)), [t.num_rows for t in tables])
+    result = []
+    for i, (f, table) in enumerate(zip(group, tables, strict=True)):
+        mine = np.flatnonzero(file_of[folded.owners] == i)
+        if len(mine) == table.num_rows and (folded.owners[mine] == np.flatnonzero(file_of == i)).all():
+            if folded.rows.take(pa.array(mine)).cast(table.schema).equals(table):
+                result.append(f)
+                continue
+        storage.delete_files([f.path])
+        if len(mine):
+            result.append(write_beside(f, folded.rows.take(pa.array(mine)).cast(table.schema)))
+    return result
+
+
 def _read(path: str, columns: list[str] | None) -> pa.Table:
     fs, inner = storage.filesystem(path)
     with fs.open_input_file(inner) as f:
@@ -156,8 +192,14 @@ def _rewrite(f: WrittenFile, mask: np.ndarray) -> list[WrittenFile]:
     storage.delete_files([f.path, sidecar_path(f.path)])
     if rows.num_rows == 0:
         return []
+    return [write_beside(f, rows)]
+
+
+def write_beside(f: WrittenFile, rows: pa.Table, mark: str = "r") -> WrittenFile:
+    """``rows`` in a new file beside ``f``, its name marked with ``mark`` (``f`` is the caller's to
+    delete: no commit referenced it)."""
     folder, name = f.path.rsplit("/", 1)
-    path = f"{folder}/{name.replace('part-', 'part-r', 1)}"
+    path = f"{folder}/{name.replace('part-', f'part-{mark}', 1)}"
     fs, inner = storage.filesystem(path)
     with fs.open_output_stream(inner) as out:
         pq.write_table(
@@ -167,7 +209,7 @@ def _rewrite(f: WrittenFile, mask: np.ndarray) -> list[WrittenFile]:
             store_schema=False,
             write_statistics=statistics_columns(rows.schema),
         )
-    return [WrittenFile(path, rows.num_rows)]
+    return WrittenFile(path, rows.num_rows)
 
 
 def discard(files: Iterable[WrittenFile]) -> None:

@@ -101,7 +101,7 @@ def _first_other(kinds: pa.Array, allowed: set[str] | frozenset[str]) -> str | N
     return "NULL" if value is None else repr(value)
 
 
-def _shown(keys: pa.Table, row: int) -> str:
+def shown_key(keys: pa.Table, row: int) -> str:
     return ", ".join(
         f"{name}={'NULL' if (v := keys.column(name)[row].as_py()) is None else repr(v)}"
         for name in keys.column_names
@@ -112,7 +112,7 @@ def check_null_keys(keys: pa.Table, what: str) -> None:
     for column in keys.columns:
         if column.null_count:
             row = int(np.nonzero(~np.asarray(column.is_valid()))[0][0])
-            raise PrimaryKeyViolationError(f"{what} writes a null primary key ({_shown(keys, row)})")
+            raise PrimaryKeyViolationError(f"{what} writes a null primary key ({shown_key(keys, row)})")
 
 
 def check_not_null(rows: pa.Table, target: WriteTarget, what: str, deletes: np.ndarray | None = None) -> None:
@@ -129,7 +129,7 @@ def check_not_null(rows: pa.Table, target: WriteTarget, what: str, deletes: np.n
             nulls &= ~deletes
         if nulls.any():
             shown = (
-                _shown(rows.select(list(target.keys)), int(np.nonzero(nulls)[0][0])) if target.keys else ""
+                shown_key(rows.select(list(target.keys)), int(np.nonzero(nulls)[0][0])) if target.keys else ""
             )
             raise InvalidArgumentError(
                 f"{what} writes NULL into NOT NULL column '{field.name}'" + (f" ({shown})" if shown else "")
@@ -166,7 +166,7 @@ def newest_per_key(
     if sequence is None:
         count = _run_length(same, first_dup - 1)
         raise PrimaryKeyViolationError(
-            f"{what} writes primary key ({_shown(ordered, first_dup)}) {count} times "
+            f"{what} writes primary key ({shown_key(ordered, first_dup)}) {count} times "
             f"{scope}" + (f"; {hint}" if hint else "")
         )
     _check_sequences(ordered, sequence.take(pa.array(order)), same, what)
@@ -189,7 +189,7 @@ def _check_sequences(ordered: pa.Table, sequence: pa.Array, same: np.ndarray, wh
     if nulls.any():
         row = int(np.nonzero(nulls)[0][0])
         raise InvalidArgumentError(
-            f"{what}: primary key ({_shown(ordered, row)}) has several changes and a NULL "
+            f"{what}: primary key ({shown_key(ordered, row)}) has several changes and a NULL "
             "sequence value among them"
         )
     rows = len(sequence)
@@ -200,6 +200,6 @@ def _check_sequences(ordered: pa.Table, sequence: pa.Array, same: np.ndarray, wh
     if ties.any():
         row = int(np.nonzero(ties)[0][0]) + 1
         raise InvalidArgumentError(
-            f"{what}: primary key ({_shown(ordered, row)}) has two changes with the same "
+            f"{what}: primary key ({shown_key(ordered, row)}) has two changes with the same "
             f"sequence value {sequence[row].as_py()!r}"
         )

@@ -36,6 +36,7 @@ from arctic_sql.errors import ArcticError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.layout import Store
+from arctic_sql.table.model.merge_engine import Engine
 from arctic_sql.table.model.schemas import spark_schema
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import base_rows, commit
@@ -174,6 +175,7 @@ def plan_changes(table: ArcticTable, operation: str) -> WritePlan:
         "in one statement",
         change_column=layout.OP_COLUMN,
         duplicate_hint=None,
+        fold=table.merge_engine if table.merge_engine.engine is not Engine.DEDUPLICATE else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -137,7 +138,17 @@ def _model(history: list[tuple], engine: MergeEngine) -> dict:
             state[k] = (a, b, s)
         elif engine.engine is Engine.PARTIAL_UPDATE:
             state[k] = tuple(n if n is not None else o for n, o in zip((a, b, s), old, strict=True))
+        elif engine.engine is Engine.AGGREGATION:  # a: sum, b: max, s: last_non_null_value (SUM_MAX)
+            total = None if a is None and old[0] is None else (a or 0) + (old[0] or 0)
+            most = max((v for v in (b, old[1]) if v is not None), default=None)
+            state[k] = (total, most, s if s is not None else old[2])
     return state
+
+
+SUM_MAX = MergeEngine(
+    Engine.AGGREGATION,
+    aggregates=(("a", "sum", False), ("b", "max", False), ("s", "last_non_null_value", False)),
+)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -199,3 +210,66 @@ def test_engine_properties_are_checked_against_the_columns():
     ]:
         with pytest.raises(InvalidArgumentError, match=message):
             MergeEngine.of(properties, schema)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(
+    "engine",
+    [
+        MergeEngine(Engine.PARTIAL_UPDATE),
+        MergeEngine(Engine.PARTIAL_UPDATE, ignore_delete=True),
+        MergeEngine(Engine.FIRST_ROW),
+        SUM_MAX,
+    ],
+)
+def test_a_write_folds_a_keys_changes_as_if_applied_one_at_a_time(seed, engine):
+    """Writes of several changes per key, each folded to one change per key (write_fold.py) and
+    committed as one transaction: reading them equals applying every change one at a time, and a
+    write the fold refuses is one that deletes a key and then writes it again."""
+    from arctic_sql.table.writing.write_fold import fold_write
+
+    rng = random.Random(seed)
+    value = lambda: rng.choice([None, rng.randint(0, 9)])  # noqa: E731
+    applied: list[tuple] = []  # every change of the committed writes, one transaction each
+    stored: list[tuple] = []  # the folded changes, one transaction per write
+    for txn in range(1, 12):
+        write = []
+        for _ in range(rng.randint(1, 6)):
+            k = rng.randint(0, 3)
+            if rng.random() < 0.2:
+                write.append((k, None, None, None, True))
+            else:
+                write.append((k, value(), value(), value(), False))
+        rows = tagged([(*w[:4], 0) for w in write]).drop_columns([TAG])
+        deletes = np.array([w[4] for w in write])
+        try:
+            folded = fold_write(rows, deletes, KEYS, engine, "WRITE into t", "in one write")
+        except InvalidArgumentError as e:
+            assert "after deleting it" in str(e)
+            assert any(
+                w[4] and any(not v[4] and v[0] == w[0] for v in write[i + 1 :]) for i, w in enumerate(write)
+            )
+            continue
+        keys = folded.rows.column("k").to_pylist()
+        assert len(set(keys)) == len(keys)
+        for row, gone in zip(as_rows(folded.rows), folded.deletes, strict=True):
+            stored.append((*row, txn * 2 + int(gone)))
+        applied.extend((*w[:4], len(applied) * 2 + 2 + int(w[4])) for w in write)
+    expected = sorted((k, *v) for k, v in _model(applied, engine).items())
+    assert as_rows(fold(tagged(stored), KEYS, engine)) == expected
+
+
+def test_a_write_refuses_what_one_change_cannot_say():
+    from arctic_sql.table.writing.write_fold import fold_write
+
+    rows = tagged([(1, 1, 1, 1, 0), (1, 2, 2, 2, 0)]).drop_columns([TAG])
+    deletes = np.array([False, False])
+    counting = MergeEngine(Engine.AGGREGATION, aggregates=(("a", "count", False), ("b", "sum", False)))
+    with pytest.raises(InvalidArgumentError, match=r"primary key \(k=1\) more than once in one write.*'a'"):
+        fold_write(rows, deletes, KEYS, counting, "WRITE into t", "in one write")
+    sequenced = MergeEngine(Engine.PARTIAL_UPDATE, sequence=("s",))
+    with pytest.raises(InvalidArgumentError, match="sequence.field"):
+        fold_write(rows, deletes, KEYS, sequenced, "WRITE into t", "in one write")
+    one_count = tagged([(1, None, 1, 1, 0), (1, 2, 2, 2, 0)]).drop_columns([TAG])
+    folded = fold_write(one_count, deletes, KEYS, counting, "WRITE into t", "in one write")
+    assert as_rows(folded.rows) == [(1, 1, 3, 2)]  # sum of b; a change row counts one

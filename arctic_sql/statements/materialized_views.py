@@ -318,7 +318,7 @@ class _Refresh:
         left = self.tables[sides.left]
         left_now = self.ctx.read_table(left, self.at[sides.left])
         rows, touched = mv_join.rows_to_join_again(
-            self.analysis, left, left_now, moved[sides.left], moved[sides.right]
+            self.analysis, left, left_now, moved[sides.left], moved[sides.right], self._keep
         )
         right_now = self.ctx.read_table(self.tables[sides.right], self.at[sides.right])
         return self._upserts_and_deletes(self._run_query({sides.left: rows, sides.right: right_now}), touched)
@@ -351,14 +351,19 @@ class _Refresh:
             new = self._keyed(self._run_query({source: picked.drop(mv_analysis.GROUP_KEY)}))
         return self._upserts_and_deletes(new, touched)
 
+    def _keep(self, frame: DataFrame) -> DataFrame:
+        """``frame`` cached until the refresh ends."""
+        frame = frame.persist()
+        self._cached.append(frame)
+        return frame
+
     def _upserts_and_deletes(self, new: DataFrame, touched: DataFrame) -> DataFrame:
         """``new`` rows upserted, and the ``touched`` keys not among them deleted. ``new`` is kept
         once computed (it also decides the deletes), so the sources are read once."""
         from pyspark.sql import functions as F
 
         key = list(self.analysis.key)
-        new = new.persist()
-        self._cached.append(new)
+        new = self._keep(new)
         gone = touched.join(new.select(*(f"`{k}`" for k in key)), key, "left_anti")
         upserts = new.withColumn(layout.OP_COLUMN, F.lit(layout.UPSERT))
         deletes = gone.withColumn(layout.OP_COLUMN, F.lit(layout.DELETE))

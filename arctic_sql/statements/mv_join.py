@@ -12,6 +12,7 @@ the view.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -29,15 +30,20 @@ def rows_to_join_again(
     left_now: DataFrame,
     left_changes: DataFrame | None,
     right_changes: DataFrame | None,
+    keep: Callable[[DataFrame], DataFrame],
 ) -> tuple[DataFrame, DataFrame]:
     """(the left rows to run the view's query over, the touched left keys under the view's key
     names). ``left_now``: the left source at the refresh's version; ``*_changes``: each source's
-    latest change per key since the last refresh (None: that source did not move)."""
+    latest change per key since the last refresh (None: that source did not move). ``keep``
+    caches a frame for the refresh: the left's changes and the left rows that reference a changed
+    right key are each used twice (rows and keys), and computing them twice would read the left's
+    change files, or scan the whole left, twice."""
     assert analysis.join is not None and (left_changes is not None or right_changes is not None)
     columns = [f"`{f.name}`" for f in left.schema.fields]
     key = [f"`{k}`" for k in analysis.source_key]
     rows, touched = [], []
     if left_changes is not None:
+        left_changes = keep(left_changes)
         rows.append(left_changes.where("_change_type = 'upsert'").select(*columns))
         touched.append(left_changes.select(*key))
     if right_changes is not None:
@@ -46,7 +52,8 @@ def rows_to_join_again(
         referencing = left_now.join(changed, [mine for mine, _ in on], "left_semi")
         if left_changes is not None:  # those are joined again from their changes already
             referencing = referencing.join(left_changes.select(*key), list(analysis.source_key), "left_anti")
-        rows.append(referencing.select(*columns))
+        referencing = keep(referencing.select(*columns))
+        rows.append(referencing)
         touched.append(referencing.select(*key))
     names = [f"`{s}` AS `{k}`" for s, k in zip(analysis.source_key, analysis.key, strict=True)]
     keys = reduce(lambda a, b: a.unionByName(b), touched).selectExpr(*names).distinct()

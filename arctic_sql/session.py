@@ -7,7 +7,7 @@ tables (or are arctic's own), and passes everything else to ``spark.sql`` unchan
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from arctic_sql.datasource.source import install as install_format
@@ -85,6 +85,17 @@ def register(
     """
     configure(spark)
     install_format(spark, catalog or load_catalog(warehouse, catalog_name, catalog_properties, config_file))
+
+
+def view_refresher(spark: SparkSession, catalog: ArcticCatalog) -> Callable[[TableIdentifier], None]:
+    """What the optimizer service runs to refresh a materialized view (``refresh.interval``): the
+    statement, which sits above the service, handed down as a callable."""
+    session = Session(spark, catalog)
+
+    def refresh(identifier: TableIdentifier) -> None:
+        session.sql(f"REFRESH MATERIALIZED VIEW `{identifier.database}`.`{identifier.name}`")
+
+    return refresh
 
 
 class Session:

@@ -294,11 +294,15 @@ def change_columns() -> StructType:
 
 def output_schema(table: ArcticTable, options: ReadOptions) -> StructType:
     """The columns a read returns: the table's (a change feed adds its change columns, and makes the
-    table's columns nullable: a delete carries only the key)."""
+    table's columns nullable: a delete carries only the key). A materialized view's hidden state is
+    left out: the tasks return the columns asked for, so its rows come without it."""
     from pyspark.sql.types import StructType
 
-    if not options.read_change_feed:
-        return table.spark_schema
+    from arctic_sql.table.model.materialized import is_hidden
     from arctic_sql.table.model.schemas import spark_schema
 
-    return StructType([*spark_schema(table.schema, all_nullable=True).fields, *change_columns().fields])
+    fields = spark_schema(table.schema, all_nullable=options.read_change_feed).fields
+    shown = [f for f in fields if not is_hidden(table.base.properties, f.name)]
+    if not options.read_change_feed:
+        return StructType(shown)
+    return StructType([*shown, *change_columns().fields])

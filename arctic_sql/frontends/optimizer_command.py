@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import arctic_sql
 from arctic_sql.optimizer.service import Service
 from arctic_sql.options import add_connect_arguments, check_connect_args, connect_options
+from arctic_sql.session import view_refresher
 
 log = logging.getLogger("arctic_sql.optimizer.service")
 
@@ -46,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("--interval must be positive, got %s", args.interval)
         return 2
     session = arctic_sql.connect(**connect_options(args, {"spark.ui.showConsoleProgress": "false"}))
-    service = Service(session.spark, session.catalog, args.group, args.policy, args.cores)
+    refresh = view_refresher(session.spark, session.catalog)  # refresh.interval of materialized views
+    service = Service(session.spark, session.catalog, args.group, args.policy, args.cores, refresh=refresh)
 
     def stop(signum: int, frame: object) -> None:
         log.info("signal %d: stopping after the current step", signum)

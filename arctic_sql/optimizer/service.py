@@ -15,6 +15,8 @@ One table's failure is logged, recorded in its ``db.t.optimizing`` and does not 
 failed table is tried again on a later round. A crash at any point leaves only unreferenced files.
 Where ``table-expire.enabled`` (and ``clean-orphan-file.enabled``) are set, the service also runs
 snapshot expiration with the change-data TTL (hourly) and orphan cleaning (daily), as Amoro's AMS.
+Given a ``refresh`` callable, it refreshes the materialized views whose ``refresh.interval`` has
+passed since their last refresh and whose sources moved (view_refresh.py).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arctic_sql.optimizer import process
+from arctic_sql.optimizer import process, view_refresh
 from arctic_sql.optimizer.inputs import Settings
 from arctic_sql.table.maintenance import actions, hive_sync
 from arctic_sql.table.model.identifiers import TableIdentifier
@@ -89,7 +92,11 @@ class Service:
         policy: str = "quota",
         cores: int | None = None,
         maintenance_intervals_ms: dict[str, int] | None = None,
+        refresh: Callable[[TableIdentifier], None] | None = None,
+        clock: Callable[[], int] = state.now_ms,
     ) -> None:
+        """``refresh``: runs REFRESH MATERIALIZED VIEW (a statement, above this layer; without it
+        views are not refreshed); ``clock``: the time in ms that ``refresh.interval`` is measured by."""
         self.spark, self.catalog = spark, catalog
         # How often expiration and orphan cleaning run per table (a benchmark at compressed time scales them).
         self.maintenance_intervals_ms = {**MAINTENANCE_INTERVALS_MS, **(maintenance_intervals_ms or {})}
@@ -99,6 +106,7 @@ class Service:
         self.tables: dict[str, TableState] = {}
         self.maintained_ms: dict[tuple[str, str], int] = {}  # (table, job) -> when it last ran
         self.stopping = threading.Event()
+        self.refresh, self.clock = refresh, clock
 
     # one round -----------------------------------------------------------------------------------
     def run_once(self) -> int:
@@ -119,6 +127,7 @@ class Service:
             if table.identifier.branch is None:  # expiration and orphan removal take the whole table
                 self._maintain(table)
                 self._sync_hive(table)
+                self._refresh_view(table)
         return optimized
 
     def _group_tables(self) -> list[ArcticTable]:
@@ -241,6 +250,17 @@ class Service:
             log.info("%s: hive sync: %s", table.identifier, result)
         except Exception as e:  # noqa: BLE001 - logged; tried again next round
             log.error("%s: hive sync failed: %s", table.identifier, _one_line(e))
+
+    def _refresh_view(self, table: ArcticTable) -> None:
+        """A materialized view's refresh, when ``refresh.interval`` has passed and a source moved."""
+        if self.refresh is None:
+            return
+        try:
+            if view_refresh.due(self.catalog, table, self.clock()):
+                self.refresh(table.identifier)
+                log.info("%s: materialized view refreshed", table.identifier)
+        except Exception as e:  # noqa: BLE001 - logged; tried again next round
+            log.error("%s: materialized view refresh failed: %s", table.identifier, _one_line(e))
 
     # the loop ------------------------------------------------------------------------------------
     def run(self, interval_s: float) -> None:

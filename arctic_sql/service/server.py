@@ -115,8 +115,10 @@ def _start_optimizer(
     args: argparse.Namespace, spark: LazySpark, catalog: Any
 ) -> tuple[Any, threading.Thread]:
     from arctic_sql.optimizer.service import Service
+    from arctic_sql.session import view_refresher
 
-    service = Service(spark(), catalog, args.group, args.policy, args.cores)
+    refresh = view_refresher(spark(), catalog)  # refresh.interval of materialized views
+    service = Service(spark(), catalog, args.group, args.policy, args.cores, refresh=refresh)
     thread = threading.Thread(target=service.run, args=(args.interval,), name="arctic-optimizer", daemon=True)
     thread.start()
     return service, thread

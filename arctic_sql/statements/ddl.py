@@ -28,6 +28,7 @@ from arctic_sql.table.format import clustering
 from arctic_sql.table.format.partitioning import PartitionTerm, build_spec
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.maintenance import hive_sync
+from arctic_sql.table.model import materialized
 from arctic_sql.table.model import properties as props
 from arctic_sql.table.model.identifiers import TableIdentifier, whole_table
 from arctic_sql.table.model.schemas import iceberg_schema, type_string
@@ -139,6 +140,10 @@ def partition_spec(
                     "so that a key never moves between partitions"
                 )
     return spec
+
+
+def _shown_key(table: ArcticTable) -> list[str]:
+    return materialized.shown_key(table.base.properties, table.primary_key)
 
 
 def _is_materialized_view(ctx: StatementContext, identifier: TableIdentifier) -> bool:
@@ -487,7 +492,8 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
     rows: list[tuple[str, str, str | None]] = []
     schema = table.schema
     for field in schema.fields:
-        rows.append((field.name, type_string(field.field_type), field.doc))
+        if not materialized.is_hidden(table.base.properties, field.name):  # a view's refresh state
+            rows.append((field.name, type_string(field.field_type), field.doc))
     if table.spec.fields:
         rows += [("", "", ""), ("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
         for field in table.spec.fields:
@@ -500,7 +506,7 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
             ("Name", str(table.identifier), ""),
             ("Type", "MANAGED", ""),
             ("Provider", "arctic", ""),
-            ("Primary Key", ", ".join(table.primary_key) or "(none: append-only)", ""),
+            ("Primary Key", ", ".join(_shown_key(table)) or "(none: append-only)", ""),
             *([("Comment", table.base.properties[COMMENT], "")] if COMMENT in table.base.properties else []),
             ("Location", table.base.location().removesuffix("/base"), ""),
             ("Base Store", table.base.location(), ""),
@@ -597,7 +603,7 @@ def _arctic_information(ctx: StatementContext, identifier: TableIdentifier) -> s
         "Type: MANAGED",
         "Provider: arctic",
         f"Location: {table.base.location().removesuffix('/base')}",
-        f"Primary Key: {', '.join(table.primary_key) or '(none: append-only)'}",
+        f"Primary Key: {', '.join(_shown_key(table)) or '(none: append-only)'}",
     ]
     if table.spec.fields:
         lines.append(
@@ -611,6 +617,7 @@ def _arctic_information(ctx: StatementContext, identifier: TableIdentifier) -> s
     lines += [
         f" |-- {f.name}: {type_string(f.field_type)} (nullable = {str(not f.required).lower()})"
         for f in schema.fields
+        if not materialized.is_hidden(table.base.properties, f.name)
     ]
     return "\n".join(lines) + "\n"
 

@@ -29,11 +29,12 @@ from arctic_sql.errors import (
     UnsupportedOperationError,
 )
 from arctic_sql.parser import parse_one, statements, to_spark_sql
-from arctic_sql.statements import ddl, mv_analysis, views
+from arctic_sql.statements import ddl, mv_analysis, mv_join, views
 from arctic_sql.statements.mv_analysis import Analysis, Shape
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.model.materialized import SHOWN_KEY, SOURCE_VERSIONS, SOURCES
 from arctic_sql.table.model.schemas import iceberg_schema
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import changes_between
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
     from arctic_sql.table.model.table import ArcticTable
 
 QUERY = mv_analysis.QUERY_PROPERTY
-SOURCES = "arctic.mv.sources"
-SOURCE_VERSIONS = "arctic.mv.source-versions"
 REFRESH_MODE = "arctic.mv.refresh"
 _views = itertools.count()
 
@@ -77,9 +76,17 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     definition = {QUERY: to_spark_sql(query), SOURCES: ",".join(sources)}
     run = _Refresh(ctx, None, query, sources)  # analyses the query: a bad one fails here
     rows = run.full_rows()
+    if run.analysis.groups:
+        definition[SHOWN_KEY] = ",".join(run.analysis.shown_key)
     key = list(run.analysis.key)
     schema = iceberg_schema(rows.schema, required=set(key), identifier=key)
-    spec = ddl.partition_spec(expression, schema, key, identifier)
+    spec = ddl.partition_spec(expression, schema, [*key, *run.analysis.shown_key], identifier)
+    if spec.fields and run.analysis.groups:
+        # Partitioned by group columns: they join the key (a delete row carries only the key, and
+        # the partition must be known from it), so they cannot be NULL.
+        key = [*(schema.find_column_name(f.source_id) for f in spec.fields), *key]
+        schema = iceberg_schema(rows.schema, required=set(key), identifier=key)
+        spec = ddl.partition_spec(expression, schema, key, identifier)
     table = ctx.catalog.create_table(identifier, schema, spec, user_props, staged=True, system=definition)
     try:
         run.view = table
@@ -142,10 +149,10 @@ def describe(ctx: StatementContext, expression: statements.DescribeMaterializedV
     rows = [
         ("query", view.base.properties[QUERY]),
         ("sources", view.base.properties[SOURCES]),
-        ("key", ", ".join(analysis.key) or "(none: refreshed in full as a table without a key)"),
+        ("key", ", ".join(analysis.shown_key) or "(none: refreshed in full as a table without a key)"),
         ("refresh", "incremental" if analysis.incremental else "full"),
         ("plan", f"{analysis.shape.value}: {analysis.reason}"),
-        ("hidden state columns", ", ".join(analysis.state_columns) or "(none)"),
+        ("hidden state columns", ", ".join(analysis.hidden_columns) or "(none)"),
     ]
     if last is not None:
         rows += [
@@ -218,7 +225,14 @@ class _Refresh:
             relation = self._relation(self.ctx.read_table(self.tables[source], self.at[source]))
             state = self.ctx.spark.sql(mv_analysis.state_query(self.analysis, relation))
             return self._with_outputs(state)
-        return self._run_query(self.tables_at())
+        return self._keyed(self._run_query(self.tables_at()))
+
+    def _keyed(self, rows: DataFrame) -> DataFrame:
+        """A grouped view's rows with their hidden group key (other views' rows as they are)."""
+        if not self.analysis.groups:
+            return rows
+        shown = [out for _, out in self.analysis.groups]
+        return rows.selectExpr("*", f"{mv_analysis.group_key(shown)} AS {mv_analysis.GROUP_KEY}")
 
     def tables_at(self) -> dict[str, DataFrame]:
         return {s: self.ctx.read_table(t, self.at[s]) for s, t in self.tables.items()}
@@ -246,14 +260,21 @@ class _Refresh:
             return None  # nothing changed since the last refresh
         if not self.analysis.incremental:
             return self.write_full(self.full_rows(), self.analysis.reason)
-        source = self.sources[0]
-        start = recorded.get(source)
-        table, history = self.tables[source], self.histories[source]
+        if list(self.analysis.key) != self.view.primary_key[-len(self.analysis.key) :]:
+            if not self.view.primary_key:  # made when its query (a join) refreshed in full
+                return self.write_full(self.full_rows(), "the view was created without a key")
+            raise UnsupportedOperationError(
+                f"REFRESH MATERIALIZED VIEW {self.view.identifier}: the view was created keyed by "
+                f"{', '.join(self.view.primary_key)}, before grouped views kept a hidden group key; "
+                "drop it and create it again"
+            )
         try:
-            if start is None:
-                raise InvalidArgumentError(f"no version of {source} is recorded")
-            span = tt.range_of_versions(table, history, start, self.at[source], "REFRESH MATERIALIZED VIEW")
-            changes = self._changes(span, history)
+            if self.analysis.shape is Shape.JOIN:
+                changes = self._join_changes(recorded)
+            else:
+                changes = self._changes(
+                    self._span(self.sources[0], recorded), self.histories[self.sources[0]]
+                )
         except ArcticError as e:  # expired history, a version that replaced rows: recompute
             return self.write_full(
                 self.full_rows(), f"the changes since the last refresh are not readable ({e})"
@@ -276,11 +297,36 @@ class _Refresh:
                 frame.unpersist()
         return None
 
+    def _span(self, source: str, recorded: dict[str, int]) -> tt.Range:
+        """The versions of ``source`` since the last refresh; an ArcticError when not readable."""
+        start = recorded.get(source)
+        if start is None:
+            raise InvalidArgumentError(f"no version of {source} is recorded")
+        table, history = self.tables[source], self.histories[source]
+        return tt.range_of_versions(table, history, start, self.at[source], "REFRESH MATERIALIZED VIEW")
+
+    def _join_changes(self, recorded: dict[str, int]) -> DataFrame:
+        """A ``join`` view's change rows: its query over the left rows to join again (mv_join.py)."""
+        sides = self.analysis.join
+        assert sides is not None
+        moved = {
+            s: changes_between(self.ctx.spark, self.tables[s], self._span(s, recorded))
+            if recorded.get(s) != self.at[s]
+            else None
+            for s in (sides.left, sides.right)
+        }
+        left = self.tables[sides.left]
+        left_now = self.ctx.read_table(left, self.at[sides.left])
+        rows, touched = mv_join.rows_to_join_again(
+            self.analysis, left, left_now, moved[sides.left], moved[sides.right], self._keep
+        )
+        right_now = self.ctx.read_table(self.tables[sides.right], self.at[sides.right])
+        return self._upserts_and_deletes(self._run_query({sides.left: rows, sides.right: right_now}), touched)
+
     def _changes(self, span: tt.Range, history: versions.History) -> DataFrame:
         """The view's change rows: what to upsert and the keys to delete, told apart by ``arctic_op``.
         The rows upserted are kept once they are computed (they also decide the deletes), so the
         sources are read once."""
-        from pyspark.sql import functions as F
 
         source = self.sources[0]
         table = self.tables[source]
@@ -293,14 +339,31 @@ class _Refresh:
             new = self._run_query({source: changed.where("_change_type = 'upsert'").select(*columns)})
             pairs = zip(self.analysis.source_key, key, strict=True)
             touched = changed.selectExpr(*(f"`{s}` AS `{k}`" for s, k in pairs))
-        else:
+        else:  # the touched groups (pre- or post-image), found by their hidden key: NULL is a group
             changes = full_changes_frame(self.ctx.spark, table, span, history)
-            touched = changes.selectExpr(*(f"`{s}` AS `{k}`" for s, k in self.analysis.groups)).distinct()
+            touched = self._keyed(
+                changes.selectExpr(*(f"`{s}` AS `{k}`" for s, k in self.analysis.groups)).distinct()
+            )
             groups = [s for s, _ in self.analysis.groups]
             at = self.ctx.read_table(table, self.at[source])
-            new = self._run_query({source: at.join(touched.toDF(*groups), groups, "left_semi")})
-        new = new.persist()
-        self._cached.append(new)
+            at_keyed = at.selectExpr("*", f"{mv_analysis.group_key(groups)} AS {mv_analysis.GROUP_KEY}")
+            picked = at_keyed.join(touched.select(mv_analysis.GROUP_KEY), mv_analysis.GROUP_KEY, "left_semi")
+            new = self._keyed(self._run_query({source: picked.drop(mv_analysis.GROUP_KEY)}))
+        return self._upserts_and_deletes(new, touched)
+
+    def _keep(self, frame: DataFrame) -> DataFrame:
+        """``frame`` cached until the refresh ends."""
+        frame = frame.persist()
+        self._cached.append(frame)
+        return frame
+
+    def _upserts_and_deletes(self, new: DataFrame, touched: DataFrame) -> DataFrame:
+        """``new`` rows upserted, and the ``touched`` keys not among them deleted. ``new`` is kept
+        once computed (it also decides the deletes), so the sources are read once."""
+        from pyspark.sql import functions as F
+
+        key = list(self.analysis.key)
+        new = self._keep(new)
         gone = touched.join(new.select(*(f"`{k}`" for k in key)), key, "left_anti")
         upserts = new.withColumn(layout.OP_COLUMN, F.lit(layout.UPSERT))
         deletes = gone.withColumn(layout.OP_COLUMN, F.lit(layout.DELETE))
@@ -315,22 +378,24 @@ class _Refresh:
         # inserts and post-images count +1, deletes and pre-images -1
         sign = f"CASE WHEN _change_type IN ({negative}) THEN -1 ELSE 1 END AS {mv_analysis.SIGN}"
         signed = changes.selectExpr("*", sign)
-        delta = self.ctx.spark.sql(
-            mv_analysis.state_query(self.analysis, self._relation(signed), sign=mv_analysis.SIGN)
+        delta = self._keyed(
+            self.ctx.spark.sql(
+                mv_analysis.state_query(self.analysis, self._relation(signed), sign=mv_analysis.SIGN)
+            )
         )
-        key = list(self.analysis.key)
         current = self.ctx.read_table(self.view)
         state = self.analysis.state_columns
-        merged = delta.alias("d").join(current.alias("o"), key, "left")
+        merged = delta.alias("d").join(current.alias("o"), mv_analysis.GROUP_KEY, "left")
         sums = [f"coalesce(o.`{c}`, 0) + coalesce(d.`{c}`, 0) AS `{c}`" for c in state]
-        merged = merged.selectExpr(*(f"`{k}`" for k in key), *sums)
+        merged = merged.selectExpr(*(f"d.`{out}`" for _, out in self.analysis.groups), *sums)
         rows = self._with_outputs(merged)
         op = F.when(F.col(mv_analysis.ROWS) > 0, F.lit(layout.UPSERT)).otherwise(F.lit(layout.DELETE))
         return rows.withColumn(layout.OP_COLUMN, op)  # a group whose last row went is deleted
 
     # helpers ---------------------------------------------------------------------------------
     def _with_outputs(self, state: DataFrame) -> DataFrame:
-        """The view's columns in its order (outputs, then hidden state) from group and state columns."""
+        """The view's columns in its order (outputs, then the group key and the state) from group and
+        state columns."""
         types = self._output_types()
         outputs = mv_analysis.output_expressions(self.analysis, types)
         groups = {out for _, out in self.analysis.groups}
@@ -338,7 +403,9 @@ class _Refresh:
         hidden = [
             f"CAST(`{c}` AS {self._state_type(c, state)}) AS `{c}`" for c in self.analysis.state_columns
         ]
-        return state.selectExpr(*columns, *hidden)
+        shown = [out for _, out in self.analysis.groups]
+        key = f"{mv_analysis.group_key(shown)} AS {mv_analysis.GROUP_KEY}"
+        return state.selectExpr(*columns, key, *hidden)
 
     def _output_types(self) -> dict[str, str]:
         return {f.name: f.dataType.simpleString() for f in self.output.fields}

@@ -12,6 +12,13 @@ prints it). Three incremental shapes:
   signed contributions of the full change feed's pre- and post-images to them.
 - ``groups``: GROUP BY with min, max or count(DISTINCT): the groups a change touches (pre- or
   post-image) are computed again from the source at the new version.
+- ``join``: an inner or left join of two keyed tables whose ON equates every key column of the
+  right one with a column of the left, so each left row has at most one view row, keyed by the
+  left's key: the left rows a change touches (changed themselves, or referencing a changed right
+  key) are joined again at the new versions.
+
+Grouped views are keyed by a hidden ``__mv_group`` (the group values as one string that is never
+NULL), so a NULL group value is a group as SQL says.
 """
 
 from __future__ import annotations
@@ -22,11 +29,15 @@ from enum import StrEnum
 
 from sqlglot import exp
 
-# The table property that holds a materialized view's query: what makes a table a materialized view.
-QUERY_PROPERTY = "arctic.mv.query"
-STATE_PREFIX = "__mv_"
+from arctic_sql.table.model.materialized import QUERY_PROPERTY, STATE_PREFIX, is_definition
+
+__all__ = ["QUERY_PROPERTY", "STATE_PREFIX", "is_definition"]
+
 ROWS = f"{STATE_PREFIX}rows"
 SIGN = f"{STATE_PREFIX}sign"
+# A grouped view's key: its group values encoded as one string that is never NULL, so a NULL group
+# is a group as SQL says (a key column cannot hold NULL; the group columns themselves can).
+GROUP_KEY = f"{STATE_PREFIX}group"
 
 # Functions whose value changes from one run to the next: a view over them has no stable rows.
 _VOLATILE = frozenset(
@@ -48,6 +59,7 @@ class Shape(StrEnum):
     FILTER = "filter"
     AGGREGATE = "aggregate"
     GROUPS = "groups"
+    JOIN = "join"
     FULL = "full"
 
 
@@ -83,6 +95,16 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class JoinSides:
+    """A ``join`` view's sources (``db.t``) and the ON equalities that find the right row of a left
+    row: (left column, right key column), one per key column of the right source."""
+
+    left: str
+    right: str
+    on: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Analysis:
     """How a view refreshes. ``key``: the view's primary key (output names; empty: no key, the view is
     an append-only table refreshed in full). ``source_key``: the source's key columns in the same
@@ -95,10 +117,22 @@ class Analysis:
     groups: tuple[tuple[str, str], ...] = ()
     aggregates: tuple[Aggregate, ...] = ()
     where: str | None = None
+    join: JoinSides | None = None
 
     @property
     def incremental(self) -> bool:
         return self.shape is not Shape.FULL
+
+    @property
+    def shown_key(self) -> tuple[str, ...]:
+        """The key as users see it: the GROUP BY columns of a grouped view (whose real key is the
+        hidden ``__mv_group``), else the key."""
+        return tuple(out for _, out in self.groups) if self.groups else self.key
+
+    @property
+    def hidden_columns(self) -> tuple[str, ...]:
+        """Every column the view keeps beside its outputs: the group key, then the state."""
+        return ((GROUP_KEY,) if self.groups else ()) + self.state_columns
 
     @property
     def state_columns(self) -> tuple[str, ...]:
@@ -112,11 +146,6 @@ class Analysis:
             if a.kind in (Kind.COUNT, Kind.SUM, Kind.AVG):
                 columns.append(a.count_column)
         return tuple(columns)
-
-
-def is_definition(properties: Mapping[str, str]) -> bool:
-    """Whether a table's properties are a materialized view's."""
-    return QUERY_PROPERTY in properties
 
 
 def source_names(query: exp.Expression) -> list[str]:
@@ -141,6 +170,8 @@ def analyse(query: exp.Expression, names: Sequence[str], keys: Mapping[str, Sequ
     if obstacle is not None:
         return Analysis(Shape.FULL, obstacle)
     assert isinstance(query, exp.Select)
+    if query.args.get("joins"):
+        return _join_view(query, names, keys)
     source_key = tuple(keys.get(sources[0], ()))
     if not source_key:
         return Analysis(
@@ -166,9 +197,13 @@ def _obstacle(query: exp.Expression, sources: list[str]) -> str | None:
         return "only a single SELECT refreshes incrementally (this is a set operation or another query form)"
     if query.args.get("with"):
         return "a WITH clause is not refreshed incrementally"
-    if query.args.get("joins"):
-        return "joins are not refreshed incrementally yet"
-    if len(sources) != 1 or not isinstance((query.args.get("from_") or exp.From()).this, exp.Table):
+    joins = query.args.get("joins") or []
+    if len(joins) > 1:
+        return "joins of more than two tables are not refreshed incrementally"
+    read = [(query.args.get("from_") or exp.From()).this, *(j.this for j in joins)]
+    if joins and (len(sources) != 2 or not all(isinstance(t, exp.Table) for t in read)):
+        return "a join refreshes incrementally only between two different tables read directly"
+    if len(sources) != 1 + len(joins) or not isinstance(read[0], exp.Table):
         return "the query must read exactly one table directly (no subquery in FROM)"
     for node, why in (
         (exp.Subquery, "a subquery"),
@@ -208,6 +243,80 @@ def _filter_view(
     return Analysis(Shape.FILTER, "filter and projection over one keyed table", key, source_key, where=where)
 
 
+def _join_view(query: exp.Select, names: Sequence[str], keys: Mapping[str, Sequence[str]]) -> Analysis:
+    join = query.args["joins"][0]
+    side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+    if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER") or join.args.get("using"):
+        shown = " ".join(w for w in (side, kind) if w) or "this"
+        return Analysis(
+            Shape.FULL,
+            f"only an inner or left join ON equalities refreshes incrementally, not a {shown} join",
+        )
+    nodes = (query.args["from_"].this, join.this)
+    left, right = (".".join(p.name.lower() for p in n.parts[-2:]) for n in nodes)
+    left_alias, right_alias = (n.alias_or_name.lower() for n in nodes)
+    left_key, right_key = tuple(keys.get(left, ())), tuple(keys.get(right, ()))
+    if not left_key:
+        return Analysis(Shape.FULL, f"the join's left source {left} has no primary key")
+    if not right_key:
+        return Analysis(
+            Shape.FULL,
+            f"the join's right source {right} has no primary key, so a left row may join many rows",
+        )
+    equal = _equalities(join.args.get("on"), left_alias, right_alias)
+    missing = [k for k in right_key if k.lower() not in equal]
+    if missing:
+        return Analysis(
+            Shape.FULL,
+            f"the join's ON must equate each key column of its right source {right} with a column of "
+            f"{left_alias} (qualified), so each left row joins one row at most: {', '.join(missing)} is not",
+        )
+    if query.args.get("group") or any(True for item in query.expressions for _ in item.find_all(exp.AggFunc)):
+        return Analysis(Shape.FULL, "a join with GROUP BY or aggregates is refreshed in full")
+    if any(isinstance(item, exp.Star) or isinstance(item.this, exp.Star) for item in query.expressions):
+        return Analysis(Shape.FULL, "a join that selects * is refreshed in full (select the columns by name)")
+    outputs: dict[str, str] = {}
+    for item, name in zip(query.expressions, names, strict=True):
+        inner = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(inner, exp.Column) and inner.table.lower() == left_alias:
+            outputs.setdefault(inner.name.lower(), name)
+    absent = [k for k in left_key if k.lower() not in outputs]
+    if absent:
+        return Analysis(
+            Shape.FULL,
+            f"the select list leaves out the join's left key column(s) {', '.join(absent)} "
+            f"(qualified by {left_alias}), which key the view",
+        )
+    sides = JoinSides(left, right, tuple((equal[k.lower()], k) for k in right_key))
+    reason = (
+        f"{'left' if side else 'inner'} join on the right source's key: the left rows that changed or "
+        "reference a changed right key are joined again"
+    )
+    key = tuple(outputs[k.lower()] for k in left_key)
+    return Analysis(Shape.JOIN, reason, key, left_key, join=sides)
+
+
+def _equalities(on: exp.Expression | None, left: str, right: str) -> dict[str, str]:
+    """The ``left.x = right.y`` conjuncts of ``on`` (either way round) as {y (lower case): x}."""
+    equal: dict[str, str] = {}
+    for condition in _conjuncts(on):
+        if isinstance(condition, exp.EQ) and all(isinstance(c, exp.Column) for c in condition.args.values()):
+            a, b = condition.this, condition.expression
+            if (a.table.lower(), b.table.lower()) == (right, left):
+                a, b = b, a
+            if (a.table.lower(), b.table.lower()) == (left, right):
+                equal.setdefault(b.name.lower(), a.name)
+    return equal
+
+
+def _conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
+    if condition is None:
+        return []
+    if isinstance(condition, exp.And):
+        return [*_conjuncts(condition.this), *_conjuncts(condition.expression)]
+    return [condition.unnest() if isinstance(condition, exp.Paren) else condition]
+
+
 def _aggregate_view(
     group: exp.Group, items: list[exp.Expression], names: Sequence[str], where: str | None
 ) -> Analysis:
@@ -240,7 +349,7 @@ def _aggregate_view(
             f"the GROUP BY column(s) {', '.join(missing)} are not selected, so the view has no key",
         )
     groups = tuple((grouped[g], outputs[g]) for g in grouped)
-    key = tuple(out for _, out in groups)
+    key = (GROUP_KEY,)
     if all(a.kind in _ADDITIVE for a in aggregates):
         reason = (
             "GROUP BY with count/sum/avg: the changes' pre- and post-images are added to hidden state columns"
@@ -272,6 +381,18 @@ def _kind(node: exp.Expression) -> Kind | None:
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def group_key(columns: Sequence[str]) -> str:
+    """SQL for the ``__mv_group`` of rows whose group values are ``columns``: their JSON, NULLs kept
+    (``{"0":null}`` is not ``{"0":"null"}``), timestamps in UTC to the microsecond, so every session
+    encodes a group alike and two groups never share a key."""
+    fields = ", ".join(f"'{i}', {_quoted(c)}" for i, c in enumerate(columns))
+    options = (
+        "map('ignoreNullFields', 'false', 'timeZone', 'UTC', "
+        "'timestampFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSS', 'timestampNTZFormat', 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
+    )
+    return f"to_json(named_struct({fields}), {options})"
 
 
 def state_query(analysis: Analysis, relation: str, sign: str = "1") -> str:

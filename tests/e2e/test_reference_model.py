@@ -367,24 +367,51 @@ def _latest_version_of(arctic, table: str) -> int:
 def check_a_materialized_view(arctic, model: Model, create: bool) -> None:
     """Two views of the table (count/sum kept as state; max recomputed per touched group), created
     or refreshed after a random statement (an INSERT OVERWRITE among them makes the refresh full),
-    equal the model's groups."""
-    for view, columns in (
-        ("db.mv_sum", "p, count(*) AS n, sum(v) AS total"),
-        ("db.mv_max", "p, max(s) AS top"),
+    equal the model's groups. Both group by ``s``, which the statements set to NULL at random: NULL
+    is one group, read back as NULL. A third joins the table with ``db.dim`` on dim's key (``v =
+    dim.id``), whose rows change between the two calls too: the refresh joins again the rows that
+    changed on either side."""
+    dim = {i: f"d{i}" for i in range(0, 100, 3)}
+    if create:
+        arctic.sql("CREATE TABLE db.dim (id INT, name STRING, PRIMARY KEY (id))")
+        arctic.sql(f"INSERT INTO db.dim VALUES {_values(sorted(dim.items()))}")
+        arctic.sql(
+            "CREATE MATERIALIZED VIEW db.mv_join AS "
+            "SELECT t.id, t.p, t.v, d.name FROM db.t t JOIN db.dim d ON t.v = d.id"
+        )
+    else:
+        arctic.sql("DELETE FROM db.dim WHERE id % 9 = 0")
+        changed = {i: f"e{i}" for i in range(1, 100, 5)}
+        arctic.sql(f"INSERT INTO db.dim VALUES {_values(sorted(changed.items()))}")
+        dim = {**{i: n for i, n in dim.items() if i % 9}, **changed}
+        arctic.sql("REFRESH MATERIALIZED VIEW db.mv_join")
+    assert _sorted(arctic, "SELECT * FROM db.mv_join") == sorted(
+        ((r[0], r[1], r[2], dim[r[2]]) for r in model.sorted() if r[2] in dim), key=repr
+    )
+    for view, columns, group in (
+        ("db.mv_sum", "p, s, count(*) AS n, sum(v) AS total", "p, s"),
+        ("db.mv_max", "s, max(v) AS top", "s"),
     ):
         if create:
-            arctic.sql(f"CREATE MATERIALIZED VIEW {view} AS SELECT {columns} FROM db.t GROUP BY p")
+            arctic.sql(f"CREATE MATERIALIZED VIEW {view} AS SELECT {columns} FROM db.t GROUP BY {group}")
         else:
             arctic.sql(f"REFRESH MATERIALIZED VIEW {view}")
-    groups: dict[str, list[tuple]] = {}
+    by_p_s: dict[tuple, list[tuple]] = {}
+    by_s: dict[str | None, list[tuple]] = {}
     for row in model.sorted():
-        groups.setdefault(row[1], []).append(row)
-    assert _rows(arctic, "SELECT * FROM db.mv_sum") == sorted(
-        (p, len(rows), sum(r[2] for r in rows)) for p, rows in groups.items()
+        by_p_s.setdefault((row[1], row[3]), []).append(row)
+        by_s.setdefault(row[3], []).append(row)
+    assert _sorted(arctic, "SELECT * FROM db.mv_sum") == sorted(
+        ((p, s, len(rows), sum(r[2] for r in rows)) for (p, s), rows in by_p_s.items()), key=repr
     )
-    assert _rows(arctic, "SELECT * FROM db.mv_max") == sorted(
-        (p, max((r[3] for r in rows if r[3] is not None), default=None)) for p, rows in groups.items()
+    assert _sorted(arctic, "SELECT * FROM db.mv_max") == sorted(
+        ((s, max(r[2] for r in rows)) for s, rows in by_s.items()), key=repr
     )
+
+
+def _sorted(arctic, sql: str) -> list[tuple]:
+    """The rows in an order that takes NULLs."""
+    return sorted((tuple(r) for r in arctic.sql(sql).collect()), key=repr)
 
 
 def check_the_hive_view(arctic, rng: random.Random, states: dict[int, list[tuple]], name: str) -> None:

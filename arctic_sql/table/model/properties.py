@@ -350,6 +350,14 @@ PROPERTIES: tuple[TableProperty, ...] = (
         "minutes between Hive view syncs by the optimizer service when rows changed (-1: off)",
         _interval_or_off,
     ),
+    _P(
+        "refresh.interval",
+        Kind.LONG,
+        -1,
+        "minutes between refreshes of a materialized view by the optimizer service when a source moved "
+        "(-1: off)",
+        _interval_or_off,
+    ),
 )
 
 _BY_KEY: dict[str, TableProperty] = {p.key: p for p in PROPERTIES}

@@ -303,3 +303,10 @@ class TableSettings:
         (``hive.sync.interval``, default -1).
         """
         return self._value("hive.sync.interval", int)
+
+    @property
+    def refresh_interval(self) -> int:
+        """Minutes between refreshes of a materialized view by the optimizer service when a source
+        moved (-1: off) (``refresh.interval``, default -1).
+        """
+        return self._value("refresh.interval", int)

@@ -9,6 +9,7 @@ from arctic_sql.statements.mv_analysis import (
     Kind,
     Shape,
     analyse,
+    group_key,
     output_expressions,
     source_names,
     state_query,
@@ -39,7 +40,9 @@ def test_additive_aggregates_keep_state_columns():
         "FROM db.orders GROUP BY status, region"
     )
     assert analysis.shape is Shape.AGGREGATE
-    assert analysis.key == ("status", "region")
+    # keyed by the hidden group key (a group column may be NULL), shown as its group columns
+    assert analysis.key == ("__mv_group",) and analysis.shown_key == ("status", "region")
+    assert analysis.hidden_columns[0] == "__mv_group"
     assert [a.kind for a in analysis.aggregates] == [Kind.COUNT_STAR, Kind.COUNT, Kind.SUM, Kind.AVG]
     assert analysis.state_columns == (
         "__mv_rows",
@@ -58,14 +61,29 @@ def test_additive_aggregates_keep_state_columns():
 @pytest.mark.parametrize("aggregate", ["min(amount)", "max(amount)", "count(DISTINCT region)"])
 def test_min_max_and_distinct_recompute_touched_groups(aggregate):
     analysis = _analyse(f"SELECT status, {aggregate} AS x, count(*) AS n FROM db.orders GROUP BY status")
-    assert analysis.shape is Shape.GROUPS and analysis.key == ("status",)
-    assert analysis.state_columns == ()
+    assert analysis.shape is Shape.GROUPS and analysis.shown_key == ("status",)
+    assert analysis.state_columns == () and analysis.hidden_columns == ("__mv_group",)
+
+
+def test_the_group_key_keeps_nulls_apart_from_every_value():
+    """The key's SQL keeps NULL fields and fixes the time zone and the timestamp precision: every
+    session encodes a group alike, and NULL never meets the string 'null'."""
+    sql = group_key(["status", "re`gion"])
+    assert sql.startswith("to_json(named_struct('0', `status`, '1', `re``gion`)")
+    assert "'ignoreNullFields', 'false'" in sql and "'timeZone', 'UTC'" in sql and "SSSSSS" in sql
 
 
 @pytest.mark.parametrize(
     ("sql", "why"),
     [
-        ("SELECT o.id, u.name FROM db.orders o JOIN db.users u ON o.id = u.id", "joins"),
+        ("SELECT o.id, u.name FROM db.orders o JOIN db.users u ON o.note = u.name", "each key column of"),
+        ("SELECT o.id, u.name FROM db.orders o FULL JOIN db.users u ON o.id = u.id", "not a FULL join"),
+        ("SELECT u.name FROM db.orders o JOIN db.users u ON o.id = u.id", "left key column(s) id"),
+        ("SELECT * FROM db.orders o JOIN db.users u ON o.id = u.id", "selects *"),
+        (
+            "SELECT o.status, count(*) AS n FROM db.orders o JOIN db.users u ON o.id = u.id GROUP BY o.status",
+            "GROUP BY",
+        ),
         ("SELECT status FROM db.orders", "leaves out the source's key column(s) id"),
         ("SELECT count(*) AS n FROM db.orders", "without GROUP BY"),
         ("SELECT status, count(*) AS n FROM db.orders GROUP BY status HAVING count(*) > 1", "HAVING"),
@@ -93,3 +111,21 @@ def test_everything_else_refreshes_in_full_and_says_why(sql, why):
 def test_source_names_skip_ctes():
     query = parse_one("WITH x AS (SELECT * FROM db.orders) SELECT * FROM x JOIN DB.Users u ON x.id = u.id")
     assert sorted(source_names(query)) == ["db.orders", "db.users"]
+
+
+@pytest.mark.parametrize("join", ["JOIN", "INNER JOIN", "LEFT JOIN", "LEFT OUTER JOIN"])
+def test_a_join_on_the_right_key_refreshes_by_left_rows(join):
+    """Each left row joins one right row at most (ON covers the right's key, either way round, other
+    conditions allowed): keyed by the left's key under its output name."""
+    analysis = _analyse(
+        f"SELECT o.id AS order_id, o.amount, u.name FROM db.orders o {join} db.users u "
+        "ON u.id = o.user_id AND u.name <> 'x' WHERE o.amount > 1"
+    )
+    assert analysis.shape is Shape.JOIN, analysis.reason
+    assert analysis.key == ("order_id",) and analysis.source_key == ("id",)
+    assert analysis.join is not None
+    assert (analysis.join.left, analysis.join.right, analysis.join.on) == (
+        "db.orders",
+        "db.users",
+        (("user_id", "id"),),
+    )

@@ -133,13 +133,13 @@ def _resolve_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -
         return group
     if plan.fold is not None:
         return _fold_group(plan, keys, group)
-    tables = [_read(f.path, keys) for f in group]
+    tables = [read_written(f.path, keys) for f in group]
     key_rows = pa.concat_tables(tables)
     check_null_keys(key_rows, plan.what)
     sequence = None
     if plan.sequence_column is not None:
         sequence = pa.concat_arrays(
-            [_read(sidecar_path(f.path), None).column(0).combine_chunks() for f in group]
+            [read_written(sidecar_path(f.path), None).column(0).combine_chunks() for f in group]
         )
     keep = newest_per_key(key_rows, sequence, plan.what, plan.scope, plan.duplicate_hint)
     if len(keep) == key_rows.num_rows:
@@ -158,7 +158,7 @@ def _fold_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -> l
     """Fold the changes of a key that several tasks wrote (tasks in order: Spark's partition order is
     the write's arrival order); each file keeps the folded changes whose last input row it held."""
     assert plan.fold is not None
-    tables = [_read(f.path, None) for f in group]
+    tables = [read_written(f.path, None) for f in group]
     rows = pa.concat_tables(tables, promote_options="permissive")
     deletes = np.concatenate(
         [np.full(t.num_rows, layout.parse_file_path(f.path)[1]) for f, t in zip(group, tables, strict=True)]
@@ -180,7 +180,8 @@ def _fold_group(plan: WritePlan, keys: list[str], group: list[WrittenFile]) -> l
     return result
 
 
-def _read(path: str, columns: list[str] | None) -> pa.Table:
+def read_written(path: str, columns: list[str] | None = None) -> pa.Table:
+    """The rows of a file a write task wrote (not yet committed: read whole, no table schema)."""
     fs, inner = storage.filesystem(path)
     with fs.open_input_file(inner) as f:
         return pq.read_table(f, columns=columns)
@@ -188,7 +189,7 @@ def _read(path: str, columns: list[str] | None) -> pa.Table:
 
 def _rewrite(f: WrittenFile, mask: np.ndarray) -> list[WrittenFile]:
     """The file without the rows ``mask`` drops (a new file beside it; none if no row is left)."""
-    rows = _read(f.path, None).filter(pa.array(mask))
+    rows = read_written(f.path, None).filter(pa.array(mask))
     storage.delete_files([f.path, sidecar_path(f.path)])
     if rows.num_rows == 0:
         return []

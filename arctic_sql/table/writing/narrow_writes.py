@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from arctic_sql.table.files import storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.reading import lookup, scan
 from arctic_sql.table.writing.arrow_files import WrittenFile
-from arctic_sql.table.writing.arrow_tasks import write_beside
+from arctic_sql.table.writing.arrow_tasks import read_written, write_beside
 
 if TYPE_CHECKING:
     from arctic_sql.table.model.table import ArcticTable
@@ -51,7 +50,9 @@ def fill(
     deletes them once the commit is over)."""
     keys = list(table.primary_key)
     result = [_copy(f) for f in files]
-    upserts = [(i, _read(f.path)) for i, f in enumerate(files) if not layout.parse_file_path(f.path)[1]]
+    upserts = [
+        (i, read_written(f.path)) for i, f in enumerate(files) if not layout.parse_file_path(f.path)[1]
+    ]
     if not upserts or version <= 0:
         return result
     written = pa.concat_tables([t.select(keys) for _, t in upserts]).group_by(keys).aggregate([])
@@ -82,9 +83,3 @@ def _copy(f: WrittenFile) -> WrittenFile:
     fs, inner = storage.filesystem(f.path)
     fs.copy_file(inner, storage.filesystem(copy.path)[1])
     return copy
-
-
-def _read(path: str) -> pa.Table:
-    fs, inner = storage.filesystem(path)
-    with fs.open_input_file(inner) as f:
-        return pq.read_table(f)

@@ -18,6 +18,7 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 SOURCE_MARK = "_arctic_s"
 TARGET_MARK = "_arctic_t"
 CLAUSE = "_arctic_clause"
-# A source Spark estimates under this is read twice, once for its keys: cheap next to a table read.
+# A source Spark estimates under this is collected for its keys (and, when it has few enough rows,
+# joined from that copy): cheap next to a table read.
 SMALL_SOURCE_BYTES = 64 * 1024 * 1024
 _lookup_views = itertools.count(1)
 # Source rows whose keys are collected as they are (then made distinct in the driver).
@@ -111,10 +113,13 @@ def _is_star(
 
 @dataclass(frozen=True)
 class SourceKeys:
-    """The distinct keys a small MERGE source can match on (tuples in key order)."""
+    """The distinct keys a small MERGE source can match on (tuples in key order), and the source's
+    rows when they were collected whole to find them (the join then reads these, not the source)."""
 
     values: list[tuple]
     small: bool  # the source is under Spark's broadcast threshold: its change rows may be collected here
+    rows: pa.Table | None = None  # with ``schema``: the source as collected, once
+    schema: StructType | None = None
 
     def condition(self, keys: tuple[str, ...]) -> exp.Expression:
         """``k IN (...)`` on every key column."""
@@ -354,27 +359,38 @@ class MergePlan:
         types = {f.name.lower(): f.dataType for f in source.schema.fields}
         if any(types.get(pinned[k].lower()) != t for k, t in zip(self.keys, self.key_types, strict=True)):
             return None  # the join would cast: leave matching to it
-        named = source.select(*[pinned[k] for k in self.keys]).dropna(how="any")
-        # A batch names each key about once: its key columns, collected in one job (no shuffle), and
-        # made distinct here; only a source of many repeated keys costs Spark's distinct.
-        collected = named.limit(SOURCE_KEY_ROWS + 1).toArrow()
-        if (
-            collected.num_rows <= SOURCE_KEY_ROWS
-            and len(set(collected.column_names)) == collected.num_columns
-        ):
-            distinct = collected.group_by(collected.column_names).aggregate([])
+        # A batch names each key about once. The source is collected whole, in one job with no
+        # shuffle, and kept: its keys are made distinct here, and the join reads these rows as a
+        # local relation instead of planning and reading the source again. A source of many rows,
+        # with duplicate column names or an interval column (which Arrow cannot hold) costs Spark's
+        # distinct of its keys instead.
+        rows: pa.Table | None = None
+        if _arrow_can_hold(source.schema):
+            collected = source.limit(SOURCE_KEY_ROWS + 1).toArrow()
+            actual = {name.lower(): name for name in collected.column_names}
+            names = [actual[pinned[k].lower()] for k in self.keys]
+            if (
+                collected.num_rows <= SOURCE_KEY_ROWS
+                and len(set(collected.column_names)) == collected.num_columns
+                and len(set(names)) == len(names)
+            ):
+                rows = collected
+        if rows is not None:
+            named = rows.select(names).drop_null()
+            distinct = named.group_by(named.column_names).aggregate([])
             values = (
                 list(zip(*(c.to_pylist() for c in distinct.columns), strict=True))
                 if distinct.num_rows
                 else []
             )
         else:
-            values = [tuple(row) for row in named.distinct().limit(MAX_LOOKUP_KEYS + 1).collect()]
+            named_frame = source.select(*[pinned[k] for k in self.keys]).dropna(how="any")
+            values = [tuple(row) for row in named_frame.distinct().limit(MAX_LOOKUP_KEYS + 1).collect()]
         if len(values) > MAX_LOOKUP_KEYS:
             return None
         if not all(isinstance(v, (int, str)) and not isinstance(v, bool) for key in values for v in key):
             return None
-        return SourceKeys(values, is_small(source))
+        return SourceKeys(values, is_small(source), rows, source.schema if rows is not None else None)
 
     def _pinned_keys(self) -> dict[str, str] | None:
         """The source column ``ON`` sets equal to each key column (``t.k = s.c``), or None."""
@@ -439,7 +455,24 @@ class MergePlan:
     def _joined_changes(
         self, ctx: StatementContext, target_select: exp.Select, keys: SourceKeys | None
     ) -> DataFrame:
-        source_sql = self._source_select()
+        if keys is None or keys.rows is None:
+            return self._changes_query(ctx, target_select, self._source_select(), keys)
+        view = f"arctic_source_{next(_lookup_views)}"
+        ctx.spark.createDataFrame(keys.rows, schema=keys.schema).createOrReplaceTempView(view)
+        try:  # the DataFrame holds the analyzed plan: the view is no longer needed once it is made
+            return self._changes_query(
+                ctx, target_select, exp.select(exp.Star()).from_(exp.to_table(view)), keys
+            )
+        finally:
+            ctx.spark.catalog.dropTempView(view)
+
+    def _changes_query(
+        self,
+        ctx: StatementContext,
+        target_select: exp.Select,
+        source_sql: exp.Select,
+        keys: SourceKeys | None,
+    ) -> DataFrame:
         both = exp.and_(
             exp.column(SOURCE_MARK).is_(exp.null()).not_(), exp.column(TARGET_MARK).is_(exp.null()).not_()
         )
@@ -502,3 +535,15 @@ class MergePlan:
             .where(exp.column(CLAUSE).is_(exp.null()).not_())
         )
         return ctx.run_spark(outer, to_spark_sql(outer))
+
+
+def _arrow_can_hold(schema: StructType) -> bool:
+    """Whether Spark can collect rows of ``schema`` as Arrow (not a year-month or calendar interval)."""
+    from pyspark.errors import PySparkTypeError
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        to_arrow_schema(schema, timezone="UTC")
+    except PySparkTypeError:
+        return False
+    return True

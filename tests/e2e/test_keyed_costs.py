@@ -243,34 +243,63 @@ def test_a_lookup_whose_keys_miss_a_node_group_between_others_finds_all_its_rows
     assert arctic.sql("SELECT count(*) FROM db.pk2").collect()[0][0] == 80 - len(gone) - len(expected)
 
 
-def test_a_partial_merge_reads_its_keys_rows_here_in_no_spark_job(kv, spark, spark_jobs):
+def test_a_partial_merge_reads_its_keys_rows_here_in_no_spark_job(kv, spark, spark_jobs, tmp_path):
     """A partial MERGE of a small source reads the target rows of the source's keys in the driver,
     from the files of their nodes whose bounds hold them, and joins them as a local relation: its
-    Spark jobs are the source's keys and the change rows' collection, none reads the target."""
+    Spark jobs are the source's collection and the change rows' collection, none reads the target.
+    The source is read once: collected whole for its keys, the join reads that copy (its plan scans
+    no file), and its values come through exactly."""
     from arctic_sql.statements.merge_plan import MergePlan
     from arctic_sql.table.reading import lookup
 
     keys = _same_node_keys(10)
-    _batch(spark, keys)
+    path = str(tmp_path / "batch.parquet")
+    spark.createDataFrame(
+        [(k, f"m{k}", 1) for k in keys] + [(5000, "new", 0)], "K BIGINT, v STRING, d BIGINT"
+    ).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("pbatch")
+    # ON names the key in another case than the source's column: the collected rows are found by it.
     merge = (
-        "MERGE INTO db.kv AS t USING batch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + 1 "
-        "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, 0)"
+        "MERGE INTO db.kv AS t USING pbatch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + s.d "
+        "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.K, s.v, s.d)"
     )
     table = kv.table("db.kv")
     plan = MergePlan.of(parse_one(merge), table)
     source_keys = plan.source_keys(kv.context)
     assert sorted(source_keys.values) == sorted([(k,) for k in keys] + [(5000,)]) and source_keys.small
+    assert source_keys.rows is not None and source_keys.rows.num_rows == len(keys) + 1
     read = lookup.plan_lookup(table, _version(kv), source_keys.values)
     opened = len(read.base_files) + len(read.change_files)
     assert 0 < opened <= _holding(kv, [*keys, 5000]), opened
     changes = plan.changes_by_lookup(kv.context, table, _version(kv), source_keys)
-    assert "LocalTableScan" in changes._jdf.queryExecution().executedPlan().toString()
+    physical = changes._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" in physical and "FileScan" not in physical, physical
     jobs = spark_jobs(lambda: kv.sql(merge))
-    assert jobs and all(j in ("collect", "toArrow") for j in jobs), (
-        jobs
-    )  # no mapInArrow task, no broadcast read
+    # No mapInArrow task, no broadcast read: the source's collection (a limit: a job per partition
+    # it scales up to) and the change rows'.
+    assert jobs and all(j in ("collect", "toArrow") for j in jobs), jobs
     assert "toArrow" in jobs and len(jobs) <= 3, jobs
     assert sorted(
         tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'm%' OR k = 5000").collect()
     ) == [*[(k, f"m{k}", k + 1) for k in sorted(keys)], (5000, "new", 0)]
     assert kv.sql("SELECT count(*) FROM db.kv").collect()[0][0] == 2001
+
+
+def test_a_partial_merge_of_a_source_arrow_cannot_hold_collects_its_keys_alone(kv, spark):
+    # A year-month interval has no Arrow form: the source's keys are found by Spark's distinct and the
+    # join reads the source itself.
+    from arctic_sql.statements.merge_plan import MergePlan
+
+    keys = _same_node_keys(2)
+    spark.sql(
+        "SELECT * FROM VALUES "
+        + ", ".join(f"(CAST({k} AS BIGINT), 'i{k}', INTERVAL '1' MONTH)" for k in keys)
+        + " AS s(k, v, span)"
+    ).createOrReplaceTempView("ibatch")
+    merge = "MERGE INTO db.kv AS t USING ibatch AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v"
+    source_keys = MergePlan.of(parse_one(merge), kv.table("db.kv")).source_keys(kv.context)
+    assert source_keys.rows is None and sorted(source_keys.values) == sorted((k,) for k in keys)
+    kv.sql(merge)
+    assert sorted(tuple(r) for r in kv.sql("SELECT k, v FROM db.kv WHERE v LIKE 'i%'").collect()) == [
+        (k, f"i{k}") for k in sorted(keys)
+    ]

@@ -381,6 +381,13 @@ def test_a_delete_with_a_sequence_applies_only_at_or_above_the_stored_one(arctic
     deleted = sorted(r["id"] for r in feed if r["_change_type"] == "delete")
     assert deleted == [2, 4, 5]  # the ignored deletes of 1 and 3 leave their rows: no delete
     assert all((r["id"], r["a"], r["s"]) in {(1, 10, 5), (3, 30, 5)} for r in feed if r["id"] in (1, 3))
+    full = arctic.sql(f"SELECT * FROM table_changes('db.t', {first + 1})").collect()
+    assert sorted((r["id"], r["_change_version"]) for r in full if r["_change_type"] == "delete") == [
+        (2, second),
+        (4, third),
+        (5, third + 1),
+    ]
+    assert all(r["a"] == r["id"] * 10 for r in full if r["id"] in (1, 3))  # their rows stay as stored
     _every_read_agrees(arctic, expected)
     arctic.sql("DROP TABLE db.t")
 
@@ -399,3 +406,23 @@ def test_a_delete_that_applies_leaves_no_sequence_behind(arctic):
         _cdc(arctic, [(1, 11, "back", 1.0, 2, "upsert")])
         _every_read_agrees(arctic, expected)
         arctic.sql("DROP TABLE db.t")
+
+
+def test_debezium_deletes_carry_the_sequence_of_their_before_image(arctic):
+    """Through ``arctic_sql.cdc.debezium`` a delete is its row's before image, sequence column
+    included: a late delete of an older image than the stored row is ignored, one of the stored
+    image applies."""
+    import arctic_sql
+
+    _create(arctic, "'sequence.field' = 's'")
+    row = "struct<id:bigint,a:bigint,b:string,c:double,s:bigint>"
+    schema = f"before {row}, after {row}, op string, source struct<ts_ms:bigint>"
+
+    def land(events: list[tuple]) -> None:
+        envelopes = arctic.spark.createDataFrame(events, schema)
+        rows = arctic_sql.cdc.debezium(envelopes).drop(arctic_sql.cdc.SEQUENCE)
+        rows.write.format("arctic").mode("append").save("db.t")
+
+    land([(None, (1, 10, "new", 1.0, 5), "c", (100,)), (None, (2, 20, "x", 2.0, 5), "c", (101,))])
+    land([((1, 9, "old", 1.0, 3), None, "d", (90,)), ((2, 20, "x", 2.0, 5), None, "d", (102,))])
+    _every_read_agrees(arctic, [(1, 10, "new", 1.0, 5)])

@@ -146,6 +146,7 @@ class MergePlan:
     # Under schema evolution, the table's columns a narrower source lacks: ``UPDATE SET *`` keeps the
     # target's value there and ``INSERT *`` writes NULL (Delta's rule); the statement reads the target.
     missing: frozenset[str] = frozenset()
+    sequence: tuple[str, ...] = ()  # the table's sequence.field: a delete takes the source's values
 
     @classmethod
     def of(cls, expression: exp.Merge, table: ArcticTable) -> MergePlan:
@@ -220,7 +221,17 @@ class MergePlan:
             columns,
             tuple(table.primary_key),
             tuple(to_spark_type(table.schema.find_field(k).field_type) for k in table.primary_key),
+            sequence=tuple(table.merge_engine.sequence),
         )
+
+    def delete_sequence(self, ctx: StatementContext) -> frozenset[str]:
+        """The sequence columns a delete of this MERGE carries: those the source has (Spark's analysis
+        of the source, no job), so that a late delete below a key's stored sequence is ignored."""
+        if not self.sequence or not any(c.action == "delete" for c in self.clauses):
+            return frozenset()
+        select = exp.select(exp.Star()).from_(self.source.copy())
+        have = {c.lower() for c in ctx.run_spark(select, to_spark_sql(select)).columns}
+        return frozenset(c for c in self.sequence if c.lower() in have)
 
     # ------------------------------------------------------------------------------------------
     def source_schema(self, ctx: StatementContext) -> StructType | None:
@@ -256,12 +267,13 @@ class MergePlan:
                 ),
             )
         )
-        keys = set(self.keys)
+        # The key, and the sequence a delete carries, are the source's values whatever the outcome.
+        as_is = set(self.keys) | self.delete_sequence(ctx)
         # Only an upsert reads the source's other columns: a DELETE-only MERGE may have just the key.
         upserts = any(c.action != "delete" for c in self.clauses if c.category != "not_matched_by_source")
         columns = [
             exp.column(c, quoted=True)
-            if c in keys
+            if c in as_is
             else exp.alias_(
                 exp.Case().when(
                     exp.column("_arctic_m").eq(exp.Literal.string(layout.UPSERT)), exp.column(c, quoted=True)
@@ -492,10 +504,13 @@ class MergePlan:
         tgt = self.target_alias
         src = self.source_alias
         projections = [exp.alias_(choose, CLAUSE)]
+        carried = self.delete_sequence(ctx)
         for name in self.columns:
             case = exp.Case(this=exp.column(CLAUSE))
             for index, clause in enumerate(self.clauses):
-                if clause.action == "delete":
+                if clause.action == "delete" and name in carried:
+                    value = exp.column(name, src, quoted=True)
+                elif clause.action == "delete":
                     value = exp.column(name, tgt, quoted=True) if name in self.keys else exp.null()
                 elif clause.assignments is None and name in self.missing:
                     value = exp.column(name, tgt, quoted=True) if clause.action == "update" else exp.null()

@@ -305,10 +305,14 @@ def check_partial_update_with_a_sequence(
     arctic, rng: random.Random, add_column_at: int | None = None
 ) -> None:
     """A partial-update table with ``sequence.field`` (model/merge_engine.py): random INSERTs of rows
-    with NULL columns and random sequences, and DELETEs, against a model applying each change in
-    commit order (a lower sequence than the stored row's is ignored, NULL the lowest; non-NULL columns
-    set); every version read back, and the table after a minor and a full optimize. ``add_column_at``:
-    the step before which ``ADD COLUMNS (w INT)`` runs (older rows and change files have no w)."""
+    with NULL columns and random sequences, SQL DELETEs (no sequence: they always apply), and deletes
+    that carry a random sequence, out of order (a MERGE ... WHEN MATCHED THEN DELETE from a source
+    with ``q``, and a DataFrame write with ``_change_type`` mixing upserts and deletes), against a
+    model applying each change in commit order (a change, delete included, with a lower sequence than
+    the stored row's is ignored, NULL the lowest; non-NULL columns set); every version read back
+    after each of a minor, a major and a full optimize interleaved with the writes, and the table
+    after a last full optimize. ``add_column_at``: the step before which ``ADD COLUMNS (w INT)``
+    runs (older rows and change files have no w)."""
     arctic.sql(
         "CREATE TABLE db.pu (id BIGINT, v INT, s STRING, q INT, PRIMARY KEY (id)) "
         "TBLPROPERTIES ('merge-engine' = 'partial-update', 'sequence.field' = 'q')"
@@ -316,46 +320,83 @@ def check_partial_update_with_a_sequence(
     rows: dict[int, tuple] = {}
     states = {}
     wide = False
-    for step in range(7):
+
+    def lowest(q: int | None) -> int:
+        return -1 if q is None else q
+
+    def upsert(k: int, new: list) -> None:
+        old = rows.get(k)
+        if old is not None and lowest(new[2]) < lowest(old[3]):
+            return
+        if old is None:
+            rows[k] = (k, *new)
+        else:
+            rows[k] = (k, *(n if n is not None else o for n, o in zip(new, old[1:], strict=True)))
+
+    def delete(k: int, q: int | None) -> None:
+        if k in rows and (q is None or q >= lowest(rows[k][3])):
+            del rows[k]
+
+    def random_row(k: int) -> tuple:
+        return (
+            k,
+            rng.choice([None, rng.randint(0, 9)]),
+            rng.choice([None, "x", "y"]),
+            rng.choice([None, 1, 2, 3]),
+            *([rng.choice([None, rng.randint(0, 9)])] if wide else []),
+        )
+
+    for step in range(10):
         if step == add_column_at:
             arctic.sql("ALTER TABLE db.pu ADD COLUMNS (w INT)")
             rows = {k: (*r, None) for k, r in rows.items()}
             wide = True
-        if rows and rng.random() < 0.25:
+        kind = rng.random()
+        if rows and kind < 0.15:
             gone = rng.sample(sorted(rows), min(len(rows), 2))
             arctic.sql(f"DELETE FROM db.pu WHERE id IN ({', '.join(map(str, gone))})")
             for k in gone:
                 del rows[k]
+        elif kind < 0.4:  # deletes with a sequence, some below the stored row's: those are ignored
+            pool = sorted(rows) or list(range(8))  # mostly stored keys: a delete that matches
+            deletes = [(k, rng.choice([None, 0, 1, 2, 3])) for k in rng.sample(pool, min(3, len(pool)))]
+            arctic.sql(
+                f"MERGE INTO db.pu t USING (SELECT * FROM VALUES {_values(deletes)} AS s(id, q)) s "
+                "ON t.id = s.id WHEN MATCHED THEN DELETE"
+            )
+            for k, q in deletes:
+                delete(k, q)
+        elif kind < 0.6:  # a CDC batch: upserts and deletes with their sequences
+            columns = "id BIGINT, v INT, s STRING, q INT" + (", w INT" if wide else "")
+            batch = []
+            for k in rng.sample(range(8), 3):
+                if rng.random() < 0.5:
+                    batch.append((*random_row(k), "upsert"))
+                else:
+                    q = rng.choice([None, 0, 1, 2, 3])
+                    batch.append((k, None, None, q, *([None] if wide else []), "delete"))
+            frame = arctic.spark.createDataFrame(batch, f"{columns}, _change_type STRING")
+            frame.write.format("arctic").mode("append").save("db.pu")
+            for k, *new, op in batch:
+                if op == "delete":
+                    delete(k, new[2])
+                else:
+                    upsert(k, new)
         else:
-            batch = [
-                (
-                    k,
-                    rng.choice([None, rng.randint(0, 9)]),
-                    rng.choice([None, "x", "y"]),
-                    rng.choice([None, 1, 2, 3]),
-                    *([rng.choice([None, rng.randint(0, 9)])] if wide else []),
-                )
-                for k in rng.sample(range(8), 3)
-            ]
+            batch = [random_row(k) for k in rng.sample(range(8), 3)]
             arctic.sql(f"INSERT INTO db.pu VALUES {_values(batch)}")
             for k, *new in batch:
-                old = rows.get(k)
-                if old is not None and (new[2] if new[2] is not None else -1) < (
-                    old[3] if old[3] is not None else -1
-                ):
-                    continue
-                if old is None:
-                    rows[k] = (k, *new)
-                else:
-                    rows[k] = (k, *(n if n is not None else o for n, o in zip(new, old[1:], strict=True)))
+                upsert(k, new)
         version = _latest_version_of(arctic, "db.pu")
         states[version] = sorted(rows.values())
         assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.pu").collect()) == states[version], step
-        if step == 3:
-            arctic.sql("CALL system.optimize(table => 'db.pu', mode => 'minor')")
+        if step in (3, 5, 7):
+            mode = {3: "minor", 5: "major", 7: "full"}[step]
+            arctic.sql(f"CALL system.optimize(table => 'db.pu', mode => '{mode}')")
+            assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.pu").collect()) == states[version]
     for version, expected in states.items():  # the first four columns: every version has them
         got = arctic.sql(f"SELECT id, v, s, q FROM db.pu VERSION AS OF {version}").collect()
-        assert sorted(tuple(r) for r in got) == [r[:4] for r in expected]
+        assert sorted(tuple(r) for r in got) == [r[:4] for r in expected], version
     arctic.sql("CALL system.optimize(table => 'db.pu', mode => 'full')")
     assert sorted(tuple(r) for r in arctic.sql("SELECT * FROM db.pu").collect()) == sorted(rows.values())
 

@@ -311,7 +311,8 @@ PROPERTIES: tuple[TableProperty, ...] = (
         "sequence.field",
         Kind.STRING,
         "",
-        "columns (comma-separated) ordering a key's changes before commit order; a lower one is ignored",
+        "columns (comma-separated) ordering a key's changes before commit order; a lower one is ignored "
+        "(a delete too when its write carries them; SQL DELETE always applies)",
         immutable=True,
     ),
     _P(

@@ -265,7 +265,8 @@ class TableSettings:
     @property
     def sequence_field(self) -> str:
         """Columns (comma-separated) ordering a key's changes before commit order; a lower one is
-        ignored (``sequence.field``, default '').
+        ignored (a delete too when its write carries them; SQL DELETE always applies)
+        (``sequence.field``, default '').
         """
         return self._value("sequence.field", str)
 

@@ -215,18 +215,19 @@ def tagged_parts(
     files: Sequence[tuple[str, DataFile, int]],
     schema: Schema,
     keys: Sequence[str],
+    sequence: Sequence[str] = (),
 ) -> list[tuple[pa.Table, np.ndarray]]:
     """The rows of tagged files (``(store name, file, node_merge.tag)``), read per store and kind, each
-    part with the tag of each row (``schema`` made optional; a delete carries only its key)."""
+    part with the tag of each row (``schema`` made optional; a delete carries only its key and its
+    ``sequence`` columns)."""
     optional = node_merge.optional(schema)
+    deleted = node_merge.delete_schema(optional, keys, sequence)
     parts = []
     for name in (Store.BASE, Store.CHANGE):
         for is_delete in (False, True):
             tagged = [(f, tag) for s, f, tag in files if s == name and bool(tag % 2) == is_delete]
             if tagged:
-                parts.append(
-                    store(name).read_tagged(tagged, optional.select(*keys) if is_delete else optional)
-                )
+                parts.append(store(name).read_tagged(tagged, deleted if is_delete else optional))
     return parts
 
 

@@ -5,12 +5,17 @@ node's rows: the stored row of each key (tagged ``BASE_TAG``, below every change
 tagged ``transaction * 2 + (1 if a delete)``. Per key, in commit order:
 
 1. A delete removes what came before it (the stored row and older changes); ``first-row`` and
-   ``partial-update.ignore-delete`` drop deletes instead. Deletes carry only the key, so they have no
-   sequence: a delete always applies.
+   ``partial-update.ignore-delete`` drop deletes instead.
 2. With ``sequence.field``, a change applies only when its sequence is at least that of every row
    before it (NULL the lowest; a tie goes to the later commit). Comparing with the running maximum,
    not sorting all rows by sequence, keeps the fold one of the stored row and the new changes: a row
    folded by optimizing carries the maximum sequence, so merge-on-read before and after optimizing agree.
+   Deletes carry the sequence columns when their write had them (a CDC or DataFrame write with
+   ``_change_type``, Debezium, a MERGE delete whose source has them): such a delete applies only
+   under the same rule, so a late delete below the stored sequence is ignored. A delete without one
+   (SQL ``DELETE``) always applies. An applied delete leaves no row and no sequence behind (there is
+   no tombstone yet), so the running maximum starts again after it: a late upsert below an applied
+   delete's sequence brings the key back.
 3. The engine folds what is left: the last row (deduplicate), the first (first-row), per column the
    last non-NULL value (partial-update) or the column's aggregate function (aggregation).
 
@@ -79,9 +84,18 @@ def fold(rows: pa.Table, keys: Sequence[str], engine: MergeEngine) -> pa.Table:
         rows = rows.sort_by([*((k, "ascending") for k in keys), (TAG, "ascending")])
     tags = rows.column(TAG).to_numpy()
     group = np.cumsum(key_starts(rows, keys)) - 1
-    keep = _after_deletes(group, tags % 2 == 1, engine)
-    if engine.sequence and keep.any():
-        keep[keep] = _in_sequence(rows.filter(pa.array(keep)).select(list(engine.sequence)), group[keep])
+    deletes = tags % 2 == 1
+    if (
+        engine.sequence
+        and deletes.any()
+        and engine.engine is not Engine.FIRST_ROW
+        and not engine.ignore_delete
+    ):
+        keep = _sequenced(rows.select(list(engine.sequence)), group, deletes)
+    else:
+        keep = _after_deletes(group, deletes, engine)
+        if engine.sequence and keep.any():
+            keep[keep] = _in_sequence(rows.filter(pa.array(keep)).select(list(engine.sequence)), group[keep])
     rows, group, tags = rows.filter(pa.array(keep)).drop_columns([TAG]), group[keep], tags[keep]
     if rows.num_rows == 0:
         return rows
@@ -113,6 +127,39 @@ def _after_deletes(group: np.ndarray, deletes: np.ndarray, engine: MergeEngine) 
     starts = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]]))
     last_delete = np.maximum.reduceat(np.where(deletes, position, -1), starts)
     return position > last_delete[group]
+
+
+def _sequenced(sequence: pa.Table, group: np.ndarray, deletes: np.ndarray) -> np.ndarray:
+    """Which rows survive a key's changes in commit order under ``sequence.field``, deletes included.
+
+    A delete without a sequence (every sequence column NULL: SQL ``DELETE``) always applies; one
+    with a sequence applies only when it is at least the running maximum, as an upsert does. An
+    applied delete leaves nothing behind, so the running maximum starts again after it: the state
+    of a key is then always what a stored row says (a row with its sequence, or no row), and folding
+    a stored row with the rest equals folding everything (invariant 2). Whether a delete applies
+    depends on the last one that did, so each round finds every key's first applied delete after
+    the last and cuts there: as many rounds as a key has applied deletes in one fold, each vectorised.
+    """
+    n = len(group)
+    position = np.arange(n)
+    carries = np.zeros(n, dtype=bool)
+    for column in sequence.columns:
+        carries |= column.is_valid().to_numpy(zero_copy_only=False)
+    active = _after_deletes(
+        group, deletes & ~carries, MergeEngine()
+    )  # rows after the last unsequenced delete
+    while True:
+        index = np.flatnonzero(active)
+        passes = np.zeros(n, dtype=bool)
+        if len(index):
+            passes[index] = _in_sequence(sequence.take(pa.array(index)), group[index])
+        applied = passes & deletes
+        if not applied.any():
+            return passes & ~deletes
+        first = np.full(int(group[-1]) + 1, n)
+        np.minimum.at(first, group[applied], position[applied])
+        cut = first[group]
+        active &= (position > cut) | (cut == n)  # keys without an applied delete keep their rows
 
 
 def _in_sequence(sequence: pa.Table, group: np.ndarray) -> np.ndarray:

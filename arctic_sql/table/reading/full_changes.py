@@ -129,7 +129,7 @@ def read_group(
     and version; ``engine``: the table's merge engine (a folding one makes each version's state the
     fold of the changes up to it, not its change row)."""
     target = schema_to_pyarrow(node_merge.optional(schema), include_field_ids=False)
-    parts = tagged_parts(store, group.changes, schema, keys)
+    parts = tagged_parts(store, group.changes, schema, keys, engine.sequence if engine is not None else ())
     if not parts:
         return target.empty_table(), np.zeros(0, str), np.zeros(0, np.int64)
     changes = per_version(node_merge.tagged_rows(parts), keys)
@@ -150,7 +150,7 @@ def read_latest_folded(
     row after the range (the fold of its row before it and its changes in it) as an ``upsert``, or
     ``delete`` with only its key when the fold leaves nothing; the version of its last change."""
     target = schema_to_pyarrow(node_merge.optional(schema), include_field_ids=False)
-    parts = tagged_parts(store, group.changes, schema, keys)
+    parts = tagged_parts(store, group.changes, schema, keys, engine.sequence)
     if not parts:
         return target.empty_table(), np.zeros(0, str), np.zeros(0, np.int64)
     rows = node_merge.tagged_rows(parts)

@@ -354,7 +354,8 @@ def read_node(
         if task.base_files
         else None
     )
-    changes = _read_changes(task, schema, keys, change, change_filter, dictionary, keys_kept)
+    sequence = engine.sequence if engine is not None else ()
+    changes = _read_changes(task, schema, keys, change, change_filter, dictionary, keys_kept, sequence)
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort, engine=engine)
@@ -376,16 +377,23 @@ def _read_changes(
     change_filter: BooleanExpression = ALWAYS_TRUE,
     dictionary: frozenset[str] = frozenset(),
     keys_kept: pc.Expression | None = None,
+    sequence: Sequence[str] = (),
 ) -> list[tuple[pa.Table, np.ndarray]]:
-    """The task's upsert and delete rows, tagged, in ``schema`` made optional (deletes: keys only)."""
+    """The task's upsert and delete rows, tagged, in ``schema`` made optional (deletes: keys and the
+    ``sequence`` columns only)."""
     changed = optional(schema)
     upserts = [(f, value) for f, value in task.change_files if not value % 2]
     deletes = [(f, value) for f, value in task.change_files if value % 2]
     return [
         change.read_tagged(files, part, change_filter, dictionary, keys_kept)
-        for files, part in ((upserts, changed), (deletes, changed.select(*keys)))
+        for files, part in ((upserts, changed), (deletes, delete_schema(changed, keys, sequence)))
         if files
     ]
+
+
+def delete_schema(schema: Schema, keys: Sequence[str], sequence: Sequence[str] = ()) -> Schema:
+    """What a delete row carries of ``schema``: its key, and its sequence under ``sequence.field``."""
+    return schema.select(*dict.fromkeys([*keys, *(c for c in sequence if c in _names(schema))]))
 
 
 def minor_node(
@@ -400,7 +408,9 @@ def minor_node(
     (the rewritten base files merged with the changes, which brings every changed key's newest
     upsert) and, per kept file whose rows the changes supersede, all its deleted positions (those
     of its current delete files and the new ones: one delete file per data file)."""
-    changes = _read_changes(task, schema, keys, change)
+    changes = _read_changes(
+        task, schema, keys, change, sequence=engine.sequence if engine is not None else ()
+    )
     rewritten = (
         base.read(task.base_files, schema, deletes=task.delete_map)
         if task.base_files

@@ -64,6 +64,7 @@ class WriteTarget:
     buckets: int  # tree leaves of this store; 0 without a primary key
     max_rows: int
     key_as_int: tuple[bool, ...] = ()  # keys widened from int to bigint (format/keyhash.py)
+    sequence: tuple[str, ...] = ()  # sequence.field: a delete row carries these beside its key
 
     @classmethod
     def of(cls, table, store: str) -> WriteTarget:  # noqa: ANN001 - ArcticTable (no import cycle)
@@ -85,6 +86,7 @@ class WriteTarget:
             buckets if table.primary_key else 0,
             max_rows_per_file(table),
             table.key_as_int,
+            tuple(table.merge_engine.sequence) if table.primary_key else (),
         )
 
     def new_location(self) -> str:

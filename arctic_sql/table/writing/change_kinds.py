@@ -72,7 +72,7 @@ def to_changes(
         ops = pc.if_else(pc.is_in(kinds, pa.array(sorted(DELETE_TYPES))), layout.DELETE, layout.UPSERT)
     rows = conform(batch, target)
     is_delete = np.asarray(pc.equal(ops, layout.DELETE).fill_null(False))
-    rows = null_where(rows, is_delete, set(target.keys))
+    rows = null_where(rows, is_delete, {*target.keys, *target.sequence})  # a delete's sequence orders it
     return Changes(rows, ops, sequence, is_delete)
 
 

@@ -117,20 +117,55 @@ def test_listagg_bool_and_collect():
     ]
 
 
+def test_a_delete_with_a_sequence_applies_only_at_or_above_the_running_maximum():
+    engine = MergeEngine(Engine.DEDUPLICATE, sequence=("s",))
+    rows = tagged(
+        [
+            (1, 10, 1, 5, BASE_TAG),
+            (1, None, None, 3, 5),  # late delete below the stored sequence: ignored
+            (2, 20, 2, 5, BASE_TAG),
+            (2, None, None, 5, 5),  # a tie goes to the later commit: the delete applies
+            (3, 30, 3, 5, BASE_TAG),
+            (3, None, None, None, 5),  # no sequence (SQL DELETE): always applies
+            (4, 40, 4, 5, BASE_TAG),
+            (4, None, None, 7, 5),  # applies, and leaves nothing behind (no tombstone):
+            (4, 41, 4, 2, 6),  # so the running maximum starts again and this upsert applies
+            (5, 50, 5, 9, 4),
+            (5, None, None, 1, 5),  # ignored: below 9
+            (5, None, None, 9, 7),  # applies
+            (5, 51, 5, 0, 8),  # after it: applies
+            (5, None, None, None, 9),  # NULL: applies whatever the sequence
+        ]
+    )
+    assert as_rows(fold(rows, KEYS, engine)) == [(1, 10, 1, 5), (4, 41, 4, 2)]
+    partial = MergeEngine(Engine.PARTIAL_UPDATE, sequence=("s",))
+    assert as_rows(fold(rows, KEYS, partial)) == [(1, 10, 1, 5), (4, 41, 4, 2)]
+    assert as_rows(
+        fold(rows, KEYS, MergeEngine(Engine.PARTIAL_UPDATE, sequence=("s",), ignore_delete=True))
+    ) == [
+        (1, 10, 1, 5),
+        (2, 20, 2, 5),
+        (3, 30, 3, 5),
+        (4, 40, 4, 5),
+        (5, 50, 5, 9),
+    ]
+
+
 def _model(history: list[tuple], engine: MergeEngine) -> dict:
     """The engine applied one change at a time, in commit order: what the fold must equal."""
     state: dict = {}
     for k, a, b, s, tag in history:
         if tag % 2:
-            if engine.engine is not Engine.FIRST_ROW and not engine.ignore_delete:
-                state.pop(k, None)
+            if engine.engine is Engine.FIRST_ROW or engine.ignore_delete:
+                continue
+            old = state.get(k)
+            # a delete with a sequence below the stored row's is ignored; one without always applies
+            if old is not None and engine.sequence and s is not None and s < _lowest(old[2]):
+                continue
+            state.pop(k, None)
             continue
         old = state.get(k)
-        if (
-            old is not None
-            and engine.sequence
-            and (s if s is not None else -1) < (old[2] if old[2] is not None else -1)
-        ):
+        if old is not None and engine.sequence and _lowest(s) < _lowest(old[2]):
             continue
         if old is None:
             state[k] = (a, b, s)
@@ -143,6 +178,10 @@ def _model(history: list[tuple], engine: MergeEngine) -> dict:
             most = max((v for v in (b, old[1]) if v is not None), default=None)
             state[k] = (total, most, s if s is not None else old[2])
     return state
+
+
+def _lowest(sequence: int | None) -> int:
+    return -1 if sequence is None else sequence  # NULL is the lowest sequence
 
 
 SUM_MAX = MergeEngine(
@@ -170,8 +209,8 @@ def test_folding_a_prefix_first_gives_the_same_rows(seed, engine):
     history = []
     for txn in range(1, 30):
         k = rng.randint(0, 4)
-        if rng.random() < 0.2:
-            history.append((k, None, None, None, txn * 2 + 1))
+        if rng.random() < 0.25:  # a delete, with a sequence or without (SQL DELETE)
+            history.append((k, None, None, rng.choice([None, rng.randint(0, 9)]), txn * 2 + 1))
         else:
             history.append((k, value(), value(), value(), txn * 2))
     expected = sorted((k, *v) for k, v in _model(history, engine).items())

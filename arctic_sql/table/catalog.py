@@ -208,7 +208,9 @@ class ArcticCatalog:
                 )
             store_sync.align(str(identifier.on_branch(None)), base.schema(), change)
         table = ArcticTable(identifier.on_branch(None), base, change)
-        return branches.on_branch(table, identifier.branch) if identifier.branch is not None else table
+        if identifier.branch is not None:
+            table = branches.on_branch(table, identifier.branch)
+        return branches.as_read(table)
 
     def _load(self, ident: tuple[str, str]) -> Table | None:
         try:

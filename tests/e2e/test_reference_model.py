@@ -12,7 +12,8 @@ widened from INT to BIGINT at a random step, so reads mix files of both types an
 the int's hash. Last, a random version
 is tagged and history expired: the tagged version and those after it must still read the model's;
 a branch made at a random step (kept through that expiration) takes random statements checked against
-its own copy of the model, and is fast-forwarded into main when main has not moved since; then the
+its own copy of the model, and is fast-forwarded into main when main has not moved since (or the
+fast-forward dies between the stores and main's next statement lands after it); then the
 table is shallow-cloned and both take random statements of their own, each checked against
 its own copy of the model, before and after the source's hardest maintenance. Two seeds also run a
 partial-update table with ``sequence.field`` against a model of that engine (merge engines).
@@ -21,11 +22,13 @@ partial-update table with ``sequence.field`` against a model of that engine (mer
 from __future__ import annotations
 
 import copy
+import os
 import random
 
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+from arctic_sql.faults import InjectedFault
 from arctic_sql.table.records import hive_syncs
 
 pytestmark = pytest.mark.spark
@@ -472,9 +475,20 @@ def check_a_branch_stays_apart(arctic, rng: random.Random, model: Model, branch:
     if moved:
         with pytest.raises(InvalidArgumentError, match=r"^Cannot fast-forward 'main' of db.t to 'b'"):
             arctic.sql(publish)
-    else:
+    elif rng.random() < 0.5:
         arctic.sql(publish)
         model.__dict__.update(copy.deepcopy(branch.__dict__))
+    else:  # dies between the stores: main reads as before, and its next statement lands after it
+        os.environ["ARCTIC_FAULT"] = "raise:fast-forward-between-stores"
+        try:
+            with pytest.raises(InjectedFault):
+                arctic.sql(publish)
+        finally:
+            del os.environ["ARCTIC_FAULT"]
+        assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
+        model.__dict__.update(copy.deepcopy(branch.__dict__))
+        arctic.sql(_step(rng, model))
+        assert _rows(arctic, "SELECT id, p, v, s FROM db.t.branch_b") == branch.sorted()
     assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
     arctic.sql("ALTER TABLE db.t DROP BRANCH b")
 

@@ -41,7 +41,7 @@ from arctic_sql.table.maintenance import ownership
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading import tags
 from arctic_sql.table.reading.scan import live_entries, live_files
-from arctic_sql.table.records import clones, consumers, leases
+from arctic_sql.table.records import clones, consumers, fast_forwards, leases
 from arctic_sql.table.records.optimizing_processes import running_processes
 from arctic_sql.table.writing import commit, tag_writes
 
@@ -184,11 +184,14 @@ def chain_store(table: ArcticTable, store_name: str) -> Table:
 
 
 def branch_ancestry(store: Table) -> set[int]:
-    """The snapshots of ``store`` some branch other than main reads: each head and its ancestors."""
+    """The snapshots of ``store`` some branch other than main reads, or a pending fast-forward moves
+    a branch to (records/fast_forwards.py): each head and its ancestors."""
     by_id = {s.snapshot_id: s for s in store.metadata.snapshots}
     kept: set[int] = set()
     for name, ref in store.metadata.refs.items():
-        if name == MAIN_BRANCH or ref.snapshot_ref_type != SnapshotRefType.BRANCH:
+        if name == MAIN_BRANCH or (
+            ref.snapshot_ref_type != SnapshotRefType.BRANCH and not fast_forwards.is_intent_ref(name)
+        ):
             continue
         current = by_id.get(ref.snapshot_id)
         while current is not None and current.snapshot_id not in kept:

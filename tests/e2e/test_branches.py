@@ -232,6 +232,18 @@ def test_a_pending_fast_forward_refuses_change_commits_that_did_not_see_it_and_i
     _published(branched, _history(branched, "db.t.branch_audit"))
 
 
+def test_expiration_finishes_a_pending_fast_forward_before_it_plans(branched, monkeypatch):
+    """Expiration plans on the table's real refs: with an intent pending that would be the moved base
+    with main's older change line, so it finishes the fast-forward first."""
+    head = _crash_between_stores(branched, monkeypatch)
+    audit_history = _history(branched, "db.t.branch_audit")
+    out = branched.sql("CALL system.expire_snapshots(table => 'db.t', retain_last => 1)").collect()
+    assert out[0]["expired_snapshots_count"] == 0  # nothing old enough: only the fast-forward moved
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    _published(branched, audit_history)
+    assert _history(branched) == audit_history
+
+
 def test_a_pending_fast_forward_that_cannot_be_completed_is_rolled_back(branched, monkeypatch):
     """Only an intent whose refs moved in a way it does not know (a writer unaware of intents moved
     main's change head) is undone: the base store's main goes back where it was and the intent is

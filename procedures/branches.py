@@ -18,5 +18,7 @@ if TYPE_CHECKING:
 @procedure("fast_forward", (Parameter("table"), Parameter("branch"), Parameter("to")), FastForwardResult)
 def fast_forward(ctx: StatementContext, table: str, branch: str, to: str) -> list[FastForwardResult]:
     """Move ``branch`` (usually ``main``) to the head of branch ``to`` in both stores; refused when
-    ``branch`` has commits ``to`` lacks (nothing is merged)."""
+    ``branch`` has commits ``to`` lacks (nothing is merged), nothing to do when ``to``'s commits are
+    already in ``branch``. A call that died half-way is completed by the next one, or by the next
+    write to ``branch``."""
     return [actions.fast_forward(ctx.table(table), to=to, branch=branch)]

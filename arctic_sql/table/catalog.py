@@ -55,7 +55,7 @@ from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
 from arctic_sql.table.reading import branches
 from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
 from arctic_sql.table.reading.time_travel import checked_version
-from arctic_sql.table.records import clones, leases
+from arctic_sql.table.records import clones, fast_forwards, leases
 from arctic_sql.table.writing import clone_metadata, commit, store_sync, tag_writes
 from arctic_sql.table.writing.commit import MAINTENANCE_PENDING_KEY
 
@@ -208,7 +208,9 @@ class ArcticCatalog:
                 )
             store_sync.align(str(identifier.on_branch(None)), base.schema(), change)
         table = ArcticTable(identifier.on_branch(None), base, change)
-        return branches.on_branch(table, identifier.branch) if identifier.branch is not None else table
+        if identifier.branch is not None:
+            table = branches.on_branch(table, identifier.branch)
+        return branches.as_read(table)
 
     def _load(self, ident: tuple[str, str]) -> Table | None:
         try:
@@ -539,7 +541,8 @@ def _clone_of(base: Table) -> dict:
 
 
 # A clone's properties: the source store's, without what names the source's history or work.
-_NOT_CLONED = (TAG_PREFIX, PURGING_KEY, CLONE_OF_KEY, MAINTENANCE_PENDING_KEY)
+# A pending fast-forward belongs to the source: its snapshot ids name refs the clone does not have.
+_NOT_CLONED = (TAG_PREFIX, PURGING_KEY, CLONE_OF_KEY, MAINTENANCE_PENDING_KEY, fast_forwards.PREFIX)
 
 
 def _clone_properties(store: Table, clone_of: dict[str, object] | None) -> dict[str, str]:

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.update import SetPropertiesUpdate, SetSnapshotRefUpdate
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+from arctic_sql.table.format import versions
+from arctic_sql.table.reading import branches
+from arctic_sql.table.records import fast_forwards
+from arctic_sql.table.writing import fast_forward_intents
 
 pytestmark = pytest.mark.spark
 
@@ -88,30 +95,181 @@ def test_fast_forward_is_refused_when_main_moved_on(branched):
         branched.sql("CALL system.expire_snapshots(table => 'db.t.branch_audit')")
 
 
-def test_a_fast_forward_that_dies_between_the_stores_reads_a_version_of_the_branch_and_completes(
-    branched, monkeypatch
-):
-    """The base store moves first: a fast-forward that dies before the change store moves leaves main
-    reading as it did (its versions come from its change line, whose base snapshots are its own), and
-    running it again completes it."""
-    branched.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
-    branched.sql("DELETE FROM db.t.branch_audit WHERE id = 1")
-    branched.sql("CALL system.optimize(table => 'db.t.branch_audit', mode => 'full')")
-    branched.sql("INSERT INTO db.t.branch_audit VALUES (5, 'e')")
-    head = _rows(branched, "SELECT * FROM db.t.branch_audit")
+def _crash_between_stores(arctic, monkeypatch) -> list[tuple]:
+    """Give audit commits of both kinds (an optimize, an INSERT OVERWRITE: base-store commits) and
+    newer changes, then run a fast-forward of main that dies after moving the base store; returns
+    audit's rows."""
+    arctic.sql("INSERT INTO db.t.branch_audit VALUES (4, 'd')")
+    arctic.sql("DELETE FROM db.t.branch_audit WHERE id = 1")
+    arctic.sql("CALL system.optimize(table => 'db.t.branch_audit', mode => 'full')")
+    arctic.sql("INSERT OVERWRITE db.t.branch_audit VALUES (2, 'b'), (3, 'c'), (4, 'd'), (6, 'x')")
+    arctic.sql("DELETE FROM db.t.branch_audit WHERE id = 6")
+    arctic.sql("INSERT INTO db.t.branch_audit VALUES (5, 'e')")
+    head = _rows(arctic, "SELECT * FROM db.t.branch_audit")
+    assert head == [(2, "b"), (3, "c"), (4, "d"), (5, "e")]
     monkeypatch.setenv("ARCTIC_FAULT", "raise:fast-forward-between-stores")
     with pytest.raises(Exception, match="injected fault at fast-forward-between-stores"):
-        branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+        arctic.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
     monkeypatch.delenv("ARCTIC_FAULT")
-    table = branched.table("db.t")
-    assert table.base.metadata.refs["main"].snapshot_id == table.base.metadata.refs["audit"].snapshot_id
-    assert table.change.metadata.refs["main"].snapshot_id != table.change.metadata.refs["audit"].snapshot_id
+    return head
+
+
+def _stores(arctic):
+    """The table's two stores as the catalog holds them (the table a read loads shows main's base as it
+    was while a fast-forward is pending: reading/branches.as_read)."""
+    table = arctic.table("db.t")
+    table.base.refresh()
+    return table.base, table.change
+
+
+def _published(arctic, audit_history: list[int]) -> None:
+    """main is audit: the same refs in both stores, the same history, and no intent left."""
+    base, change = _stores(arctic)
+    for store in (base, change):
+        assert store.metadata.refs["main"].snapshot_id == store.metadata.refs["audit"].snapshot_id
+    assert fast_forwards.key("main") not in change.properties
+    assert fast_forwards.key("main") not in change.metadata.refs
+    assert _history(arctic)[: len(audit_history)] == audit_history
+
+
+def test_a_fast_forward_that_dies_between_the_stores_reads_as_before_and_a_rerun_completes(
+    branched, monkeypatch
+):
+    """The base store moves first: a fast-forward that dies before the change store moves leaves its
+    intent pending, main reading as it did (each version, not the moved base with the older change
+    line, which would show audit's INSERT OVERWRITE without the changes before it), and running it
+    again completes it."""
+    history = _history(branched)
+    head = _crash_between_stores(branched, monkeypatch)
+    audit_history = _history(branched, "db.t.branch_audit")
+    base, change = _stores(branched)
+    assert base.metadata.refs["main"].snapshot_id == base.metadata.refs["audit"].snapshot_id
+    assert change.metadata.refs["main"].snapshot_id != change.metadata.refs["audit"].snapshot_id
+    intent = fast_forwards.pending(change, "main")
+    assert intent is not None and intent.base_to == base.metadata.refs["audit"].snapshot_id
+    assert change.metadata.refs[fast_forwards.key("main")].snapshot_id == intent.change_to
     assert _rows(branched, "SELECT * FROM db.t") == MAIN  # main reads as before: nothing published
-    for version in _history(branched):
+    assert _history(branched) == history
+    for version in history:
         assert _rows(branched, f"SELECT * FROM db.t VERSION AS OF {version}") in (MAIN, MAIN[:2])
+    assert set(_refs(branched)) == {"main", "audit"}  # the intent's tag is no ref of the table's
+    out = branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    assert [tuple(r) for r in out.collect()] == [("main", audit_history[-1], audit_history[-1])]
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    _published(branched, audit_history)
+    assert _history(branched) == audit_history
+
+
+def test_an_insert_into_main_after_a_fast_forward_died_between_the_stores_lands_after_it(
+    branched, monkeypatch
+):
+    """The next commit on main finishes the pending fast-forward first (roll forward: the base already
+    moved), then commits on the published pair: main reads audit's rows with the insert on top, every
+    version of audit reads the same on main, and a rerun of the fast-forward has nothing left to do."""
+    head = _crash_between_stores(branched, monkeypatch)
+    audit_history = _history(branched, "db.t.branch_audit")
+    audit_versions = {
+        v: _rows(branched, f"SELECT * FROM db.t.branch_audit VERSION AS OF {v}") for v in audit_history
+    }
+    branched.sql("INSERT INTO db.t VALUES (2, 'B'), (7, 'g')")
+    expected = sorted({**dict(head), 2: "B", 7: "g"}.items())
+    assert _rows(branched, "SELECT * FROM db.t") == expected
+    moved_on = _history(branched)
+    assert moved_on[:-1] == audit_history and moved_on[-1] > audit_history[-1]
+    for version, rows in audit_versions.items():
+        assert _rows(branched, f"SELECT * FROM db.t VERSION AS OF {version}") == rows
+    _, change = _stores(branched)
+    assert fast_forwards.pending(change, "main") is None
+    out = branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    latest = moved_on[-1]
+    assert [tuple(r) for r in out.collect()] == [("main", latest, latest)]  # audit is in main already
+    assert _rows(branched, "SELECT * FROM db.t") == expected
+    assert _rows(branched, "SELECT * FROM db.t.branch_audit") == head
+
+
+def test_an_optimize_of_main_after_a_fast_forward_died_between_the_stores_finishes_it_first(
+    branched, monkeypatch
+):
+    """An optimizing commit goes through the same commit loop: it finishes the fast-forward before it
+    commits anything, and what it commits (or drops, its inputs having moved) keeps audit's rows."""
+    head = _crash_between_stores(branched, monkeypatch)
+    audit_history = _history(branched, "db.t.branch_audit")
+    branched.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    base, change = _stores(branched)
+    assert change.metadata.refs["main"].snapshot_id == change.metadata.refs["audit"].snapshot_id
+    assert fast_forwards.pending(change, "main") is None
+    assert _history(branched) == audit_history
+    branched.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    assert _history(branched) == audit_history  # optimizing makes no version
     branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
     assert _rows(branched, "SELECT * FROM db.t") == head
-    assert _history(branched) == _history(branched, "db.t.branch_audit")
+    branched.sql("INSERT INTO db.t VALUES (8, 'h')")
+    assert _rows(branched, "SELECT * FROM db.t") == [*head, (8, "h")]
+
+
+def test_a_pending_fast_forward_refuses_change_commits_that_did_not_see_it_and_is_finished_once(
+    branched, monkeypatch
+):
+    """Concurrency: a change-store commit on main carries the requirement that no intent of main is
+    pending, which the catalog checks with the commit itself, so a writer that loaded the table before
+    the intent cannot land beside it; two processes that both found the intent finish it once, the
+    second finding nothing left to do."""
+    head = _crash_between_stores(branched, monkeypatch)
+    first, second = branched.table("db.t"), branched.table("db.t")  # both loaded with the intent pending
+    change = first.change
+    with pytest.raises(CommitFailedException):
+        change.catalog.commit_table(
+            change, (fast_forward_intents.guard(None),), (SetPropertiesUpdate(updates={"x": "y"}),)
+        )
+    assert fast_forward_intents.settle(first)
+    assert not fast_forward_intents.settle(first)
+    heads = [s.metadata.refs["main"].snapshot_id for s in _stores(branched)]
+    assert fast_forward_intents.finish("db.t", second.base, second.change, "main")  # found it done
+    assert [s.metadata.refs["main"].snapshot_id for s in _stores(branched)] == heads
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    _published(branched, _history(branched, "db.t.branch_audit"))
+
+
+def test_expiration_finishes_a_pending_fast_forward_before_it_plans(branched, monkeypatch):
+    """Expiration plans on the table's real refs: with an intent pending that would be the moved base
+    with main's older change line, so it finishes the fast-forward first."""
+    head = _crash_between_stores(branched, monkeypatch)
+    audit_history = _history(branched, "db.t.branch_audit")
+    out = branched.sql("CALL system.expire_snapshots(table => 'db.t', retain_last => 1)").collect()
+    assert out[0]["expired_snapshots_count"] == 0  # nothing old enough: only the fast-forward moved
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    _published(branched, audit_history)
+    assert _history(branched) == audit_history
+
+
+def test_a_pending_fast_forward_that_cannot_be_completed_is_rolled_back(branched, monkeypatch):
+    """Only an intent whose refs moved in a way it does not know (a writer unaware of intents moved
+    main's change head) is undone: the base store's main goes back where it was and the intent is
+    cleared, and the fast-forward then runs again from there."""
+    head = _crash_between_stores(branched, monkeypatch)
+    base, change = _stores(branched)
+    intent = fast_forwards.pending(change, "main")
+    assert intent is not None
+    audit = branches.on_branch(branched.table("db.t"), "audit")
+    audit_line = [s.snapshot_id for s in versions.snapshots_in_order(audit.change)]
+    elsewhere = audit_line[audit_line.index(intent.change_from) + 1]  # one of audit's, not its head
+    assert elsewhere != intent.change_to
+    change.catalog.commit_table(
+        change,
+        (),
+        (SetSnapshotRefUpdate(ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=elsewhere),),
+    )
+    assert not fast_forward_intents.finish("db.t", base, change, "main")
+    base, change = _stores(branched)
+    assert base.metadata.refs["main"].snapshot_id == intent.base_from
+    assert change.metadata.refs["main"].snapshot_id == elsewhere
+    assert fast_forwards.pending(change, "main") is None
+    assert fast_forwards.key("main") not in change.metadata.refs
+    branched.sql("CALL system.fast_forward(table => 'db.t', branch => 'main', to => 'audit')")
+    assert _rows(branched, "SELECT * FROM db.t") == head
+    _published(branched, _history(branched, "db.t.branch_audit"))
 
 
 def test_a_branch_made_at_an_old_version_reads_that_version_and_is_dropped(branched):

@@ -12,7 +12,8 @@ widened from INT to BIGINT at a random step, so reads mix files of both types an
 the int's hash. Last, a random version
 is tagged and history expired: the tagged version and those after it must still read the model's;
 a branch made at a random step (kept through that expiration) takes random statements checked against
-its own copy of the model, and is fast-forwarded into main when main has not moved since; then the
+its own copy of the model, and is fast-forwarded into main when main has not moved since (or the
+fast-forward dies between the stores and main's next statement lands after it); then the
 table is shallow-cloned and both take random statements of their own, each checked against
 its own copy of the model, before and after the source's hardest maintenance. Two seeds also run a
 partial-update table with ``sequence.field`` against a model of that engine (merge engines).
@@ -21,11 +22,13 @@ partial-update table with ``sequence.field`` against a model of that engine (mer
 from __future__ import annotations
 
 import copy
+import os
 import random
 
 import pytest
 
 from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
+from arctic_sql.faults import InjectedFault
 from arctic_sql.table.records import hive_syncs
 
 pytestmark = pytest.mark.spark
@@ -293,7 +296,12 @@ def test_random_statements_match_the_model(arctic, buckets: int, partitioned: bo
     check_incremental_reads(arctic, rng, model, states, log)
     check_a_tag_outlives_expiration(arctic, random.Random(seed + 200), states)
     check_a_branch_stays_apart(
-        arctic, random.Random(seed + 600), model, branch_model, moved=_latest_version(arctic) > forked_at
+        arctic,
+        random.Random(seed + 600),
+        model,
+        branch_model,
+        moved=_latest_version(arctic) > forked_at,
+        crash=seed % 4 == 0,  # seed 8 forks at the last step: its fast-forward dies half-way
     )
     check_a_shallow_clone_stays_apart(arctic, random.Random(seed + 400), model)
     if seed in (2, 5):
@@ -498,10 +506,14 @@ def check_a_tag_outlives_expiration(arctic, rng: random.Random, states: dict[int
         )
 
 
-def check_a_branch_stays_apart(arctic, rng: random.Random, model: Model, branch: Model, moved: bool) -> None:
+def check_a_branch_stays_apart(
+    arctic, rng: random.Random, model: Model, branch: Model, *, moved: bool, crash: bool
+) -> None:
     """The branch made at a random step, kept through the tag check's expiration, takes random
     statements and an optimize, checked against its own copy of the model while main keeps its rows; fast-forward
-    publishes it when main has not moved since it forked and is refused, changing nothing, when it has."""
+    publishes it when main has not moved since it forked and is refused, changing nothing, when it has.
+    ``crash``: the fast-forward dies between the stores, main reads as before, and main's next random
+    statement finishes it first and lands after it."""
     for step in range(2):
         arctic.sql(_step(rng, branch).replace("db.t ", "db.t.branch_b "))
         if step == 0:  # optimized on its own line: its rows stay, main's files are not touched
@@ -513,9 +525,20 @@ def check_a_branch_stays_apart(arctic, rng: random.Random, model: Model, branch:
     if moved:
         with pytest.raises(InvalidArgumentError, match=r"^Cannot fast-forward 'main' of db.t to 'b'"):
             arctic.sql(publish)
-    else:
+    elif not crash:
         arctic.sql(publish)
         model.__dict__.update(copy.deepcopy(branch.__dict__))
+    else:  # dies between the stores: main reads as before, and its next statement lands after it
+        os.environ["ARCTIC_FAULT"] = "raise:fast-forward-between-stores"
+        try:
+            with pytest.raises(InjectedFault):
+                arctic.sql(publish)
+        finally:
+            del os.environ["ARCTIC_FAULT"]
+        assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
+        model.__dict__.update(copy.deepcopy(branch.__dict__))
+        arctic.sql(_step(rng, model))
+        assert _rows(arctic, "SELECT id, p, v, s FROM db.t.branch_b") == branch.sorted()
     assert _rows(arctic, "SELECT id, p, v, s FROM db.t") == model.sorted()
     arctic.sql("ALTER TABLE db.t DROP BRANCH b")
 

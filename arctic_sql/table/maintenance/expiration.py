@@ -41,9 +41,9 @@ from arctic_sql.table.maintenance import ownership
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading import tags
 from arctic_sql.table.reading.scan import live_entries, live_files
-from arctic_sql.table.records import clones, consumers, leases
+from arctic_sql.table.records import clones, consumers, fast_forwards, leases
 from arctic_sql.table.records.optimizing_processes import running_processes
-from arctic_sql.table.writing import commit, tag_writes
+from arctic_sql.table.writing import commit, fast_forward_intents, tag_writes
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -184,11 +184,14 @@ def chain_store(table: ArcticTable, store_name: str) -> Table:
 
 
 def branch_ancestry(store: Table) -> set[int]:
-    """The snapshots of ``store`` some branch other than main reads: each head and its ancestors."""
+    """The snapshots of ``store`` some branch other than main reads, or a pending fast-forward moves
+    a branch to (records/fast_forwards.py): each head and its ancestors."""
     by_id = {s.snapshot_id: s for s in store.metadata.snapshots}
     kept: set[int] = set()
     for name, ref in store.metadata.refs.items():
-        if name == MAIN_BRANCH or ref.snapshot_ref_type != SnapshotRefType.BRANCH:
+        if name == MAIN_BRANCH or (
+            ref.snapshot_ref_type != SnapshotRefType.BRANCH and not fast_forwards.is_intent_ref(name)
+        ):
             continue
         current = by_id.get(ref.snapshot_id)
         while current is not None and current.snapshot_id not in kept:
@@ -279,6 +282,9 @@ def expire_snapshots(
         retain_last = table.settings.snapshot_keep_min_count
     if retain_last < 1:
         raise InvalidArgumentError(f"retain_last must be 1 or more for {table.identifier}, got {retain_last}")
+    # A fast-forward that died half-way is finished first: planned on the moved base with the older
+    # change line, expiration would count versions of neither line (records/fast_forwards.py).
+    fast_forward_intents.settle(table)
     removed = expire_change_data(table) if change_ttl and table.is_keyed else 0
     with leases.writing(table, tags.EXPIRING):  # its metadata files are unreferenced until the commit
         if _tag_in_the_making(table):
@@ -310,6 +316,8 @@ def _expire(table: ArcticTable, older_than_ms: int, retain_last: int, removed: i
     committed: list[StoreExpiry] = []  # what landed, also from an attempt that lost a race halfway
     for attempt in range(_ATTEMPTS):
         refresh_stores(table)
+        if fast_forward_intents.settle(table):
+            refresh_stores(table)
         tag_writes.drop_past_retention(table, now_ms())
         plans, oldest = plan_expiry(table, older_than_ms, retain_last)
         try:

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 from pyiceberg.table.refs import MAIN_BRANCH
 
-from arctic_sql.errors import InvalidArgumentError, VersionNotFoundError
-from arctic_sql.faults import fault_point
+from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.format import versions
 from arctic_sql.table.reading import branches, tags
 from arctic_sql.table.reading.time_travel import checked_version
-from arctic_sql.table.records import leases
-from arctic_sql.table.writing import commit
+from arctic_sql.table.records import fast_forwards, leases
+from arctic_sql.table.writing import commit, fast_forward_intents
 from arctic_sql.table.writing.tag_writes import wait_for_expiration
 
 if TYPE_CHECKING:
@@ -65,6 +64,8 @@ def drop(table: ArcticTable, name: str, *, if_exists: bool = False) -> bool:
         if if_exists:
             return False
         raise VersionNotFoundError(f"Branch '{key}' of {table.identifier} does not exist")
+    if fast_forward_intents.settle(branches.on_branch(table, key)):  # its intent goes with it
+        _refresh(table)
     for store in (table.base, table.change):
         if store is not None and key in store.metadata.refs:
             commit.set_refs(table, store, lambda ms: ms.remove_branch(key))
@@ -82,38 +83,52 @@ class FastForwardResult:
 
 def fast_forward(table: ArcticTable, branch: str, to: str) -> FastForwardResult:
     """Move ``branch`` (``main`` or a branch) to the head of branch ``to`` in both stores, when
-    ``branch``'s head is an ancestor of ``to``'s in each (nothing to merge). The base store moves
-    first: a reader between the two commits reads ``branch`` as it was (its versions come from its
-    change line, and each version's base snapshot from those the line knows), and running the
-    fast-forward again after a crash there completes it. Known gap: a write to ``branch`` made
-    before that rerun commits on the moved base, reading part of ``to`` (its optimized base without
-    its newer changes), and the rerun is then refused; an intent record that the next commit
-    completes or rolls back would close it."""
+    ``branch``'s head is an ancestor of ``to``'s in each (nothing to merge); nothing to do when
+    ``to``'s heads are already in ``branch`` (its versions before and after are then the same).
+
+    Two commits, base store first, so on a keyed table the move is first written down as an intent
+    in the change store (records/fast_forwards.py), and then carried out by
+    fast_forward_intents.finish. A fast-forward that dies between the two stores is completed by
+    the next commit on ``branch`` (the commit loop finishes a pending intent before anything else,
+    and no change commit on ``branch`` lands while one is pending) or by the next fast-forward,
+    which then finds nothing left to move; until then ``branch`` reads as it was."""
     _refresh(table)
     source, target = branch.lower(), to.lower()
     if source == target:
         raise InvalidArgumentError(f"fast_forward of {table.identifier}: branch and to are both '{source}'")
     moved, ahead = branches.on_branch(table, source), branches.on_branch(table, target)
+    for view in (moved, ahead):  # a fast-forward of either that died half-way: finish it first
+        if fast_forward_intents.settle(view):
+            _refresh(table)
+            moved, ahead = branches.on_branch(table, source), branches.on_branch(table, target)
     before = versions.history(moved.base, moved.change).latest
     after = versions.history(ahead.base, ahead.change).latest
     pairs = [(table.base, moved.base, ahead.base)]
     if table.change is not None:
         assert moved.change is not None and ahead.change is not None
         pairs.insert(0, (table.change, moved.change, ahead.change))
+    if all(_is_ancestor(new, old) for _, old, new in pairs):  # ``to`` is already in ``branch``
+        return FastForwardResult(source, before, before)
     for _, old, new in pairs:
         if not _is_ancestor(old, new):
             raise InvalidArgumentError(
                 f"Cannot fast-forward '{source}' of {table.identifier} to '{target}': '{source}' has "
                 f"commits '{target}' does not (version {before}); nothing was changed"
             )
-    for store, old, new in sorted(pairs, key=lambda p: p[0] is not table.base):  # base store first
-        head = new.current_snapshot()
-        if head is not None and head.snapshot_id != _head_id(old):
-            commit.set_refs(table, store, lambda ms, h=head.snapshot_id: _move(ms, source, h))
-        if store is table.base:
-            # A crash here leaves the moved base with the older change line; main still reads as it
-            # was, and the next fast_forward (the base's move then a no-op) completes it.
-            fault_point("fast-forward-between-stores")
+    if table.change is None:  # one store, one commit
+        head = ahead.base.current_snapshot()
+        if head is not None and head.snapshot_id != _head_id(moved.base):
+            commit.set_refs(table, table.base, lambda ms, h=head.snapshot_id: _move(ms, source, h))
+        return FastForwardResult(source, before, after)
+    ids = [_head_id(s) for s in (moved.base, ahead.base, moved.change, ahead.change)]
+    assert all(i is not None for i in ids)  # CREATE BRANCH gave both stores a snapshot
+    intent = fast_forwards.Intent(source, target, *ids)  # type: ignore[arg-type]
+    fast_forward_intents.write(str(table.identifier), table.change, intent)
+    if not fast_forward_intents.finish(str(table.identifier), table.base, table.change, source):
+        raise CommitConflictError(
+            f"Fast-forward of '{source}' of {table.identifier} conflicted with a commit on '{source}'; "
+            "nothing was changed: try again"
+        )
     return FastForwardResult(source, before, after)
 
 

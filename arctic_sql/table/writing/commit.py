@@ -46,6 +46,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.snapshots import Operation, Snapshot
+from pyiceberg.table.update import TableRequirement
 from pyiceberg.table.update.snapshot import _SnapshotProducer
 
 from arctic_sql.errors import CommitConflictError, CommitStateUnknownError, InvalidArgumentError
@@ -54,6 +55,7 @@ from arctic_sql.table.files import position_deletes, storage
 from arctic_sql.table.files.manifests import manifest_entries
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.partitioning import record_from_path
+from arctic_sql.table.writing import fast_forward_intents
 
 if TYPE_CHECKING:
     from pyiceberg.table.update.schema import UpdateSchema
@@ -229,6 +231,11 @@ class _Transaction(Transaction):
 
     _memo: tuple[object, object, object] | None = None
 
+    def require(self, requirement: TableRequirement) -> None:
+        """Add ``requirement`` to the commit. pyiceberg's ``_stage`` keeps one requirement per type,
+        and a commit that moves ``main`` already asserts a ref; this one asserts another."""
+        self._requirements += (requirement,)
+
     @property
     def table_metadata(self):  # noqa: ANN201 - pyiceberg's TableMetadata
         base, updates = self._table.metadata, self._updates
@@ -360,9 +367,13 @@ def commit_loop(
         try:
             if attempt or not fresh:
                 store.refresh()
+            if fast_forward_intents.settle(table, fresh=store):
+                continue  # a fast-forward of this branch was pending and is done now: start again
             fault_point("before-commit")
             tx = _Transaction(store)
             apply(tx, commit_id)
+            if store is table.change and store.metadata.snapshots:  # (the assertion needs one)
+                tx.require(fast_forward_intents.guard(table.identifier.branch))
         except BaseException:
             storage.delete_files(written)  # nothing was sent
             raise

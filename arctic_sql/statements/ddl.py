@@ -7,7 +7,7 @@ names no arctic table: ``CREATE TABLE ... USING parquet``, views, ...).
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -484,7 +484,7 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
     if table is None:
         identifier = _identifier_of(ctx, expression.this)
         view = ctx.catalog.load_view(identifier) if identifier is not None else None
-        if view is None:
+        if identifier is None or view is None:
             return None
         return ctx.result(
             views.schema_rows(ctx, identifier, view), "col_name string, data_type string, comment string"
@@ -496,8 +496,8 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
             rows.append((field.name, type_string(field.field_type), field.doc))
     if table.spec.fields:
         rows += [("", "", ""), ("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
-        for field in table.spec.fields:
-            rows.append((field.name, str(field.transform), schema.find_column_name(field.source_id)))
+        for part in table.spec.fields:
+            rows.append((part.name, str(part.transform), schema.find_column_name(part.source_id)))
     extended = (expression.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED")
     if extended:
         rows += [
@@ -584,7 +584,9 @@ def _show_tables_extended(
     for namespace, name, temporary in rows:
         if name in view_names and not temporary:
             identifier = TableIdentifier(database, name)
-            information = views.information(ctx, identifier, ctx.catalog.load_view(identifier))
+            view = ctx.catalog.load_view(identifier)
+            assert view is not None  # listed as a view a moment ago
+            information = views.information(ctx, identifier, view)
         elif name in arctic_names and not temporary:
             information = _arctic_information(ctx, TableIdentifier(database, name))
         else:
@@ -637,8 +639,9 @@ def explain(ctx: StatementContext, expression: statements.Explain, text: str) ->
     try:
         df = ctx.spark.sql(to_spark_sql(resolved.expression))
         mode = expression.args.get("kind") or "simple"
+        jvm: Any = ctx.spark._jvm
         plan = df._jdf.queryExecution().explainString(
-            ctx.spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
+            jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
         )
         if resolved.notes:  # lookups read in the driver: their rows are a local relation in the plan
             plan += "\n== Read by key in the driver ==\n" + "\n".join(resolved.notes) + "\n"

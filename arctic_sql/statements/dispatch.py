@@ -7,7 +7,7 @@ Spark after all (a CREATE of a plain Spark table, an INSERT into one, ...).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
     from arctic_sql.statements.context import StatementContext
 
-Handler = Callable[["StatementContext", exp.Expression, str], "DataFrame | None"]
+# A handler takes the statement class it is registered for (a subclass of exp.Expression).
+Handler = Callable[["StatementContext", Any, str], "DataFrame | None"]
 
 
 def execute(ctx: StatementContext, expression: exp.Expression, text: str) -> DataFrame:

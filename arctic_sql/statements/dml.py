@@ -91,7 +91,9 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     static = {}
     partition = table_node.args.get("partition")
     if partition is not None:
-        partition_columns = {table.schema.find_column_name(f.source_id).lower() for f in table.spec.fields}
+        partition_columns = {
+            (table.schema.find_column_name(f.source_id) or "").lower() for f in table.spec.fields
+        }
         for item in partition.expressions:
             name = (
                 item.this.name if isinstance(item, exp.EQ) else item.name
@@ -114,6 +116,7 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     if isinstance(expression, SchemaEvolvingInsert) or table.settings.write_schema_auto_merge:
         if _evolve_for_insert(table, source, columns, static):
             table, table_node = _target(ctx, expression.this)
+            assert table is not None  # the table it was a moment ago, evolved
     rows = conform(table, source, columns, static)
     if expression.args.get("overwrite"):
         base_rows.overwrite_rows(table, rows, Operation.OVERWRITE, _named_partition(table, partition))
@@ -181,7 +184,8 @@ def with_ctes(statement: exp.Expression, query: exp.Expression) -> exp.Expressio
     if ctes is None:
         return query
     if not isinstance(query, exp.Select | exp.SetOperation):
-        query = exp.select(exp.Star()).from_(query.copy().subquery("_arctic_values"))
+        # VALUES (not a Query to sqlglot's types) has subquery() too.
+        query = exp.select(exp.Star()).from_(query.copy().subquery("_arctic_values"))  # type: ignore[attr-defined]
     query = query.copy()
     ctes = ctes.copy()
     own = query.args.get("with_")
@@ -197,8 +201,8 @@ def _select_from_target(
     select = exp.select(*projections).from_(at_version(table_node, version))
     if where is not None:
         select = select.where(where)
-    select = with_ctes(statement, select)
-    return ctx.run_spark(select, to_spark_sql(select))
+    query = with_ctes(statement, select)
+    return ctx.run_spark(query, to_spark_sql(query))
 
 
 def _condition(expression: exp.Expression) -> exp.Expression | None:
@@ -338,14 +342,15 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         refuse_update_of_a_folding_table(table, "MERGE ... WHEN MATCHED THEN UPDATE")
     plan = MergePlan.of(expression, table)
     if isinstance(expression, SchemaEvolvingMerge) or table.settings.write_schema_auto_merge:
-        source = plan.source_schema(ctx)
-        if source is not None:
-            added, widened = schema_evolution.incoming(table, source)
+        source_schema = plan.source_schema(ctx)
+        if source_schema is not None:
+            added, widened = schema_evolution.incoming(table, source_schema)
             schema_evolution.add_and_widen(table, added, widened)
             if added or widened:  # the plan's columns are the table's: plan again on the new schema
                 table, table_node = _target(ctx, expression.this)
+                assert table is not None  # the table it was a moment ago, evolved
                 plan = MergePlan.of(expression, table)
-            given = {f.name.lower() for f in source.fields}
+            given = {f.name.lower() for f in source_schema.fields}
             plan = replace(plan, missing=frozenset(c for c in plan.columns if c.lower() not in given))
 
     blind = plan.blind_changes(ctx)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sqlglot import exp
 
@@ -84,7 +84,8 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     if spec.fields and run.analysis.groups:
         # Partitioned by group columns: they join the key (a delete row carries only the key, and
         # the partition must be known from it), so they cannot be NULL.
-        key = [*(schema.find_column_name(f.source_id) for f in spec.fields), *key]
+        # A partition's source column is in the schema.
+        key = [*(cast(str, schema.find_column_name(f.source_id)) for f in spec.fields), *key]
         schema = iceberg_schema(rows.schema, required=set(key), identifier=key)
         spec = ddl.partition_spec(expression, schema, key, identifier)
     table = ctx.catalog.create_table(identifier, schema, spec, user_props, staged=True, system=definition)

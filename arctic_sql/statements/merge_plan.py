@@ -116,7 +116,7 @@ class SourceKeys:
     values: list[tuple]
     small: bool  # the source is under Spark's broadcast threshold: its change rows may be collected here
 
-    def condition(self, keys: tuple[str, ...]) -> exp.Expression:
+    def condition(self, keys: tuple[str, ...]) -> exp.Expr:
         """``k IN (...)`` on every key column."""
         conditions = []
         for position, key in enumerate(keys):
@@ -460,6 +460,7 @@ class MergePlan:
         src = self.source_alias
         projections = [exp.alias_(choose, CLAUSE)]
         for name in self.columns:
+            value: exp.Expression
             case = exp.Case(this=exp.column(CLAUSE))
             for index, clause in enumerate(self.clauses):
                 if clause.action == "delete":

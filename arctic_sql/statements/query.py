@@ -58,6 +58,7 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
     resolved = Resolved(expression)
     bare: set[tuple[str, str]] = set()  # (database, table) of the references read under their bare name
     for node in list(expression.find_all(exp.Table)):
+        df: DataFrame | None
         changes = table_changes.is_table_changes(node)
         if changes:
             parts, df = [table_changes.TABLE_CHANGES], table_changes.dataframe(ctx, node.this)
@@ -167,7 +168,7 @@ def looked_up(
     return df
 
 
-def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[str] | None:
+def referenced_columns(statement: exp.Expr, table: ArcticTable) -> list[str] | None:
     """The table's columns ``statement`` may use, conservatively: every column spelled like an
     identifier anywhere in it; None (all) when it has a star other than ``count(*)``.
 

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from sqlglot import exp
 
@@ -86,7 +86,7 @@ def _latest_timestamp_ms(ctx: StatementContext, call: exp.Anonymous) -> int:
     return commit.committed_at_ms
 
 
-def _is_call(node: exp.Expression, name: str) -> bool:
+def _is_call(node: exp.Expression, name: str) -> TypeGuard[exp.Anonymous]:
     return isinstance(node, exp.Anonymous) and node.name.lower() == name
 
 

@@ -303,7 +303,7 @@ def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
     by_partition: dict[str, list[FileEntry]] = {}
     for f in files:
         by_partition.setdefault(f.partition, []).append(f)
-    groups = []
+    groups: list[list[FileEntry]] = []
     for members in by_partition.values():
         nodes = {f.node_id: DataTreeNode.of_id(f.node_id) for f in members}
         mask = min(n.mask for n in nodes.values())

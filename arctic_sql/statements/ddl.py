@@ -21,7 +21,7 @@ from arctic_sql.errors import (
 )
 from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
-from arctic_sql.statements import mv_analysis, query, time_travel, views
+from arctic_sql.statements import mv_analysis, runner, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter, checked_order, set_order
 from arctic_sql.table.format import clustering
@@ -218,7 +218,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
             raise InvalidArgumentError(
                 f"CREATE OR REPLACE TABLE {identifier} cannot read {identifier} itself"
             )
-        source = ctx.run_spark(query_node, to_spark_sql(query_node))
+        source = runner.run_spark(ctx, query_node, to_spark_sql(query_node))
         struct = source.schema if not column_defs else spark_struct(ctx, column_defs)
         if column_defs and len(column_defs) != len(source.columns):
             raise InvalidArgumentError(
@@ -447,7 +447,9 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
     tag_writes.create(
         table,
         name,
-        time_travel.version_value(ctx, table, version, f"TAG {name} of {table.identifier}")
+        time_travel.version_value(
+            ctx, table, version, f"TAG {name} of {table.identifier}", runner.evaluator(ctx)
+        )
         if version
         else None,
         int(retain.this) * tag_writes.UNIT_MS[expression.text("unit")] if retain is not None else None,
@@ -468,7 +470,9 @@ def _branch(
         return ctx.ok()
     version = expression.args.get("version")
     at = (
-        time_travel.version_value(ctx, table, version, f"BRANCH {name} of {table.identifier}")
+        time_travel.version_value(
+            ctx, table, version, f"BRANCH {name} of {table.identifier}", runner.evaluator(ctx)
+        )
         if version
         else None
     )
@@ -635,7 +639,7 @@ def show_databases(ctx: StatementContext, expression: statements.ShowDatabases, 
 def explain(ctx: StatementContext, expression: statements.Explain, text: str) -> DataFrame:
 
     inner = expression.this
-    resolved = query.resolve(ctx, inner)
+    resolved = runner.resolve(ctx, inner)
     try:
         df = ctx.spark.sql(to_spark_sql(resolved.expression))
         mode = expression.args.get("kind") or "simple"

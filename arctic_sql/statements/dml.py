@@ -19,6 +19,7 @@ from sqlglot import exp
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.parser.statements import SchemaEvolvingInsert, SchemaEvolvingMerge
+from arctic_sql.statements import runner
 from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
@@ -110,7 +111,7 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
             "DELETE the rows, then INSERT, or use MERGE INTO"
         )
     query_node = with_ctes(expression, expression.expression)
-    source = ctx.run_spark(query_node, to_spark_sql(query_node))
+    source = runner.run_spark(ctx, query_node, to_spark_sql(query_node))
     if expression.args.get("by_name"):
         columns = source.columns
     if isinstance(expression, SchemaEvolvingInsert) or table.settings.write_schema_auto_merge:
@@ -202,7 +203,7 @@ def _select_from_target(
     if where is not None:
         select = select.where(where)
     query = with_ctes(statement, select)
-    return ctx.run_spark(query, to_spark_sql(query))
+    return runner.run_spark(ctx, query, to_spark_sql(query))
 
 
 def _condition(expression: exp.Expression) -> exp.Expression | None:
@@ -215,7 +216,7 @@ def deleted_keys(
 ) -> DataFrame:
     """The keys a DELETE on a keyed table removes: its WHERE over the version it read. A WHERE that
     pins the key (``k = v``, ``k IN (...)``, AND-ed with anything) is a point lookup
-    (statements/query.py): only those keys' tree nodes and the files whose bounds hold them are read."""
+    (statements/runner.py): only those keys' tree nodes and the files whose bounds hold them are read."""
     keys = [exp.column(k, quoted=True) for k in table.primary_key]
     return _select_from_target(ctx, expression, table_node, version, keys, _condition(expression))
 

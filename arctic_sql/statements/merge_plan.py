@@ -22,6 +22,7 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
+from arctic_sql.statements import runner
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
@@ -224,7 +225,7 @@ class MergePlan:
         if not any(c.star for c in self.clauses):
             return None
         select = exp.select(exp.Star()).from_(self.source.copy())
-        return ctx.run_spark(select, to_spark_sql(select)).schema
+        return runner.run_spark(ctx, select, to_spark_sql(select)).schema
 
     def blind_changes(self, ctx: StatementContext) -> DataFrame | None:
         """The change rows computed without reading the target, or None when the statement's shape
@@ -277,7 +278,7 @@ class MergePlan:
             .from_(outcomes.subquery("_arctic_blind"))
             .where(exp.or_(exp.column("_arctic_m").is_(exp.null()).not_(), refuse))
         )
-        return ctx.run_spark(query, to_spark_sql(query))
+        return runner.run_spark(ctx, query, to_spark_sql(query))
 
     def joined_changes(
         self,
@@ -327,7 +328,7 @@ class MergePlan:
     ) -> exp.Select:
         """What the join reads of the target: its rows at ``version``, only those of the source's keys
         when a small source names few enough of them. The ``k IN (...)`` it adds is a point lookup
-        (statements/query.py): the read opens only those keys' tree nodes and the files whose key
+        (statements/runner.py): the read opens only those keys' tree nodes and the files whose key
         bounds hold them, so a partial update costs what its batch costs, not what the table does.
         ``keys``: the source's keys when already found (True: find them)."""
         bare = target_node.copy()
@@ -348,7 +349,7 @@ class MergePlan:
         if pinned is None:
             return None
         select = self._source_select()
-        source = ctx.run_spark(select, to_spark_sql(select))
+        source = runner.run_spark(ctx, select, to_spark_sql(select))
         if not is_small(source, SMALL_SOURCE_BYTES):
             return None
         types = {f.name.lower(): f.dataType for f in source.schema.fields}
@@ -502,4 +503,4 @@ class MergePlan:
             .from_(query.subquery("_arctic_merge"))
             .where(exp.column(CLAUSE).is_(exp.null()).not_())
         )
-        return ctx.run_spark(outer, to_spark_sql(outer))
+        return runner.run_spark(ctx, outer, to_spark_sql(outer))

@@ -9,6 +9,7 @@ layout first, under a folder of this checkout's own (mypy keeps its cache there 
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -60,3 +61,6 @@ def test_the_package_passes_mypy():
     )
     output = "\n".join(_source_path(line) for line in (result.stdout + result.stderr).splitlines())
     assert result.returncode == 0, output[-6000:]
+    # It checked the whole package (a wrong layout or config could check next to nothing).
+    checked = re.search(r"no issues found in (\d+) source files", output)
+    assert checked is not None and int(checked.group(1)) >= len(list(src.rglob("*.py"))), output

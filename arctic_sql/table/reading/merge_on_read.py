@@ -8,7 +8,7 @@ the key. The planner already dropped change files at or below the watermark. Two
   ``merge-on-read.in-memory-max-bytes``: a key's rows all lie in one node of its partition, so
   each node group merges alone in one Spark task (``mapInArrow``), with no shuffle and no
   broadcast; only its change rows are sorted. It reads only the columns the statement names
-  (``query.referenced_columns``) and skips the row groups that the plan's filters rule out by
+  (``runner.referenced_columns``) and skips the row groups that the plan's filters rule out by
   their statistics; the rest of the query, its WHERE included, runs above it.
 - **As a Spark plan** otherwise, which spills instead of holding a node in memory::
 

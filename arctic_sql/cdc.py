@@ -50,8 +50,9 @@ class Envelope:
 
         top = {f.name: f.dataType for f in schema.fields}
         prefix = ""
-        if isinstance(top.get("payload"), StructType):
-            top, prefix = {f.name: f.dataType for f in top["payload"].fields}, "payload."
+        payload = top.get("payload")
+        if isinstance(payload, StructType):
+            top, prefix = {f.name: f.dataType for f in payload.fields}, "payload."
         images = [top.get(n) for n in ("after", "before")]
         if "op" not in top or not any(isinstance(t, StructType) for t in images):
             raise InvalidArgumentError(

@@ -118,7 +118,7 @@ def _chain(e: BaseException) -> list[BaseException]:
 
 def full_message(e: BaseException) -> str:
     """Every message of ``e`` and its causes, outermost first (a Spark failure's JVM trace included)."""
-    parts = []
+    parts: list[str] = []
     for x in _chain(e):
         text = str(x).strip()
         if not any(text and text in p for p in parts):

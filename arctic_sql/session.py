@@ -15,7 +15,7 @@ from arctic_sql.errors import ArcticError, InvalidArgumentError, NoSuchDatabaseE
 from arctic_sql.options import load_catalog
 from arctic_sql.parser import ParsedStatement, parse
 from arctic_sql.spark import configure, local_session
-from arctic_sql.statements import dispatch
+from arctic_sql.statements import dispatch, runner
 from arctic_sql.statements.context import StatementContext
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.model.identifiers import TableIdentifier
@@ -176,7 +176,7 @@ class Session:
         **filters: Any,
     ) -> DataFrame:
         """The merge-on-read DataFrame of ``table`` at ``version`` (see ``StatementContext.read_table``)."""
-        return self.context.read_table(table, version, columns, in_memory, **filters)
+        return runner.read_table(self.context, table, version, columns, in_memory, **filters)
 
     def stop(self) -> None:
         self.spark.stop()

@@ -86,7 +86,7 @@ class ArcticParser(SparkParser):
 
     # ``ALTER TABLE t <word> ...`` forms that are statements of their own.
     ALTER_TABLE_STATEMENT_PARSERS: t.ClassVar[
-        dict[str, t.Callable[[ArcticParser, exp.Table], exp.Expression]]
+        dict[str, t.Callable[[ArcticParser, exp.Table], exp.Expression | None]]
     ] = {
         "UNSET": lambda self, table: self._parse_unset_table_properties(table),
         "COMPACT": lambda self, table: self._parse_compact_table(table),
@@ -230,7 +230,8 @@ class ArcticParser(SparkParser):
 
     # ALTER TABLE ... UNSET / COMPACT -----------------------------------------------------------
 
-    def _parse_alter(self) -> exp.Expr:
+    # Returns our statements as well as sqlglot's Alter or Command, hence the wider type.
+    def _parse_alter(self) -> exp.Expr:  # type: ignore[override]
         index = self._index
         if self._match(TokenType.TABLE):
             table = self._try_parse(self._parse_table_parts)
@@ -251,7 +252,9 @@ class ArcticParser(SparkParser):
         self._match(TokenType.COLUMN)
         parts: list[exp.Expr] = []
         while self._curr and self._next and self._next.token_type == TokenType.DOT:
-            parts.append(self._parse_id_var(any_token=True))
+            part = self._parse_id_var(any_token=True)
+            assert part is not None  # any token makes a name, and there is one (self._curr)
+            parts.append(part)
             self._match(TokenType.DOT)
         if not parts:
             self._retreat(start)
@@ -366,7 +369,8 @@ class ArcticParser(SparkParser):
 
     # DESCRIBE HISTORY --------------------------------------------------------------------------
 
-    def _parse_describe(self) -> exp.Expr:
+    # Returns DescribeHistory and DescribeMaterializedView as well as sqlglot's Describe.
+    def _parse_describe(self) -> exp.Expr:  # type: ignore[override]
         start = self._prev
         # ``DESCRIBE history`` and ``DESCRIBE history.t`` name a table called history.
         if self._curr.text.upper() == "HISTORY" and self._next and self._next.token_type != TokenType.DOT:

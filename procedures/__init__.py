@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
+from arctic_sql.statements import runner
 from arctic_sql.table.model.results import output_row, output_schema
 
 if TYPE_CHECKING:
@@ -143,10 +144,10 @@ def bind(ctx: StatementContext, proc: Procedure, expressions: list[exp.Expressio
 
 def _convert(ctx: StatementContext, proc: Procedure, parameter: Parameter, value: exp.Expression) -> Any:
     """A parameter's Python value. Literals convert directly; any other expression (``current_timestamp()
-    - INTERVAL 1 DAY``, ``get_latest_version('db.t')``) is evaluated by one SELECT (``StatementContext.constant``)."""
+    - INTERVAL 1 DAY``, ``get_latest_version('db.t')``) is evaluated by one SELECT (``runner.constant``)."""
     raw = _literal(value)
     if raw is _REQUIRED:
-        raw = ctx.constant(value.sql(dialect="spark"))
+        raw = runner.constant(ctx, value.sql(dialect="spark"))
     if raw is None:
         return None
     where = f"system.{proc.name}: parameter '{parameter.name}'"

@@ -18,7 +18,7 @@ Partitions are balanced node groups merged in Arrow (``partitions``).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.expressions import AlwaysTrue
 from pyspark.sql.datasource import DataSourceReader
@@ -93,7 +93,7 @@ def version_as_of(table: ArcticTable, history: versions.History, options: ReadOp
 
 def resolve_tags(table: ArcticTable, options: ReadOptions) -> ReadOptions:
     """``options`` with a tag's name in startingVersion/endingVersion replaced by its version."""
-    named = {}
+    named: dict[str, Any] = {}
     for field, option in (("starting_version", "startingVersion"), ("ending_version", "endingVersion")):
         value = getattr(options, field)
         if isinstance(value, str):
@@ -124,15 +124,16 @@ def change_feed_range(table: ArcticTable, history: versions.History, options: Re
     if options.starting_timestamp is not None:
         start = tt.start_after(table, history, options.starting_timestamp, "startingTimestamp")
     else:
-        assert options.starting_version is not None
+        assert isinstance(options.starting_version, int)  # resolve_tags turned a tag's name into its version
         start = first_change(table, history, options.starting_version, "startingVersion")
     end = history.latest
     if options.ending_version is not None:
+        assert isinstance(options.ending_version, int)  # as starting_version
         end = options.ending_version
     elif options.ending_timestamp is not None:
         end = version_at(history, options.ending_timestamp) or 0
     if (
-        options.starting_version is not None and options.starting_version > end
+        isinstance(options.starting_version, int) and options.starting_version > end
     ):  # Delta's check, in the user's words
         if options.ending_version is not None:
             raise InvalidArgumentError(

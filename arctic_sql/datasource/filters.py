@@ -18,6 +18,7 @@ from pyiceberg import expressions as ie
 from pyiceberg.expressions.visitors import bind
 from pyspark.sql import datasource as ds
 
+from arctic_sql.table.model import predicates
 from arctic_sql.table.model.schemas import prunable_columns
 
 if TYPE_CHECKING:
@@ -28,17 +29,17 @@ if TYPE_CHECKING:
     from arctic_sql.table.model.table import ArcticTable
 
 _COMPARISONS = {
-    ds.EqualTo: ie.EqualTo,
-    ds.GreaterThan: ie.GreaterThan,
-    ds.GreaterThanOrEqual: ie.GreaterThanOrEqual,
-    ds.LessThan: ie.LessThan,
-    ds.LessThanOrEqual: ie.LessThanOrEqual,
-    ds.StringStartsWith: ie.StartsWith,
+    ds.EqualTo: predicates.equal_to,
+    ds.GreaterThan: predicates.greater_than,
+    ds.GreaterThanOrEqual: predicates.greater_than_or_equal,
+    ds.LessThan: predicates.less_than,
+    ds.LessThanOrEqual: predicates.less_than_or_equal,
+    ds.StringStartsWith: predicates.starts_with,
 }
 
 
 def _column(f: ds.Filter, names: set[str]) -> str | None:
-    path = getattr(f, "attribute", ())
+    path: tuple[str, ...] = getattr(f, "attribute", ())
     return path[0] if len(path) == 1 and path[0] in names else None
 
 
@@ -60,14 +61,20 @@ def convert(f: ds.Filter, names: set[str]) -> ie.BooleanExpression | None:
         value = f.value  # type: ignore[attr-defined]
         return kind(name, value) if _plain(value) else None
     if isinstance(f, ds.EqualNullSafe):
-        return ie.IsNull(name) if f.value is None else ie.EqualTo(name, f.value) if _plain(f.value) else None
+        return (
+            predicates.is_null(name)
+            if f.value is None
+            else predicates.equal_to(name, f.value)
+            if _plain(f.value)
+            else None
+        )
     if isinstance(f, ds.In):
         values = [v for v in f.value if v is not None]
-        return ie.In(name, set(values)) if values and all(_plain(v) for v in values) else None
+        return predicates.is_in(name, set(values)) if values and all(_plain(v) for v in values) else None
     if isinstance(f, ds.IsNull):
-        return ie.IsNull(name)
+        return predicates.is_null(name)
     if isinstance(f, ds.IsNotNull):
-        return ie.NotNull(name)
+        return predicates.not_null(name)
     return None
 
 

@@ -189,7 +189,7 @@ def _is_tag(raw: str | None) -> bool:
 def _version(given: Mapping[str, str], name: str) -> int | str | None:
     """A version number, or a tag's name (resolved against the table when it is read)."""
     raw = given.get(name)
-    return raw.strip() if _is_tag(raw) else _whole(given, name, minimum=0)
+    return raw.strip() if raw is not None and _is_tag(raw) else _whole(given, name, minimum=0)
 
 
 def _whole(given: Mapping[str, str], name: str, minimum: int) -> int | None:

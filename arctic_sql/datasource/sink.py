@@ -94,6 +94,7 @@ def commit_tasks(plan: WritePlan, load_table, tasks: list[TaskFiles], stream=Non
     if not files and (table is None or not empties_table(table, plan)):
         _release(plan, tasks)
         return
+    assert table is not None  # loaded, as there are files
     _mark_committing(plan, tasks)
     try:
         commit_write(table, plan, files, stream, fresh=True)

@@ -105,6 +105,8 @@ class ArcticStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if options.starting_latest:
             return _offset(table, history.latest)
         if options.starting_version is not None:
+            # resolve_tags turned a tag's name into its version
+            assert isinstance(options.starting_version, int)
             start = first_change(table, history, options.starting_version, "startingVersion")
             if start > history.latest:
                 raise VersionNotFoundError(

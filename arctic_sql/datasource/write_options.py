@@ -131,9 +131,11 @@ def check_columns(table: ArcticTable, schema: StructType, *, overwrite: bool, se
     if sequence is not None and not table.is_keyed:
         raise InvalidArgumentError(f"{table.identifier} has no primary key: {SEQUENCE_COLUMN} needs one")
     # Rows that may be deletes need only the key; the writer refuses an upsert's NULL in a NOT NULL column.
-    for field in table.schema.fields:
-        if field.required and find_column(incoming, field.name) is None and not has_changes:
-            raise InvalidArgumentError(f"Column '{field.name}' of {table.identifier} is NOT NULL and missing")
+    for stored in table.schema.fields:
+        if stored.required and find_column(incoming, stored.name) is None and not has_changes:
+            raise InvalidArgumentError(
+                f"Column '{stored.name}' of {table.identifier} is NOT NULL and missing"
+            )
 
 
 def plan_write(
@@ -144,7 +146,7 @@ def plan_write(
     sequence = sequence_column(options)
     engine = table.merge_engine.engine if table.is_keyed else None
     folds = engine is not None and engine is not Engine.DEDUPLICATE
-    if folds and sequence is not None:
+    if engine is not None and folds and sequence is not None:
         # Keeping the newest change of a key in a write would lose what the others add to the fold.
         raise InvalidArgumentError(
             f"Option {SEQUENCE_COLUMN} does not apply to {table.identifier}: {engine.value} tables "

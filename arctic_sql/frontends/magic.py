@@ -117,6 +117,7 @@ class ArcticSqlMagics(Magics):
         try:
             df = session.sql(statement)
             if options.out:
+                assert self.shell is not None  # a magic runs in a shell
                 self.shell.user_ns[options.out] = df
             if not df.columns:
                 return None
@@ -152,6 +153,7 @@ class ArcticSqlMagics(Magics):
     def _session(self, name: str | None) -> Session:
         from arctic_sql.session import Session
 
+        assert self.shell is not None  # a magic runs in a shell
         namespace = self.shell.user_ns
         if name is not None:
             found = namespace.get(name)

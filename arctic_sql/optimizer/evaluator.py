@@ -41,7 +41,7 @@ class Mode(StrEnum):
 
 MINOR, MAJOR, FULL = Mode.MINOR, Mode.MAJOR, Mode.FULL
 MODES = (MINOR, MAJOR, FULL)
-RANK = {None: 0, MINOR: 1, MAJOR: 2, FULL: 3}
+RANK: dict[str | None, int] = {None: 0, MINOR: 1, MAJOR: 2, FULL: 3}
 
 
 @dataclass

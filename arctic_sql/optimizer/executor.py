@@ -111,6 +111,8 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
         written = []
         for job, ordered in share:
             if job.kept_files:
+                # Only a keyed table's minor tasks keep files (planner.plan_partition).
+                assert change is not None
                 rows, gone = node_merge.minor_node(job, schema, keys, base, change, engine)
                 written += [
                     position_deletes.write(job.directory, path, positions) for path, positions in gone.items()

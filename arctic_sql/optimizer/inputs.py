@@ -4,10 +4,11 @@ table's optimizing settings. Built from Iceberg metadata; the planner itself nev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.manifest import DataFile
+from pyiceberg.types import NestedField, PrimitiveType
 
 from arctic_sql.table.format.clustering import Clustering
 from arctic_sql.table.format.layout import Store
@@ -66,6 +67,10 @@ def overlaps(a: PlanFile, b: PlanFile) -> bool:
     return True
 
 
+def _primitive(field: NestedField) -> PrimitiveType:
+    return cast(PrimitiveType, field.field_type)  # a key column's: keys are of primitive types
+
+
 def plan_files(table: ArcticTable, entries: list[FileEntry]) -> list[PlanFile]:
     """PlanFiles for scanned entries, with key ranges decoded from the Iceberg column bounds."""
     schema = table.schema
@@ -77,7 +82,10 @@ def plan_files(table: ArcticTable, entries: list[FileEntry]) -> list[PlanFile]:
             lower, upper = e.data_file.lower_bounds or {}, e.data_file.upper_bounds or {}
             if all(f.field_id in lower and f.field_id in upper for f in key_fields):
                 bounds = tuple(
-                    (from_bytes(f.field_type, lower[f.field_id]), from_bytes(f.field_type, upper[f.field_id]))
+                    (
+                        from_bytes(_primitive(f), lower[f.field_id]),
+                        from_bytes(_primitive(f), upper[f.field_id]),
+                    )
                     for f in key_fields
                 )
         result.append(

@@ -158,7 +158,7 @@ def _groups(files: list[PlanFile]) -> list[list[PlanFile]]:
     return list(grouped.values())
 
 
-_SMALL = {MINOR: ("fragment",), MAJOR: ("fragment", "undersized")}
+_SMALL: dict[str, tuple[str, ...]] = {MINOR: ("fragment",), MAJOR: ("fragment", "undersized")}
 
 
 def _chosen_groups(
@@ -278,7 +278,7 @@ def _kept(
 def _plan_unkeyed(partition: str, base: list[PlanFile], mode: str, settings: Settings) -> list[Task]:
     """A table without a key has no tree and no change data: bin-pack the files the mode takes."""
     kinds = {f.path: classify(f, settings) for f in base}
-    taken = {
+    taken: dict[str, tuple[str, ...]] = {
         MINOR: ("fragment",),
         MAJOR: ("fragment", "undersized"),
         FULL: ("fragment", "undersized", "segment"),

@@ -138,9 +138,9 @@ def _histories(table: ArcticTable, change: dict[str, list[PlanFile]]) -> dict[st
     for partition in set(last) | set(change):
         oldest = min(
             (
-                committed_at.get(f.sequence_number)
+                at
                 for f in change.get(partition, [])
-                if committed_at.get(f.sequence_number) is not None
+                if (at := committed_at.get(f.sequence_number)) is not None
             ),
             default=None,
         )

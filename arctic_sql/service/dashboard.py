@@ -256,7 +256,7 @@ def table_page(ctx: ServiceContext, db: str, name: str, tab: str, process: str |
             f'(<a href="?tab=optimizing&amp;process={escape(failure["process_id"])}">full message</a>)</p>'
         )
     requested = "".join(
-        f"<li>{escape(j.mode)} optimize requested through this service at {escape(views.iso(j.started_ms))}"
+        f"<li>{escape(j.mode)} optimize requested through this service at {escape(views.iso(j.started_ms) or '')}"
         f"{': ' + escape(j.error) if j.error else ' (running)'}</li>"
         for j in ctx.jobs.recent(facts.name)
     )

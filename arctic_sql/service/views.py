@@ -204,7 +204,7 @@ def _properties(table: ArcticTable) -> list[dict[str, Any]]:
     return rows
 
 
-def _file_counts(table: ArcticTable) -> dict[str, Any]:
+def _file_counts(table: ArcticTable) -> list[dict[str, Any]]:
     counts: dict[str, dict[str, int]] = {}
     for row in metadata_rows.files(table):
         kind = "merged" if row["merged"] else row["kind"]
@@ -382,8 +382,8 @@ def overview(cache: FactsCache, top: int = 5) -> dict[str, Any]:
                 activity[str(r.effective_status)] = activity.get(str(r.effective_status), 0) + 1
                 hourly[min(23, (r.started_at_ms - day) // 3_600_000)] += 1
     by_status: dict[str, int] = {}
-    for r in rows:
-        by_status[r["optimizing_status"]] = by_status.get(r["optimizing_status"], 0) + 1
+    for row in rows:
+        by_status[row["optimizing_status"]] = by_status.get(row["optimizing_status"], 0) + 1
     scores = [r["health_score"] for r in rows]
     return {
         "totals": {

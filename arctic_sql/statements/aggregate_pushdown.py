@@ -55,7 +55,7 @@ class Partial:
     kind: str
     column: str | None  # None for count_all
 
-    def combine(self, field_type: it.IcebergType | None) -> exp.Expression:
+    def combine(self, field_type: it.IcebergType | None) -> exp.Expr:
         """The expression that combines the partials of all node groups into the aggregate."""
         partial = exp.column(self.name)
         if self.kind in ("count_all", "count"):
@@ -178,18 +178,20 @@ def rewrite(select: exp.Select, by_node: dict[int, Partial], schema: Schema, nam
         if partial is not None:
             aggregate.replace(partial.combine(types.get(partial.column) if partial.column else None))
     for i in unnamed if names is not None else ():
+        assert names is not None
         expression = select.expressions[i]
         expression.replace(exp.Alias(this=expression.copy(), alias=exp.to_identifier(names[i], quoted=True)))
 
 
 def partial_aggregate(rows: pa.Table, pushdown: Pushdown) -> pa.Table:
     """The partials of one node group's merged ``rows``: one row per ``group_by`` key."""
-    aggregations: list[tuple[str | list, str]] = []
+    aggregations: list[tuple[str | list[str], str]] = []
     for partial in pushdown.partials:
         if partial.kind == "count_all":
             aggregations.append(([], "count_all"))
             continue
         source = partial.column
+        assert source is not None  # only count_all has no column
         if partial.kind == "sum":  # integers as DECIMAL(38, 0), which 64-bit partial sums could overflow
             wide = (
                 pa.decimal128(38, 0) if pa.types.is_integer(rows.schema.field(source).type) else pa.float64()
@@ -203,8 +205,8 @@ def partial_aggregate(rows: pa.Table, pushdown: Pushdown) -> pa.Table:
     result = rows.group_by(list(pushdown.group_by), use_threads=False).aggregate(aggregations)
     # pyarrow names each result <column>_<kind>, or count_all.
     columns = {k: result.column(k) for k in pushdown.group_by}
-    for partial, (source, kind) in zip(pushdown.partials, aggregations, strict=True):
-        columns[partial.name] = result.column(f"{source}_{kind}" if source else kind)
+    for partial, (aggregated, kind) in zip(pushdown.partials, aggregations, strict=True):
+        columns[partial.name] = result.column(f"{aggregated}_{kind}" if aggregated else kind)
     return pa.table(columns)
 
 
@@ -217,12 +219,15 @@ def spark_types(pushdown: Pushdown, schema: Schema):
         for name in pushdown.group_by
     ]
     for partial in pushdown.partials:
+        spark_type: st.DataType
         if partial.kind in ("count_all", "count"):
             spark_type = st.LongType()
         elif partial.kind == "sum":
+            assert partial.column is not None  # only count_all has no column
             field_type = schema.find_field(partial.column).field_type
             spark_type = st.DecimalType(38, 0) if isinstance(field_type, _INTEGRAL) else st.DoubleType()
         else:
+            assert partial.column is not None
             spark_type = to_spark_type(schema.find_field(partial.column).field_type)
         fields.append(st.StructField(partial.name, spark_type, True))
     return st.StructType(fields)
@@ -278,6 +283,7 @@ def dataframe_for(
         view = f"arctic_names_{id(probe)}"
         ctx.spark.createDataFrame([], spark_schema(plan.schema)).createOrReplaceTempView(view)
         source = probe.args.get("from_") or probe.args.get("from")
+        assert source is not None  # analyze read the table in this SELECT's FROM
         source.this.replace(
             exp.Table(
                 this=exp.to_identifier(view),

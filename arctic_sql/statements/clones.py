@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.errors import NoSuchTableError, TableAlreadyExistsError
 from arctic_sql.parser import parse_one, statements, to_spark_sql
-from arctic_sql.statements import time_travel
+from arctic_sql.statements import runner, time_travel
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.reading.time_travel import checked_version
@@ -38,7 +38,9 @@ def clone(ctx: StatementContext, expression: statements.CloneTable, text: str) -
             return ctx.ok()
         raise TableAlreadyExistsError(f"Table {identifier} already exists")
     node = expression.args.get("version")
-    version = time_travel.version_as_of(ctx, source, node) if node is not None else None
+    version = (
+        time_travel.version_as_of(ctx, source, node, runner.evaluator(ctx)) if node is not None else None
+    )
     if expression.args.get("shallow"):
         ctx.catalog.shallow_clone(source, identifier, version)
     else:
@@ -60,7 +62,7 @@ def _deep_clone(
         if version > 0:
             name = f"`{source.identifier.database}`.`{source.identifier.name}`"
             query = parse_one(f"SELECT * FROM {name} VERSION AS OF {version}")
-            rows = ctx.run_spark(query, to_spark_sql(query))
+            rows = runner.run_spark(ctx, query, to_spark_sql(query))
             base_rows.overwrite_rows(table, rows, operation=Operation.CREATE_AS_SELECT)
     except BaseException:
         ctx.catalog.discard_staged(table)

@@ -1,29 +1,32 @@
 """What a statement handler works with: Spark, the catalog and the current database.
 
 Handlers receive a ``StatementContext``, never the Session: the Session is the front door (parse,
-claim, dispatch); a handler only needs to read tables, run Spark SQL over them and build results.
+claim, dispatch). The context is data (and the names its tables go by); reading tables and running
+Spark SQL over them is the query runner's (``statements/runner.py``), which handlers call with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchTableError
-from arctic_sql.parser import parse, to_spark_sql
-from arctic_sql.statements import mv_analysis, query
-from arctic_sql.statements.time_travel import replace_functions
+from arctic_sql.statements import mv_analysis
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading import branches
-from arctic_sql.table.reading.merge_on_read import merged_dataframe
-from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+# The value of one SQL expression (``current_date() - INTERVAL 1 DAY``, a scalar subquery over an
+# arctic table), as the query runner computes it (runner.evaluator): what time travel and procedure
+# arguments are given to evaluate theirs with, so they need not know the runner.
+Evaluate = Callable[[str], Any]
 
 # ``SET arctic.branch = audit``: the branch a statement's reads and writes go to when it names a table
 # without one (Iceberg's ``spark.wap.branch``, for write-audit-publish). A Spark SQL conf, so each
@@ -98,53 +101,6 @@ class StatementContext:
                 f"{identifier.on_branch(None)} (maintenance keeps every branch's history)"
             )
         return self.catalog.load_table(identifier)
-
-    def read_table(
-        self,
-        table: ArcticTable,
-        version: int | None = None,
-        columns: list[str] | None = None,
-        in_memory: bool = True,
-        **filters: Any,
-    ) -> DataFrame:
-        """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest).
-
-        ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
-        ``columns``: the columns the caller uses (default all); others may be left out.
-        ``in_memory``: whether node groups may merge in memory (see table/reading/merge_on_read.py).
-        """
-
-        return merged_dataframe(self.spark, table, plan_read(table, version, **filters), columns, in_memory)
-
-    def run_spark(self, expression: exp.Expression, text: str) -> DataFrame:
-        """Run a statement on Spark, after pointing its arctic table references at merged views."""
-
-        if not isinstance(expression, exp.Command):
-            replaced = replace_functions(self, expression)  # get_latest_version() and friends
-            if replaced is not expression:
-                expression, text = replaced, to_spark_sql(replaced)
-        if isinstance(expression, exp.Command) or not any(True for _ in expression.find_all(exp.Table)):
-            return self.spark.sql(text)
-        resolved = query.resolve(self, expression)
-        if not resolved.views:
-            return self.spark.sql(text)
-        # A temporary view (CREATE TEMP VIEW, CACHE TABLE name AS query) reads ours by their names.
-        keep_views = (isinstance(expression, exp.Create) and expression.kind == "VIEW") or isinstance(
-            expression, exp.Cache
-        )
-        try:
-            return self.spark.sql(to_spark_sql(resolved.expression))
-        finally:
-            if not keep_views:  # the DataFrame holds the analyzed plan; the views are no longer needed
-                for view in resolved.views:
-                    self.spark.catalog.dropTempView(view)
-
-    def constant(self, sql: str) -> Any:
-        """The value of one SQL expression (``current_date() - INTERVAL 1 DAY``, a scalar subquery over
-        an arctic table, ...): ``SELECT <sql>`` run as any statement is, arctic tables resolved."""
-
-        (statement,) = parse(f"SELECT {sql}")
-        return self.run_spark(statement.expression, statement.sql).collect()[0][0]
 
     def result(self, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
         return self.spark.createDataFrame(rows, schema)

@@ -7,7 +7,7 @@ names no arctic table: ``CREATE TABLE ... USING parquet``, views, ...).
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -21,7 +21,7 @@ from arctic_sql.errors import (
 )
 from arctic_sql.faults import fault_point
 from arctic_sql.parser import statements, to_spark_sql
-from arctic_sql.statements import mv_analysis, query, time_travel, views
+from arctic_sql.statements import mv_analysis, runner, time_travel, views
 from arctic_sql.statements.clauses import literal_value, spark_struct
 from arctic_sql.statements.schema_changes import apply_alter, checked_order, set_order
 from arctic_sql.table.format import clustering
@@ -218,7 +218,7 @@ def create_table(ctx: StatementContext, expression: exp.Create) -> DataFrame:
             raise InvalidArgumentError(
                 f"CREATE OR REPLACE TABLE {identifier} cannot read {identifier} itself"
             )
-        source = ctx.run_spark(query_node, to_spark_sql(query_node))
+        source = runner.run_spark(ctx, query_node, to_spark_sql(query_node))
         struct = source.schema if not column_defs else spark_struct(ctx, column_defs)
         if column_defs and len(column_defs) != len(source.columns):
             raise InvalidArgumentError(
@@ -447,7 +447,9 @@ def tag(ctx: StatementContext, expression: statements.TagStatement, text: str) -
     tag_writes.create(
         table,
         name,
-        time_travel.version_value(ctx, table, version, f"TAG {name} of {table.identifier}")
+        time_travel.version_value(
+            ctx, table, version, f"TAG {name} of {table.identifier}", runner.evaluator(ctx)
+        )
         if version
         else None,
         int(retain.this) * tag_writes.UNIT_MS[expression.text("unit")] if retain is not None else None,
@@ -468,7 +470,9 @@ def _branch(
         return ctx.ok()
     version = expression.args.get("version")
     at = (
-        time_travel.version_value(ctx, table, version, f"BRANCH {name} of {table.identifier}")
+        time_travel.version_value(
+            ctx, table, version, f"BRANCH {name} of {table.identifier}", runner.evaluator(ctx)
+        )
         if version
         else None
     )
@@ -484,7 +488,7 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
     if table is None:
         identifier = _identifier_of(ctx, expression.this)
         view = ctx.catalog.load_view(identifier) if identifier is not None else None
-        if view is None:
+        if identifier is None or view is None:
             return None
         return ctx.result(
             views.schema_rows(ctx, identifier, view), "col_name string, data_type string, comment string"
@@ -496,8 +500,8 @@ def describe(ctx: StatementContext, expression: exp.Describe, text: str) -> Data
             rows.append((field.name, type_string(field.field_type), field.doc))
     if table.spec.fields:
         rows += [("", "", ""), ("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
-        for field in table.spec.fields:
-            rows.append((field.name, str(field.transform), schema.find_column_name(field.source_id)))
+        for part in table.spec.fields:
+            rows.append((part.name, str(part.transform), schema.find_column_name(part.source_id)))
     extended = (expression.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED")
     if extended:
         rows += [
@@ -584,7 +588,9 @@ def _show_tables_extended(
     for namespace, name, temporary in rows:
         if name in view_names and not temporary:
             identifier = TableIdentifier(database, name)
-            information = views.information(ctx, identifier, ctx.catalog.load_view(identifier))
+            view = ctx.catalog.load_view(identifier)
+            assert view is not None  # listed as a view a moment ago
+            information = views.information(ctx, identifier, view)
         elif name in arctic_names and not temporary:
             information = _arctic_information(ctx, TableIdentifier(database, name))
         else:
@@ -633,12 +639,13 @@ def show_databases(ctx: StatementContext, expression: statements.ShowDatabases, 
 def explain(ctx: StatementContext, expression: statements.Explain, text: str) -> DataFrame:
 
     inner = expression.this
-    resolved = query.resolve(ctx, inner)
+    resolved = runner.resolve(ctx, inner)
     try:
         df = ctx.spark.sql(to_spark_sql(resolved.expression))
         mode = expression.args.get("kind") or "simple"
+        jvm: Any = ctx.spark._jvm
         plan = df._jdf.queryExecution().explainString(
-            ctx.spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
+            jvm.org.apache.spark.sql.execution.ExplainMode.fromString(mode)
         )
         if resolved.notes:  # lookups read in the driver: their rows are a local relation in the plan
             plan += "\n== Read by key in the driver ==\n" + "\n".join(resolved.notes) + "\n"

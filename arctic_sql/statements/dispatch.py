@@ -7,7 +7,7 @@ Spark after all (a CREATE of a plain Spark table, an INSERT into one, ...).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -22,7 +22,7 @@ from arctic_sql.errors import (
 from arctic_sql.optimizer.process import OUTPUT_SCHEMA, optimize
 from arctic_sql.parser import statements
 from arctic_sql.spark import translate
-from arctic_sql.statements import clones, ddl, dml, materialized_views, show, truncate
+from arctic_sql.statements import clones, ddl, dml, materialized_views, runner, show, truncate
 from arctic_sql.statements.metadata_tables import metadata_table
 from arctic_sql.table.model.results import output_row
 
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
     from arctic_sql.statements.context import StatementContext
 
-Handler = Callable[["StatementContext", exp.Expression, str], "DataFrame | None"]
+# A handler takes the statement class it is registered for (a subclass of exp.Expression).
+Handler = Callable[["StatementContext", Any, str], "DataFrame | None"]
 
 
 def execute(ctx: StatementContext, expression: exp.Expression, text: str) -> DataFrame:
@@ -39,7 +40,7 @@ def execute(ctx: StatementContext, expression: exp.Expression, text: str) -> Dat
     try:
         handler = HANDLERS.get(type(expression))
         result = handler(ctx, expression, text) if handler is not None else None
-        return result if result is not None else ctx.run_spark(expression, text)
+        return result if result is not None else runner.run_spark(ctx, expression, text)
     except ArcticError:
         raise
     except Exception as e:

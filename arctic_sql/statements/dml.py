@@ -19,6 +19,7 @@ from sqlglot import exp
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
 from arctic_sql.parser import to_spark_sql
 from arctic_sql.parser.statements import SchemaEvolvingInsert, SchemaEvolvingMerge
+from arctic_sql.statements import runner
 from arctic_sql.statements.merge_plan import MergePlan
 from arctic_sql.statements.show import matches, partition_filter
 from arctic_sql.statements.time_travel import at_version
@@ -91,7 +92,9 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
     static = {}
     partition = table_node.args.get("partition")
     if partition is not None:
-        partition_columns = {table.schema.find_column_name(f.source_id).lower() for f in table.spec.fields}
+        partition_columns = {
+            (table.schema.find_column_name(f.source_id) or "").lower() for f in table.spec.fields
+        }
         for item in partition.expressions:
             name = (
                 item.this.name if isinstance(item, exp.EQ) else item.name
@@ -108,12 +111,13 @@ def insert(ctx: StatementContext, expression: exp.Insert, text: str) -> DataFram
             "DELETE the rows, then INSERT, or use MERGE INTO"
         )
     query_node = with_ctes(expression, expression.expression)
-    source = ctx.run_spark(query_node, to_spark_sql(query_node))
+    source = runner.run_spark(ctx, query_node, to_spark_sql(query_node))
     if expression.args.get("by_name"):
         columns = source.columns
     if isinstance(expression, SchemaEvolvingInsert) or table.settings.write_schema_auto_merge:
         if _evolve_for_insert(table, source, columns, static):
             table, table_node = _target(ctx, expression.this)
+            assert table is not None  # the table it was a moment ago, evolved
     rows = conform(table, source, columns, static)
     if expression.args.get("overwrite"):
         base_rows.overwrite_rows(table, rows, Operation.OVERWRITE, _named_partition(table, partition))
@@ -181,7 +185,8 @@ def with_ctes(statement: exp.Expression, query: exp.Expression) -> exp.Expressio
     if ctes is None:
         return query
     if not isinstance(query, exp.Select | exp.SetOperation):
-        query = exp.select(exp.Star()).from_(query.copy().subquery("_arctic_values"))
+        # VALUES (not a Query to sqlglot's types) has subquery() too.
+        query = exp.select(exp.Star()).from_(query.copy().subquery("_arctic_values"))  # type: ignore[attr-defined]
     query = query.copy()
     ctes = ctes.copy()
     own = query.args.get("with_")
@@ -197,8 +202,8 @@ def _select_from_target(
     select = exp.select(*projections).from_(at_version(table_node, version))
     if where is not None:
         select = select.where(where)
-    select = with_ctes(statement, select)
-    return ctx.run_spark(select, to_spark_sql(select))
+    query = with_ctes(statement, select)
+    return runner.run_spark(ctx, query, to_spark_sql(query))
 
 
 def _condition(expression: exp.Expression) -> exp.Expression | None:
@@ -211,7 +216,7 @@ def deleted_keys(
 ) -> DataFrame:
     """The keys a DELETE on a keyed table removes: its WHERE over the version it read. A WHERE that
     pins the key (``k = v``, ``k IN (...)``, AND-ed with anything) is a point lookup
-    (statements/query.py): only those keys' tree nodes and the files whose bounds hold them are read."""
+    (statements/runner.py): only those keys' tree nodes and the files whose bounds hold them are read."""
     keys = [exp.column(k, quoted=True) for k in table.primary_key]
     return _select_from_target(ctx, expression, table_node, version, keys, _condition(expression))
 
@@ -338,14 +343,15 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
         refuse_update_of_a_folding_table(table, "MERGE ... WHEN MATCHED THEN UPDATE")
     plan = MergePlan.of(expression, table)
     if isinstance(expression, SchemaEvolvingMerge) or table.settings.write_schema_auto_merge:
-        source = plan.source_schema(ctx)
-        if source is not None:
-            added, widened = schema_evolution.incoming(table, source)
+        source_schema = plan.source_schema(ctx)
+        if source_schema is not None:
+            added, widened = schema_evolution.incoming(table, source_schema)
             schema_evolution.add_and_widen(table, added, widened)
             if added or widened:  # the plan's columns are the table's: plan again on the new schema
                 table, table_node = _target(ctx, expression.this)
+                assert table is not None  # the table it was a moment ago, evolved
                 plan = MergePlan.of(expression, table)
-            given = {f.name.lower() for f in source.fields}
+            given = {f.name.lower() for f in source_schema.fields}
             plan = replace(plan, missing=frozenset(c for c in plan.columns if c.lower() not in given))
 
     blind = plan.blind_changes(ctx)

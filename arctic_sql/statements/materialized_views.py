@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sqlglot import exp
 
@@ -29,7 +29,7 @@ from arctic_sql.errors import (
     UnsupportedOperationError,
 )
 from arctic_sql.parser import parse_one, statements, to_spark_sql
-from arctic_sql.statements import ddl, mv_analysis, mv_join, views
+from arctic_sql.statements import ddl, mv_analysis, mv_join, runner, views
 from arctic_sql.statements.mv_analysis import Analysis, Shape
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.versions import Operation
@@ -84,7 +84,8 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame:
     if spec.fields and run.analysis.groups:
         # Partitioned by group columns: they join the key (a delete row carries only the key, and
         # the partition must be known from it), so they cannot be NULL.
-        key = [*(schema.find_column_name(f.source_id) for f in spec.fields), *key]
+        # A partition's source column is in the schema.
+        key = [*(cast(str, schema.find_column_name(f.source_id)) for f in spec.fields), *key]
         schema = iceberg_schema(rows.schema, required=set(key), identifier=key)
         spec = ddl.partition_spec(expression, schema, key, identifier)
     table = ctx.catalog.create_table(identifier, schema, spec, user_props, staged=True, system=definition)
@@ -222,7 +223,7 @@ class _Refresh:
         """The view's rows from scratch, every source at its version of this refresh."""
         if self.analysis.shape is Shape.AGGREGATE:
             source = self.sources[0]
-            relation = self._relation(self.ctx.read_table(self.tables[source], self.at[source]))
+            relation = self._relation(runner.read_table(self.ctx, self.tables[source], self.at[source]))
             state = self.ctx.spark.sql(mv_analysis.state_query(self.analysis, relation))
             return self._with_outputs(state)
         return self._keyed(self._run_query(self.tables_at()))
@@ -235,7 +236,7 @@ class _Refresh:
         return rows.selectExpr("*", f"{mv_analysis.group_key(shown)} AS {mv_analysis.GROUP_KEY}")
 
     def tables_at(self) -> dict[str, DataFrame]:
-        return {s: self.ctx.read_table(t, self.at[s]) for s, t in self.tables.items()}
+        return {s: runner.read_table(self.ctx, t, self.at[s]) for s, t in self.tables.items()}
 
     def write_full(self, rows: DataFrame, why: str) -> None:
         assert self.view is not None
@@ -316,11 +317,11 @@ class _Refresh:
             for s in (sides.left, sides.right)
         }
         left = self.tables[sides.left]
-        left_now = self.ctx.read_table(left, self.at[sides.left])
+        left_now = runner.read_table(self.ctx, left, self.at[sides.left])
         rows, touched = mv_join.rows_to_join_again(
             self.analysis, left, left_now, moved[sides.left], moved[sides.right], self._keep
         )
-        right_now = self.ctx.read_table(self.tables[sides.right], self.at[sides.right])
+        right_now = runner.read_table(self.ctx, self.tables[sides.right], self.at[sides.right])
         return self._upserts_and_deletes(self._run_query({sides.left: rows, sides.right: right_now}), touched)
 
     def _changes(self, span: tt.Range, history: versions.History) -> DataFrame:
@@ -345,7 +346,7 @@ class _Refresh:
                 changes.selectExpr(*(f"`{s}` AS `{k}`" for s, k in self.analysis.groups)).distinct()
             )
             groups = [s for s, _ in self.analysis.groups]
-            at = self.ctx.read_table(table, self.at[source])
+            at = runner.read_table(self.ctx, table, self.at[source])
             at_keyed = at.selectExpr("*", f"{mv_analysis.group_key(groups)} AS {mv_analysis.GROUP_KEY}")
             picked = at_keyed.join(touched.select(mv_analysis.GROUP_KEY), mv_analysis.GROUP_KEY, "left_semi")
             new = self._keyed(self._run_query({source: picked.drop(mv_analysis.GROUP_KEY)}))
@@ -383,7 +384,7 @@ class _Refresh:
                 mv_analysis.state_query(self.analysis, self._relation(signed), sign=mv_analysis.SIGN)
             )
         )
-        current = self.ctx.read_table(self.view)
+        current = runner.read_table(self.ctx, self.view)
         state = self.analysis.state_columns
         merged = delta.alias("d").join(current.alias("o"), mv_analysis.GROUP_KEY, "left")
         sums = [f"coalesce(o.`{c}`, 0) + coalesce(d.`{c}`, 0) AS `{c}`" for c in state]

@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
+from arctic_sql.statements import runner
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
@@ -121,7 +122,7 @@ class SourceKeys:
     rows: pa.Table | None = None  # with ``schema``: the source as collected, once
     schema: StructType | None = None
 
-    def condition(self, keys: tuple[str, ...]) -> exp.Expression:
+    def condition(self, keys: tuple[str, ...]) -> exp.Expr:
         """``k IN (...)`` on every key column."""
         conditions = []
         for position, key in enumerate(keys):
@@ -230,7 +231,7 @@ class MergePlan:
         if not self.sequence or not any(c.action == "delete" for c in self.clauses):
             return frozenset()
         select = exp.select(exp.Star()).from_(self.source.copy())
-        have = {c.lower() for c in ctx.run_spark(select, to_spark_sql(select)).columns}
+        have = {c.lower() for c in runner.run_spark(ctx, select, to_spark_sql(select)).columns}
         return frozenset(c for c in self.sequence if c.lower() in have)
 
     # ------------------------------------------------------------------------------------------
@@ -240,7 +241,7 @@ class MergePlan:
         if not any(c.star for c in self.clauses):
             return None
         select = exp.select(exp.Star()).from_(self.source.copy())
-        return ctx.run_spark(select, to_spark_sql(select)).schema
+        return runner.run_spark(ctx, select, to_spark_sql(select)).schema
 
     def blind_changes(self, ctx: StatementContext) -> DataFrame | None:
         """The change rows computed without reading the target, or None when the statement's shape
@@ -294,7 +295,7 @@ class MergePlan:
             .from_(outcomes.subquery("_arctic_blind"))
             .where(exp.or_(exp.column("_arctic_m").is_(exp.null()).not_(), refuse))
         )
-        return ctx.run_spark(query, to_spark_sql(query))
+        return runner.run_spark(ctx, query, to_spark_sql(query))
 
     def joined_changes(
         self,
@@ -344,7 +345,7 @@ class MergePlan:
     ) -> exp.Select:
         """What the join reads of the target: its rows at ``version``, only those of the source's keys
         when a small source names few enough of them. The ``k IN (...)`` it adds is a point lookup
-        (statements/query.py): the read opens only those keys' tree nodes and the files whose key
+        (statements/runner.py): the read opens only those keys' tree nodes and the files whose key
         bounds hold them, so a partial update costs what its batch costs, not what the table does.
         ``keys``: the source's keys when already found (True: find them)."""
         bare = target_node.copy()
@@ -365,7 +366,7 @@ class MergePlan:
         if pinned is None:
             return None
         select = self._source_select()
-        source = ctx.run_spark(select, to_spark_sql(select))
+        source = runner.run_spark(ctx, select, to_spark_sql(select))
         if not is_small(source, SMALL_SOURCE_BYTES):
             return None
         types = {f.name.lower(): f.dataType for f in source.schema.fields}
@@ -506,6 +507,7 @@ class MergePlan:
         projections = [exp.alias_(choose, CLAUSE)]
         carried = self.delete_sequence(ctx)
         for name in self.columns:
+            value: exp.Expression
             case = exp.Case(this=exp.column(CLAUSE))
             for index, clause in enumerate(self.clauses):
                 if clause.action == "delete" and name in carried:
@@ -549,7 +551,7 @@ class MergePlan:
             .from_(query.subquery("_arctic_merge"))
             .where(exp.column(CLAUSE).is_(exp.null()).not_())
         )
-        return ctx.run_spark(outer, to_spark_sql(outer))
+        return runner.run_spark(ctx, outer, to_spark_sql(outer))
 
 
 def _arrow_can_hold(schema: StructType) -> bool:

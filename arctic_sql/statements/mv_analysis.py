@@ -309,7 +309,7 @@ def _equalities(on: exp.Expression | None, left: str, right: str) -> dict[str, s
     return equal
 
 
-def _conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
+def _conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
     if condition is None:
         return []
     if isinstance(condition, exp.And):

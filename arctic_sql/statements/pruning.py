@@ -22,26 +22,27 @@ from pyiceberg.schema import Schema
 from sqlglot import exp
 
 from arctic_sql.table.format.keyhash import key_combinations
+from arctic_sql.table.model import predicates
 from arctic_sql.table.model.schemas import prunable_columns
 
 _COMPARISONS = {
-    exp.EQ: (ie.EqualTo, ie.EqualTo),
-    exp.NEQ: (ie.NotEqualTo, ie.NotEqualTo),
-    exp.LT: (ie.LessThan, ie.GreaterThan),
-    exp.LTE: (ie.LessThanOrEqual, ie.GreaterThanOrEqual),
-    exp.GT: (ie.GreaterThan, ie.LessThan),
-    exp.GTE: (ie.GreaterThanOrEqual, ie.LessThanOrEqual),
+    exp.EQ: (predicates.equal_to, predicates.equal_to),
+    exp.NEQ: (predicates.not_equal_to, predicates.not_equal_to),
+    exp.LT: (predicates.less_than, predicates.greater_than),
+    exp.LTE: (predicates.less_than_or_equal, predicates.greater_than_or_equal),
+    exp.GT: (predicates.greater_than, predicates.less_than),
+    exp.GTE: (predicates.greater_than_or_equal, predicates.less_than_or_equal),
 }
 
 
-def conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
+def conjuncts(where: exp.Expr | None) -> list[exp.Expr]:
     if where is None:
         return []
     node = where.this if isinstance(where, exp.Where) else where
     return list(node.flatten()) if isinstance(node, exp.And) else [node]
 
 
-def _literal(node: exp.Expression) -> object:
+def _literal(node: exp.Expr) -> object:
     node = node.unnest() if isinstance(node, exp.Paren) else node
     if isinstance(node, exp.Literal):
         if node.is_string:
@@ -84,7 +85,7 @@ def _timestamp(text: str, zoned: bool) -> object:
 _NOT_A_LITERAL = object()
 
 
-def _fits(node: exp.Expression, value: object, column_type: it.IcebergType | None) -> bool:
+def _fits(node: exp.Expr, value: object, column_type: it.IcebergType | None) -> bool:
     """Whether ``value`` (of literal ``node``) compares with the column as pyiceberg would bind it:
     exactly, with no rounding and no change of type. Spark compares a STRING column with a DATE by
     casting the column (' 2024-06-01' equals DATE '2024-06-01'), a DECIMAL(10,2) column with 12.345
@@ -97,7 +98,9 @@ def _fits(node: exp.Expression, value: object, column_type: it.IcebergType | Non
         return isinstance(value, str) and cast is None
     if isinstance(column_type, it.DecimalType):
         if isinstance(value, decimal.Decimal):
-            return -value.as_tuple().exponent <= column_type.scale
+            # A letter for NaN and the infinities, which no literal of a column is.
+            exponent = value.as_tuple().exponent
+            return isinstance(exponent, int) and -exponent <= column_type.scale
         return isinstance(value, int) and not isinstance(value, bool)
     if isinstance(column_type, it.IntegerType | it.LongType):
         if isinstance(value, str):
@@ -125,14 +128,14 @@ class _Converter:
         self.allowed = allowed  # restrict to these table columns (primary key), or None
         self.types = types or {}  # table column name -> its type
 
-    def literal(self, node: exp.Expression, name: str | None) -> object:
+    def literal(self, node: exp.Expr, name: str | None) -> object:
         """``node``'s value for comparing with column ``name``, or _NOT_A_LITERAL (see _fits)."""
         value = _literal(node)
         if name is None or value is _NOT_A_LITERAL or not _fits(node, value, self.types.get(name)):
             return _NOT_A_LITERAL
         return value
 
-    def column(self, node: exp.Expression) -> str | None:
+    def column(self, node: exp.Expr) -> str | None:
         if not isinstance(node, exp.Column):
             return None
         if (node.table or "").lower() not in self.qualifiers:
@@ -142,7 +145,7 @@ class _Converter:
             return None
         return name
 
-    def convert(self, node: exp.Expression) -> ie.BooleanExpression | None:
+    def convert(self, node: exp.Expr) -> ie.BooleanExpression | None:
         if isinstance(node, exp.Paren):
             return self.convert(node.this)
         if isinstance(node, exp.And):
@@ -168,24 +171,26 @@ class _Converter:
             name = self.column(node.this)
             values = [self.literal(v, name) for v in node.expressions]
             if name is not None and values and all(v is not _NOT_A_LITERAL for v in values):
-                return ie.In(name, set(values))
+                return predicates.is_in(name, set(values))
             return None
         if isinstance(node, exp.Between):
             name = self.column(node.this)
             low, high = self.literal(node.args["low"], name), self.literal(node.args["high"], name)
             if name is not None and low is not _NOT_A_LITERAL and high is not _NOT_A_LITERAL:
-                return ie.And(ie.GreaterThanOrEqual(name, low), ie.LessThanOrEqual(name, high))
+                return ie.And(
+                    predicates.greater_than_or_equal(name, low), predicates.less_than_or_equal(name, high)
+                )
             return None
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             name = self.column(node.this)
-            return ie.IsNull(name) if name is not None else None
+            return predicates.is_null(name) if name is not None else None
         if (
             isinstance(node, exp.Not)
             and isinstance(node.this, exp.Is)
             and isinstance(node.this.expression, exp.Null)
         ):
             name = self.column(node.this.this)
-            return ie.NotNull(name) if name is not None else None
+            return predicates.not_null(name) if name is not None else None
         return None
 
 
@@ -229,9 +234,9 @@ def pushable_where(table_node: exp.Table) -> tuple[exp.Expression | None, set[st
     qualifiers = {table_node.alias_or_name}
     if select is None or not isinstance(select, exp.Select):
         return None, qualifiers
-    sources = [select.args.get("from_") or select.args.get("from")]
+    source = select.args.get("from_") or select.args.get("from")
     joins = select.args.get("joins") or []
-    if sources[0] is None or table_node not in [s.this for s in sources] + [j.this for j in joins]:
+    if source is None or table_node not in [source.this] + [j.this for j in joins]:
         return None, qualifiers
     for join in joins:
         if join.side:  # LEFT/RIGHT/FULL: a WHERE on the null-supplying side is not a file filter
@@ -265,6 +270,7 @@ def key_lookups(
             values = {lit.value for lit in converted.literals}
         else:
             continue
+        assert isinstance(converted.term, ie.Reference)  # made from a column's name
         name = converted.term.name
         choices[name] = choices[name] & values if name in choices else values
     return key_combinations(keys, choices)

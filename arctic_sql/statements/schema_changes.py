@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyiceberg.types import NestedField, StructType
+from pyiceberg.types import IcebergType, NestedField, StructType
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError, UnsupportedOperationError
@@ -80,6 +80,7 @@ def _path(node: exp.Expression) -> tuple[str, ...]:
 def _struct_at(table: ArcticTable, path: tuple[str, ...]) -> tuple[tuple[str, ...], NestedField]:
     """The field ``path`` names, spelled as the schema does, through structs only; one-line errors
     for a missing field or a list or map on the way."""
+    spelled: tuple[str, ...]
     fields, found, spelled = table.schema.fields, None, ()
     for depth, name in enumerate(path):
         found = next((f for f in fields if f.name.lower() == name.lower()), None)
@@ -154,7 +155,7 @@ def _add_columns(ctx: StatementContext, table: ArcticTable, columns: list[exp.Co
         for p, c in zip(paths, columns)
     ]
     struct = spark_struct(ctx, leaves)
-    added: list[tuple[tuple[str, ...], object]] = []
+    added: list[tuple[tuple[str, ...], IcebergType]] = []
     for path, field in zip(paths, struct.fields):
         parent: tuple[str, ...] = ()
         siblings = table.schema.fields
@@ -184,18 +185,26 @@ def _add_columns(ctx: StatementContext, table: ArcticTable, columns: list[exp.Co
 def _rename_column(table: ArcticTable, old: tuple[str, ...], new: str) -> None:
     """Rename a column, or a field of a struct (``st.a TO b``: ``b`` stays inside ``st``)."""
     path, field = _struct_at(table, old)
-    siblings = table.schema.fields if len(path) == 1 else _struct_at(table, path[:-1])[1].field_type.fields
+    siblings = table.schema.fields
+    if len(path) > 1:
+        parent_type = _struct_at(table, path[:-1])[1].field_type
+        assert isinstance(parent_type, StructType)  # _struct_at went through it
+        siblings = parent_type.fields
     if new.lower() in {f.name.lower() for f in siblings if f.field_id != field.field_id}:
         raise InvalidArgumentError(
             f"Column '{'.'.join((*path[:-1], new))}' already exists in {table.identifier}"
         )
     if new.lower().startswith(RESERVED_COLUMN_PREFIX):
         raise InvalidArgumentError(f"Column names starting with '{RESERVED_COLUMN_PREFIX}' are reserved")
+
+    def rename(update: UpdateSchema) -> None:
+        update.rename_column(path if len(path) > 1 else field.name, new)
+
     if len(path) > 1:
-        schema_evolution.evolve(table, lambda update: update.rename_column(path, new))
+        schema_evolution.evolve(table, rename)
         return
     order = clustering.renamed(table.base.properties, field.name, new)  # the order follows the column
-    schema_evolution.evolve(table, lambda update: update.rename_column(field.name, new), order or None)
+    schema_evolution.evolve(table, rename, order or None)
 
 
 def _only_type(action: exp.AlterColumn) -> bool:
@@ -222,7 +231,8 @@ def _widen_column(ctx: StatementContext, table: ArcticTable, action: exp.AlterCo
 
 
 def _drop_columns(table: ArcticTable, paths: list[tuple[str, ...]], if_exists: bool) -> None:
-    fields, nested = [], []
+    fields: list[tuple[tuple[str, ...], NestedField]] = []
+    nested: list[tuple[tuple[str, ...], NestedField]] = []
     for path in paths:
         try:
             spelled, found = _struct_at(table, path)
@@ -233,24 +243,25 @@ def _drop_columns(table: ArcticTable, paths: list[tuple[str, ...]], if_exists: b
         (fields if len(spelled) == 1 else nested).append((spelled, found))
     for spelled, _ in nested:
         parent = _struct_at(table, spelled[:-1])[1]
+        assert isinstance(parent.field_type, StructType)  # _struct_at went through it
         if all(f.field_id in {n.field_id for _, n in nested} for f in parent.field_type.fields):
             raise InvalidArgumentError(
                 f"Cannot drop every field of struct {'.'.join(spelled[:-1])} of {table.identifier}: "
                 "drop the struct column instead"
             )
-    fields = [f for _, f in fields]
-    for field in fields:
+    dropped = [f for _, f in fields]
+    for field in dropped:
         schema_evolution.protected(table, field.field_id, "drop", field.name)
         if clustering.ordered_by(table.base.properties, field.name):
             raise InvalidArgumentError(
                 f"Cannot drop column '{field.name}' of {table.identifier}: optimizing orders its files by "
                 f"it (ALTER TABLE {table.identifier} WRITE UNORDERED, or ORDERED BY other columns, first)"
             )
-    if fields and len(fields) >= len(table.schema.fields):
+    if dropped and len(dropped) >= len(table.schema.fields):
         raise InvalidArgumentError(f"Cannot drop every column of {table.identifier}")
 
     def drop(update: UpdateSchema) -> None:
-        for field in fields:
+        for field in dropped:
             update.delete_column(field.name)
         for spelled, _ in nested:
             update.delete_column(spelled)

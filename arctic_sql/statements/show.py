@@ -7,7 +7,7 @@ the statement to Spark when the table is not arctic's.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import unquote
 
 from pyiceberg import transforms as tf
@@ -156,7 +156,8 @@ def create_statement(table: ArcticTable) -> str:
     statement = f"CREATE TABLE {name} (\n" + ",\n".join(lines) + ")\nUSING arctic"
     if table.spec.fields:
         terms = [
-            _partition_term(f.transform, _quote(schema.find_column_name(f.source_id)))
+            # A partition's source column is in the schema.
+            _partition_term(f.transform, _quote(cast(str, schema.find_column_name(f.source_id))))
             for f in table.spec.fields
         ]
         statement += f"\nPARTITIONED BY ({', '.join(terms)})"

@@ -33,7 +33,7 @@ from arctic_sql.table.reading.full_changes import full_changes_frame
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.statements.context import StatementContext
+    from arctic_sql.statements.context import Evaluate, StatementContext
     from arctic_sql.table.model.table import ArcticTable
 
 TABLE_CHANGES = "table_changes"
@@ -44,8 +44,9 @@ def is_table_changes(node: exp.Table) -> bool:
     return isinstance(node.this, exp.Anonymous) and node.this.name.lower() == TABLE_CHANGES
 
 
-def dataframe(ctx: StatementContext, call: exp.Anonymous) -> DataFrame:
-    """The full change feed a ``table_changes(name, start[, end])`` call names."""
+def dataframe(ctx: StatementContext, call: exp.Anonymous, evaluate: Evaluate) -> DataFrame:
+    """The full change feed a ``table_changes(name, start[, end])`` call names (``evaluate``: the
+    value of a bound that is an expression, runner.evaluator)."""
     arguments = call.expressions
     if not 2 <= len(arguments) <= 3:
         raise InvalidArgumentError(
@@ -58,14 +59,14 @@ def dataframe(ctx: StatementContext, call: exp.Anonymous) -> DataFrame:
     table = ctx.table(name.this)
     history = versions.history(table.base, table.change)
     where = f"table_changes('{table.identifier}', ...)"
-    start = _bound(ctx, table, history, arguments[1], where, start=True)
+    start = _bound(ctx, table, history, arguments[1], where, evaluate, start=True)
     end = (
-        _bound(ctx, table, history, arguments[2], where, start=False)
+        _bound(ctx, table, history, arguments[2], where, evaluate, start=False)
         if len(arguments) == 3
         else history.latest
     )
     if start > end:
-        if any(_is_instant(ctx, a) for a in arguments[1:]):
+        if any(_is_instant(a, evaluate) for a in arguments[1:]):
             raise InvalidArgumentError(
                 f"{where}: no version was committed between its bounds "
                 f"(versions {start} to {end}; available: {history.describe()})"
@@ -82,20 +83,21 @@ def _bound(
     history: versions.History,
     value: exp.Expression,
     where: str,
+    evaluate: Evaluate,
     *,
     start: bool,
 ) -> int:
     """The version a bound names, both inclusive. An instant (Delta's timestamps) bounds by commit
     time: a start is the first version committed at or after it, an end the last at or before it."""
-    if not _is_instant(ctx, value):
-        return version_value(ctx, table, value, where)
-    micros = timestamp_micros(ctx, value, where)
+    if not _is_instant(value, evaluate):
+        return version_value(ctx, table, value, where, evaluate)
+    micros = timestamp_micros(ctx, value, where, evaluate)
     if start:
         return tt.start_after(table, history, micros, f"{where}: the start") + 1
     return version_at(history, micros) or 0
 
 
-def _is_instant(ctx: StatementContext, value: exp.Expression) -> bool:
+def _is_instant(value: exp.Expression, evaluate: Evaluate) -> bool:
     """Whether a bound is a timestamp rather than a version: a string that is neither a number nor
     a tag's name, ``get_latest_timestamp(...)``, or an expression of a date or timestamp type."""
     if isinstance(value, exp.Literal):
@@ -103,5 +105,5 @@ def _is_instant(ctx: StatementContext, value: exp.Expression) -> bool:
         return value.is_string and not text.lstrip("-").isdigit() and not tags.NAME.fullmatch(text)
     if isinstance(value, exp.Anonymous) and value.name.lower() in (LATEST_VERSION, LATEST_TIMESTAMP):
         return value.name.lower() == LATEST_TIMESTAMP
-    kind = ctx.constant(f"typeof({to_spark_sql(value)})")
+    kind = evaluate(f"typeof({to_spark_sql(value)})")
     return str(kind).startswith(("timestamp", "date", "string"))

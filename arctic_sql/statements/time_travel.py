@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from sqlglot import exp
 
@@ -28,7 +28,7 @@ from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import Range
 
 if TYPE_CHECKING:
-    from arctic_sql.statements.context import StatementContext
+    from arctic_sql.statements.context import Evaluate, StatementContext
 
 LATEST_VERSION = "get_latest_version"
 LATEST_TIMESTAMP = "get_latest_timestamp"
@@ -50,14 +50,14 @@ def nth_latest(ctx: StatementContext, name: str, n: int) -> versions.Commit | No
     return history.commits[-n]
 
 
-def _function_arguments(ctx: StatementContext, call: exp.Anonymous) -> tuple[str, int]:
+def _function_arguments(call: exp.Anonymous, evaluate: Evaluate) -> tuple[str, int]:
     what = call.name.lower()
     arguments = call.expressions
     if not 1 <= len(arguments) <= 2:
         raise InvalidArgumentError(
             f"{what}() takes a table name and an optional n, got {len(arguments)} arguments"
         )
-    values = [_constant(ctx, a, what) for a in arguments]
+    values = [_constant(a, evaluate) for a in arguments]
     if not isinstance(values[0], str):
         raise InvalidArgumentError(f"{what}() needs the table name as a string, e.g. {what}('db.t')")
     n = values[1] if len(values) == 2 else 1
@@ -66,33 +66,36 @@ def _function_arguments(ctx: StatementContext, call: exp.Anonymous) -> tuple[str
     return values[0], n
 
 
-def _constant(ctx: StatementContext, value: exp.Expression, what: str) -> object:
+def _constant(value: exp.Expression, evaluate: Evaluate) -> object:
     if isinstance(value, exp.Literal):
         return value.this if value.is_string else int(value.this) if value.is_int else value.this
 
-    return ctx.constant(to_spark_sql(value))
+    return evaluate(to_spark_sql(value))
 
 
-def _latest_version(ctx: StatementContext, call: exp.Anonymous) -> int:
-    commit = nth_latest(ctx, *_function_arguments(ctx, call))
+def _latest_version(ctx: StatementContext, call: exp.Anonymous, evaluate: Evaluate) -> int:
+    commit = nth_latest(ctx, *_function_arguments(call, evaluate))
     return commit.version if commit is not None else 0
 
 
-def _latest_timestamp_ms(ctx: StatementContext, call: exp.Anonymous) -> int:
-    name, n = _function_arguments(ctx, call)
+def _latest_timestamp_ms(ctx: StatementContext, call: exp.Anonymous, evaluate: Evaluate) -> int:
+    name, n = _function_arguments(call, evaluate)
     commit = nth_latest(ctx, name, n)
     if commit is None:
         raise VersionNotFoundError(f"{name} has no commits yet: {LATEST_TIMESTAMP} has no value")
     return commit.committed_at_ms
 
 
-def _is_call(node: exp.Expression, name: str) -> bool:
+def _is_call(node: exp.Expression, name: str) -> TypeGuard[exp.Anonymous]:
     return isinstance(node, exp.Anonymous) and node.name.lower() == name
 
 
-def replace_functions(ctx: StatementContext, expression: exp.Expression) -> exp.Expression:
+def replace_functions(
+    ctx: StatementContext, expression: exp.Expression, evaluate: Evaluate
+) -> exp.Expression:
     """``expression`` with every ``get_latest_version``/``get_latest_timestamp`` call replaced by its
-    value (a copy), or ``expression`` itself when it has none."""
+    value (a copy), or ``expression`` itself when it has none. ``evaluate``: the value of an argument
+    that is an expression (runner.evaluator), as for every function here that takes it."""
     calls = [
         n for n in expression.find_all(exp.Anonymous) if n.name.lower() in (LATEST_VERSION, LATEST_TIMESTAMP)
     ]
@@ -101,9 +104,9 @@ def replace_functions(ctx: StatementContext, expression: exp.Expression) -> exp.
     copy = expression.copy()
     for node in list(copy.find_all(exp.Anonymous)):
         if _is_call(node, LATEST_VERSION):
-            node.replace(exp.Literal.number(_latest_version(ctx, node)))
+            node.replace(exp.Literal.number(_latest_version(ctx, node, evaluate)))
         elif _is_call(node, LATEST_TIMESTAMP):
-            node.replace(_timestamp_literal(_latest_timestamp_ms(ctx, node)))
+            node.replace(_timestamp_literal(_latest_timestamp_ms(ctx, node, evaluate)))
     return copy
 
 
@@ -120,18 +123,20 @@ def at_version(table_node: exp.Table, version: int) -> exp.Table:
 
 
 # evaluating AS OF / BETWEEN values ---------------------------------------------------------------
-def version_value(ctx: StatementContext, table: ArcticTable, value: exp.Expression, where: str) -> int:
+def version_value(
+    ctx: StatementContext, table: ArcticTable, value: exp.Expression, where: str, evaluate: Evaluate
+) -> int:
     """The version ``value`` names: a number, a tag's name (a string that is not a number), or
     ``get_latest_version(...)``."""
     if _is_call(value, LATEST_VERSION):
-        return _latest_version(ctx, value)
+        return _latest_version(ctx, value, evaluate)
     if isinstance(value, exp.Literal) and value.is_string and tags.NAME.fullmatch(value.this.strip()):
         return tags.version_of(table, value.this.strip())
     raw: object
     if isinstance(value, exp.Literal):
         raw = value.this
     else:
-        raw = ctx.constant(f"try_cast(({to_spark_sql(value)}) AS BIGINT)")
+        raw = evaluate(f"try_cast(({to_spark_sql(value)}) AS BIGINT)")
     try:
         if raw is not None and not isinstance(raw, bool):
             return int(str(raw).strip())
@@ -140,14 +145,14 @@ def version_value(ctx: StatementContext, table: ArcticTable, value: exp.Expressi
     raise InvalidArgumentError(f"{where} needs a version number or a tag's name, got {value.sql()}")
 
 
-def timestamp_micros(ctx: StatementContext, value: exp.Expression, where: str) -> int:
+def timestamp_micros(ctx: StatementContext, value: exp.Expression, where: str, evaluate: Evaluate) -> int:
     """The instant ``value`` names, in microseconds since the epoch (strings in the session time zone)."""
     if _is_call(value, LATEST_TIMESTAMP):
-        return _latest_timestamp_ms(ctx, value) * 1000
+        return _latest_timestamp_ms(ctx, value, evaluate) * 1000
     if _is_call(value, "timestamp_millis") and isinstance(value.expressions[0], exp.Literal):
         return int(value.expressions[0].this) * 1000
 
-    micros = ctx.constant(f"unix_micros(try_cast(({to_spark_sql(value)}) AS TIMESTAMP))")
+    micros = evaluate(f"unix_micros(try_cast(({to_spark_sql(value)}) AS TIMESTAMP))")
     if micros is None:
         raise InvalidArgumentError(f"{where} needs a timestamp, got {value.sql()}")
     return int(micros)
@@ -157,25 +162,32 @@ def _clause(node: exp.Version, table: ArcticTable) -> str:
     return f"{node.name.upper()} {node.text('kind').upper()} on {table.identifier}"
 
 
-def version_as_of(ctx: StatementContext, table: ArcticTable, node: exp.Version) -> int:
+def version_as_of(ctx: StatementContext, table: ArcticTable, node: exp.Version, evaluate: Evaluate) -> int:
     """The version a ``VERSION|TIMESTAMP AS OF`` clause names, or VersionNotFoundError."""
     where = _clause(node, table)
     history = versions.history(table.base, table.change)
     value = node.args["expression"]
     if node.name.upper() == "TIMESTAMP":
-        return tt.version_as_of_timestamp(table, history, timestamp_micros(ctx, value, where))
-    return tt.checked_version(table, history, version_value(ctx, table, value, where))
+        return tt.version_as_of_timestamp(table, history, timestamp_micros(ctx, value, where, evaluate))
+    return tt.checked_version(table, history, version_value(ctx, table, value, where, evaluate))
 
 
-def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version) -> Range:
+def version_range(ctx: StatementContext, table: ArcticTable, node: exp.Version, evaluate: Evaluate) -> Range:
     """The ``(start, end]`` a ``VERSION|TIMESTAMP BETWEEN`` clause names, checked against the history."""
     where = _clause(node, table)
     history = versions.history(table.base, table.change)
     low, high = node.args["expression"].expressions
     if node.name.upper() == "TIMESTAMP":
         return tt.range_of_timestamps(
-            history, timestamp_micros(ctx, low, where), timestamp_micros(ctx, high, where), where
+            history,
+            timestamp_micros(ctx, low, where, evaluate),
+            timestamp_micros(ctx, high, where, evaluate),
+            where,
         )
     return tt.range_of_versions(
-        table, history, version_value(ctx, table, low, where), version_value(ctx, table, high, where), where
+        table,
+        history,
+        version_value(ctx, table, low, where, evaluate),
+        version_value(ctx, table, high, where, evaluate),
+        where,
     )

@@ -1,22 +1,22 @@
-"""Views over arctic tables: ``CREATE [OR REPLACE] VIEW``, ``DROP VIEW`` and reading them.
+"""Views over arctic tables: ``CREATE [OR REPLACE] VIEW``, ``ALTER VIEW`` and ``DROP VIEW``.
 
 Spark cannot keep such a view itself: a statement reads an arctic table through a temporary view of
 its merged rows, and Spark refuses a persistent view over a temporary one. A view whose query names
 an arctic table (or another such view) is therefore kept in the arctic catalog as its query's text
 (catalog.ViewDefinition), and a statement that names the view reads that query in its place, resolved
 afresh each time, so it sees the tables as they are now, as a Spark view does. A view over Spark's
-tables alone stays Spark's.
+tables alone stays Spark's. Reading a view is the query runner's (runner.read_view).
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, TableAlreadyExistsError, UnsupportedOperationError
-from arctic_sql.parser import parse_one, to_spark_sql
+from arctic_sql.parser import to_spark_sql
+from arctic_sql.statements import runner
 from arctic_sql.statements.metadata_tables import METADATA_TABLES
 from arctic_sql.table.catalog import ViewDefinition
 from arctic_sql.table.model.identifiers import TableIdentifier
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from arctic_sql.statements.context import StatementContext
-
-# The views being expanded in this thread, outermost first: a view met again inside itself is a cycle.
-_expanding: ContextVar[tuple[TableIdentifier, ...]] = ContextVar("arctic_views_expanding", default=())
 
 
 def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
@@ -57,8 +54,7 @@ def create(ctx: StatementContext, expression: exp.Create) -> DataFrame | None:
     view = ViewDefinition(to_spark_sql(qualified(ctx, query)), columns)
     # Refused now, as Spark refuses it, rather than at its first read: a query that does not analyse,
     # the wrong number of column names, a view that would read itself.
-    with _inside(identifier):
-        _run(ctx, identifier, view)
+    runner.read_view(ctx, identifier, view)
     ctx.catalog.create_view(identifier, view, replace=replace)
     if replace:  # the Spark view it replaces, if any
         ctx.spark.sql(f"DROP VIEW IF EXISTS {_quoted(identifier)}")
@@ -100,7 +96,10 @@ def schema_rows(
     ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition
 ) -> list[tuple[str, str, None]]:
     """DESCRIBE of a view: its columns and their Spark types."""
-    return [(f.name, f.dataType.simpleString(), None) for f in read(ctx, identifier, view).schema.fields]
+    return [
+        (f.name, f.dataType.simpleString(), None)
+        for f in runner.read_view(ctx, identifier, view).schema.fields
+    ]
 
 
 def information(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> str:
@@ -115,45 +114,13 @@ def information(ctx: StatementContext, identifier: TableIdentifier, view: ViewDe
     ]
     lines += [
         f" |-- {f.name}: {f.dataType.simpleString()} (nullable = {str(f.nullable).lower()})"
-        for f in read(ctx, identifier, view).schema.fields
+        for f in runner.read_view(ctx, identifier, view).schema.fields
     ]
     return "\n".join(lines) + "\n"
 
 
 def _quoted(identifier: TableIdentifier) -> str:
     return to_spark_sql(exp.table_(identifier.name, db=identifier.database, quoted=True))
-
-
-def read(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:
-    """The rows of ``view`` now: its query run as any statement's, its arctic tables resolved."""
-    if identifier in _expanding.get():
-        raise InvalidArgumentError(f"View {identifier} reads itself")
-    with _inside(identifier):
-        return _run(ctx, identifier, view)
-
-
-def _run(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:
-    df = ctx.run_spark(parse_one(view.sql), view.sql)
-    if view.columns:
-        if len(view.columns) != len(df.columns):
-            raise InvalidArgumentError(
-                f"View {identifier} names {len(view.columns)} columns but its query returns {len(df.columns)}"
-            )
-        df = df.toDF(*view.columns)
-    return df
-
-
-class _inside:
-    """Within: ``identifier`` is being expanded."""
-
-    def __init__(self, identifier: TableIdentifier) -> None:
-        self.identifier = identifier
-
-    def __enter__(self) -> None:
-        self.token = _expanding.set((*_expanding.get(), self.identifier))
-
-    def __exit__(self, *exc: object) -> None:
-        _expanding.reset(self.token)
 
 
 def qualified(ctx: StatementContext, query: exp.Expression) -> exp.Expression:

@@ -491,7 +491,7 @@ class ArcticCatalog:
         if base is not None:
             _purge.delete_metadata(base, files)
         if change is not None:
-            self._drop_ident(tuple(change.name()))  # type: ignore[arg-type]
+            self._drop_ident(tuple(change.name()))
             _purge.delete_metadata(change, files)
         _purge.remove_folders(files, _purge.root_of(base or change))  # type: ignore[arg-type]
 
@@ -519,7 +519,7 @@ class ArcticCatalog:
     def _drop_stores(self, stores: list[Table], purge: bool) -> None:
         files = _purge.files_of(stores) if purge else None
         for store in stores:
-            self._drop_ident(tuple(store.name()))  # type: ignore[arg-type]
+            self._drop_ident(tuple(store.name()))
         if files is not None:
             _purge.delete_content(files)
             for store in stores:

@@ -93,7 +93,7 @@ def jdbc_type(data_type: st.DataType) -> int:
 
 def matcher(pattern: str | None) -> re.Pattern[str]:
     """A JDBC name pattern as a case-insensitive regex; None, '' and '*' match every name."""
-    if pattern in (None, "", "*"):
+    if pattern is None or pattern in ("", "*"):
         return re.compile(".*", re.DOTALL)
     out, escaped = [], False
     for ch in pattern:

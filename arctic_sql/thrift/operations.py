@@ -202,7 +202,7 @@ class StatementOperation(Operation):
                     log.info("statement failed: %s", self.error.message)
         finally:
             self.completed_ms = _now_ms()
-            sc.setLocalProperty("spark.jobGroup.id", None)  # this thread ends; leave nothing behind
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]  # None unsets it; this thread ends
             self._done.set()
 
     def _open(self, df: DataFrame) -> tuple[Iterator[Any], list[tuple[Any, ...]]]:
@@ -262,7 +262,7 @@ class StatementOperation(Operation):
             except Exception as e:  # a task failed while computing later partitions
                 raise describe_error(e) from e
             finally:
-                sc.setLocalProperty("spark.jobGroup.id", None)  # the connection's thread serves other calls
+                sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]  # None unsets it: the thread serves others
         return rows
 
 
@@ -308,7 +308,8 @@ class PartitionRows:
         partitions = list(range(self._next_partition, end))
         self._next_partition = end
         self._per_job = min(self._per_job * 2, self.MAX_PARTITIONS_PER_JOB)
-        sock_info = self._sc._jvm.PythonRDD.runJob(self._sc._jsc.sc(), self._jrdd, partitions)
+        jvm: Any = self._sc._jvm
+        sock_info = jvm.PythonRDD.runJob(self._sc._jsc.sc(), self._jrdd, partitions)
         with _load_from_socket(sock_info, BatchedSerializer(CPickleSerializer())) as stream:
             return list(stream)
 

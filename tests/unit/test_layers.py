@@ -50,10 +50,10 @@ def test_a_table_module_that_imports_sql_breaks_a_contract(installed_layout: Pat
     site = tmp_path / "site"
     shutil.copytree(installed_layout, site)
     scan = site / "arctic_sql" / "table" / "reading" / "scan.py"
-    scan.write_text(scan.read_text() + "\nfrom arctic_sql.statements import query  # noqa: E402\n")
+    scan.write_text(scan.read_text() + "\nfrom arctic_sql.statements import runner  # noqa: E402\n")
     result = _lint(site, ROOT / ".importlinter")
     assert result.returncode != 0
-    assert "arctic_sql.table.reading.scan -> arctic_sql.statements.query" in result.stdout
+    assert "arctic_sql.table.reading.scan -> arctic_sql.statements.runner" in result.stdout
 
 
 TABLE_CONTRACTS = ("table-wings", "table-no-cycles")

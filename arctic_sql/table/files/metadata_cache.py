@@ -115,7 +115,8 @@ def parse_metadata(text: str) -> Any:
         known = _snapshots.get(table, {})
     given = []
     for item in listed:
-        hit = known.get(item.get("snapshot-id")) if isinstance(item, dict) else None
+        snapshot_id = item.get("snapshot-id") if isinstance(item, dict) else None
+        hit = known.get(snapshot_id) if snapshot_id is not None else None
         given.append(hit[1] if hit is not None and hit[0] == item else item)
     metadata = TableMetadataUtil.parse_obj({**raw, "snapshots": given})
     kept = {snap.snapshot_id: (item, snap) for item, snap in zip(listed, metadata.snapshots, strict=True)}

@@ -38,4 +38,5 @@ def bucket_udf(source_type: it.IcebergType, buckets: int):
             dtype="Int32",
         )
 
-    return F.pandas_udf(iceberg_bucket, "int")
+    # pandas has no hints installed, so no overload of pyspark's knows the function's Series types.
+    return F.pandas_udf(iceberg_bucket, "int")  # type: ignore[call-overload]

@@ -161,8 +161,8 @@ def record_from_path(path: str, spec: PartitionSpec, schema: Schema) -> Record:
     found: dict[str, str] = {}
     for segment in path.split("/"):
         if segment.startswith(HELPER_PREFIX) and "=" in segment:
-            name, raw = segment.split("=", 1)
-            found[name] = raw
+            name, text = segment.split("=", 1)
+            found[name] = text
     values = []
     for position, field in enumerate(spec.fields):
         raw = found.get(helper_name(position))

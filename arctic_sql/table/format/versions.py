@@ -142,6 +142,12 @@ def _iso(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).isoformat(timespec="milliseconds")
 
 
+def sequence_of(snapshot: Snapshot) -> int:
+    """A snapshot's sequence number, the version it makes (pyiceberg reads a missing one as 0)."""
+    assert snapshot.sequence_number is not None
+    return snapshot.sequence_number
+
+
 def merged_point(snapshot: Snapshot) -> int:
     """The newest transaction a base snapshot's merged state includes (its watermarks and ``arctic.txn``)."""
     return max([*watermarks_of(snapshot).values(), int(summary_of(snapshot).get(TXN, 0))], default=0)
@@ -150,7 +156,7 @@ def merged_point(snapshot: Snapshot) -> int:
 def _is_complete(chain: list[Snapshot]) -> bool:
     # Expiration removes the oldest snapshots (and pyiceberg clears the survivor's parent id), so a
     # store still has its whole history exactly when its oldest snapshot is its first: sequence 1.
-    return not chain or chain[0].sequence_number <= 1
+    return not chain or sequence_of(chain[0]) <= 1
 
 
 # The newest histories worked out, by the identity of the metadata they came from: metadata is
@@ -187,7 +193,7 @@ def _history(base: Table, change: Table | None) -> History:
             if op not in NON_DATA_OPERATIONS:
                 commits.append(
                     Commit(
-                        snap.sequence_number,
+                        sequence_of(snap),
                         snap.timestamp_ms,
                         op,
                         Store.BASE,
@@ -202,7 +208,7 @@ def _history(base: Table, change: Table | None) -> History:
         if op not in NON_DATA_OPERATIONS:
             commits.append(
                 Commit(
-                    snap.sequence_number,
+                    sequence_of(snap),
                     snap.timestamp_ms,
                     op,
                     Store.CHANGE,
@@ -227,7 +233,7 @@ def _history(base: Table, change: Table | None) -> History:
     if not _is_complete(base_chain):
         floor = merged_point(base_chain[0])
     if not _is_complete(change_chain):
-        floor = max(floor, change_chain[0].sequence_number)
+        floor = max(floor, sequence_of(change_chain[0]))
     readable = [c for c in commits if c.version >= floor]
     complete = _is_complete(base_chain) and _is_complete(change_chain)
     return History(sorted(readable, key=lambda c: c.version), complete)
@@ -260,9 +266,7 @@ def snapshot_at(store: Table, version: int) -> Snapshot | None:
     ``version``, or it only rewrote files (optimizing) after a snapshot that is."""
     chosen = None
     for snap in snapshots_in_order(store):
-        if snap.sequence_number <= version or (
-            chosen is not None and operation_of(snap) in REWRITE_OPERATIONS
-        ):
+        if sequence_of(snap) <= version or (chosen is not None and operation_of(snap) in REWRITE_OPERATIONS):
             chosen = snap
         else:
             break

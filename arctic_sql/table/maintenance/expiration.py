@@ -407,7 +407,7 @@ def _with_commit_time(store: Table, chain: list[Snapshot], expired_ids: set[int]
     expired = [s for s in chain if s.snapshot_id in expired_ids and s.sequence_number is not None]
     if not expired:
         return {}
-    newest = max(expired, key=lambda s: s.sequence_number)
+    newest = max(expired, key=versions.sequence_of)
     records = sorted({*commit_times_of(store), (newest.sequence_number, newest.timestamp_ms)})[
         -COMMIT_TIMES_KEPT:
     ]

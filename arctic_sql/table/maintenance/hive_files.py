@@ -11,7 +11,7 @@ the same values; the files hold the columns without the partition columns, as Hi
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
@@ -87,7 +87,8 @@ def folder_names(
 ) -> dict[str, str]:
     """Each partition's folder below a sync's folder, ``col=value/...`` as Spark's writer escapes
     it (a NULL as ``__HIVE_DEFAULT_PARTITION__``)."""
-    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
+    utils = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
     default = utils.DEFAULT_PARTITION_NAME()
 
     def part(value: str | None) -> str:

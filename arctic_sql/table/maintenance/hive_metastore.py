@@ -39,9 +39,10 @@ class Metastore:
     """A connection to the metastore: open with :meth:`of`, use as a context manager."""
 
     def __init__(self, spark: SparkSession, client: Any, key: tuple) -> None:
-        self._jvm = spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark._jvm
+        self._jvm = jvm
         self._client = client
-        self._api = self._jvm.org.apache.hadoop.hive.metastore.api
+        self._api = jvm.org.apache.hadoop.hive.metastore.api
         self._key = key
         self._lock = threading.RLock()  # a Thrift client serves one call at a time
         # (db, name) -> (the columns, keys and owner ensure_table last made sure of, the table)
@@ -52,7 +53,7 @@ class Metastore:
         """The session's client of its metastore: made once, then reused by every sync (a client
         costs a HiveConf and a connection, an embedded one a whole metastore handler). A call that
         fails drops it, so the next use connects afresh."""
-        jvm = spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark._jvm
         uris = spark.conf.get(URIS, None)
         where = uris or spark.conf.get(CONNECTION_URL, DEFAULT_CONNECTION_URL)
         warehouse = spark.conf.get("spark.sql.warehouse.dir")

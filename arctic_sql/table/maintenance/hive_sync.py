@@ -218,10 +218,10 @@ def _write_rows(
         writer.parquet(storage.spark_path(folder))
         return {"": HivePartition("", prints.get("", hive_syncs.fingerprint([])), folder)}
     writer.partitionBy(*keys).parquet(storage.spark_path(folder))
-    folders = _written_folders(folder, len(keys))
+    by_values = _written_folders(folder, len(keys))
     written = {}
     for partition in write:
-        at = folders.get(_values(partition, "plus"))
+        at = by_values.get(_values(partition, "plus"))
         if at is not None:
             written[partition] = HivePartition(partition, prints[partition], at)
     return written
@@ -242,7 +242,7 @@ def _switch(
     types = {f.name: f.dataType.simpleString() for f in table.spark_schema.fields}
     columns = [(c, t) for c, t in types.items() if c not in keys]
     root = hive_syncs.hive_root(table)
-    database_location = f"{spark.conf.get('spark.sql.warehouse.dir').rstrip('/')}/{db}.db"
+    database_location = f"{(spark.conf.get('spark.sql.warehouse.dir') or '').rstrip('/')}/{db}.db"
     first = written.get("") if not keys else None
     with Metastore.of(spark) as hms:
         location = first.folder if first is not None else root

@@ -54,7 +54,7 @@ class TableFiles:
             self.manifest_lists.add(snapshot.manifest_list)
             for manifest in _or_nothing(snapshot.manifests, io):
                 manifests[manifest.manifest_path] = manifest
-        written = set()
+        written: set[str] = set()
         for path, manifest in manifests.items():
             self.manifests.add(path)
             # Deleted entries too: a file an expired snapshot still had is the table's all the same.

@@ -104,7 +104,7 @@ def rollback_to_version(spark: SparkSession, table: ArcticTable, version: int) -
             _, txn = commit.commit_reserved(table, ROLLBACK, build, written)
             return RollbackResult(previous, version, txn)
         snapshot = commit.commit_base(table, lambda store: build(store, None), written)
-        return RollbackResult(previous, version, snapshot.sequence_number)
+        return RollbackResult(previous, version, versions.sequence_of(snapshot))
 
 
 def _check_still_there(table: ArcticTable, version: int, files: list) -> None:  # noqa: ANN001 - DataFiles

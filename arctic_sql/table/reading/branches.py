@@ -133,7 +133,7 @@ class _BranchStore(Table):
             catalog.project(store.metadata),
             store.metadata_location,
             store.io,
-            catalog,
+            catalog,  # type: ignore[arg-type]  # stands in for the Catalog, with the calls a Table makes
             store.config,
         )
 

@@ -106,7 +106,9 @@ def commit_files(table: ArcticTable, commit: versions.Commit) -> list[FileEntry]
     """The files a data commit that carries changes added, tagged with its version."""
     store = table.change if commit.store == Store.CHANGE else table.base
     assert store is not None
-    return _added_files(store, store.snapshot_by_id(commit.snapshot_id), commit.store, commit.version)
+    snapshot = store.snapshot_by_id(commit.snapshot_id)
+    assert snapshot is not None  # a retained commit's
+    return _added_files(store, snapshot, commit.store, commit.version)
 
 
 def change_files(

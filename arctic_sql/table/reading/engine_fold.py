@@ -235,6 +235,8 @@ def _numeric(column: pa.Array, function: str, starts: np.ndarray, valid: np.ndar
     integers add as int64 and the caller casts back, as the group-by's result would be."""
     wide = pa.int64() if pa.types.is_integer(column.type) else pa.float64()
     values = column.cast(wide)
+    fill: float
+    reduce: np.ufunc
     if function == "sum":
         fill, reduce = 0, np.add
     elif function == "min":

@@ -15,10 +15,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyiceberg.expressions import And, BooleanExpression, GreaterThanOrEqual, In, LessThanOrEqual
+from pyiceberg.expressions import And, BooleanExpression
 
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS, hash_types, lookup_hashes, spark_xxhash64
 from arctic_sql.table.format.tree import DataTreeNode
+from arctic_sql.table.model import predicates
 from arctic_sql.table.reading import node_merge
 from arctic_sql.table.reading.merge_on_read import node_groups
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan, plan_read
@@ -46,13 +47,18 @@ def key_filter(keys: Sequence[str], values: Sequence[tuple]) -> BooleanExpressio
     for i, key in enumerate(keys):
         column = {v[i] for v in values}
         if len(column) <= IN_LIST_MAX_VALUES:
-            parts.append(In(key, column))
+            parts.append(predicates.is_in(key, column))
         else:
-            parts.extend([GreaterThanOrEqual(key, min(column)), LessThanOrEqual(key, max(column))])
+            parts.extend(
+                [
+                    predicates.greater_than_or_equal(key, min(column)),
+                    predicates.less_than_or_equal(key, max(column)),
+                ]
+            )
     return parts[0] if len(parts) == 1 else And(*parts)
 
 
-def plan_lookup(table: ArcticTable, version: int, values: Sequence[tuple]) -> ReadPlan | None:
+def plan_lookup(table: ArcticTable, version: int | None, values: Sequence[tuple]) -> ReadPlan | None:
     """The read of ``values`` (key tuples) at ``version``: only the files of their tree nodes whose
     key bounds hold one; None when that is not a read for this process (no key, too many keys, a key
     that cannot be hashed, a node group over ``merge-on-read.in-memory-max-bytes`` or more than
@@ -68,7 +74,7 @@ def plan_lookup(table: ArcticTable, version: int, values: Sequence[tuple]) -> Re
     condition = key_filter(keys, values)
     plan = plan_read(table, version, base_filter=condition, change_filter=condition, key_hashes=hashes)
     # Each key by its hash: a file is read only when a key of its node's path lies in its bounds.
-    hashed = [(spark_xxhash64(v, by), v) for v in values]
+    hashed = [(h, v) for v in values if (h := spark_xxhash64(v, by)) is not None]  # all: hashes is not None
     field_ids = [table.schema.find_field(k).field_id for k in keys]
     plan = replace(
         plan,
@@ -120,7 +126,9 @@ def _bound(bounds: dict[int, bytes], field_id: int, field_type: IcebergType) -> 
     """A column's bound, or None when there is none or it may be truncated (a string of the length
     that metrics truncate to, whose upper bound was rounded up, not kept)."""
     from pyiceberg.conversions import from_bytes
+    from pyiceberg.types import PrimitiveType
 
+    assert isinstance(field_type, PrimitiveType)  # a key column
     raw = bounds.get(field_id)
     if raw is None:
         return None

@@ -8,7 +8,7 @@ the key. The planner already dropped change files at or below the watermark. Two
   ``merge-on-read.in-memory-max-bytes``: a key's rows all lie in one node of its partition, so
   each node group merges alone in one Spark task (``mapInArrow``), with no shuffle and no
   broadcast; only its change rows are sorted. It reads only the columns the statement names
-  (``query.referenced_columns``) and skips the row groups that the plan's filters rule out by
+  (``runner.referenced_columns``) and skips the row groups that the plan's filters rule out by
   their statistics; the rest of the query, its WHERE included, runs above it.
 - **As a Spark plan** otherwise, which spills instead of holding a node in memory::
 
@@ -303,7 +303,7 @@ def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
     by_partition: dict[str, list[FileEntry]] = {}
     for f in files:
         by_partition.setdefault(f.partition, []).append(f)
-    groups = []
+    groups: list[list[FileEntry]] = []
     for members in by_partition.values():
         nodes = {f.node_id: DataTreeNode.of_id(f.node_id) for f in members}
         mask = min(n.mask for n in nodes.values())

@@ -12,7 +12,7 @@ each front end renders them its own way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from arctic_sql.table.format import versions
 from arctic_sql.table.format.clustering import Clustering
@@ -102,13 +102,15 @@ def column_range(
     ("?" for a column without bounds); ``None`` for no columns. ``readable``: dates and timestamps
     as ISO text (key_min and key_max keep Iceberg's numbers, as they always showed them)."""
     from pyiceberg.conversions import from_bytes
+    from pyiceberg.types import PrimitiveType
 
     if not keys:
         return None, None
     lows, highs = data_file.lower_bounds or {}, data_file.upper_bounds or {}
-    parts_low, parts_high = [], []
+    parts_low: list[str] = []
+    parts_high: list[str] = []
     for fid in keys:
-        field_type = table.schema.find_field(fid).field_type
+        field_type = cast(PrimitiveType, table.schema.find_field(fid).field_type)  # a key column's
         for bounds, parts in ((lows, parts_low), (highs, parts_high)):
             value = from_bytes(field_type, bounds[fid]) if fid in bounds else None
             parts.append("?" if value is None else _text(field_type, value) if readable else str(value))

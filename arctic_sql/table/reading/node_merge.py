@@ -64,7 +64,7 @@ def tag(transaction: int, is_delete: bool) -> int:
     return transaction * 2 + int(is_delete)
 
 
-def newest_changes(changes: Sequence[tuple[pa.Table, int]], keys: Sequence[str]) -> pa.Table:
+def newest_changes(changes: Sequence[tuple[pa.Table, int | np.ndarray]], keys: Sequence[str]) -> pa.Table:
     """The newest change row per key among tagged change tables, with its ``_arctic_tag``.
 
     A table's tag is one number, or an array of one per row (rows read from several files at once).
@@ -482,7 +482,7 @@ def by_name(
         for f in files
     ]
     dataset = ds.FileSystemDataset(fragments, fragments[0].physical_schema, file_format, fs)
-    checked = []  # the distinct file schemas already checked (files of one writer share one)
+    checked: list[pa.Schema] = []  # the distinct file schemas already checked (files of one writer share one)
     for fragment in fragments:
         physical = fragment.physical_schema
         if any(physical.equals(c, check_metadata=True) for c in checked):

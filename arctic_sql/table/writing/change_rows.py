@@ -26,7 +26,7 @@ them and orphan removal takes them.
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -114,7 +114,7 @@ def _sql_type(df: DataFrame, data_type) -> str:  # noqa: ANN001
     from pyspark.sql.types import ArrayType, MapType, StructType
 
     if isinstance(data_type, (ArrayType, MapType, StructType)):
-        jvm = df.sparkSession._jvm
+        jvm: Any = df.sparkSession._jvm
         return jvm.org.apache.spark.sql.types.DataType.fromJson(data_type.json()).sql()
     return data_type.simpleString()
 

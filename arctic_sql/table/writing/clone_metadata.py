@@ -73,7 +73,8 @@ def write_first_metadata(
                     SnapshotLogEntry(snapshot_id=own.snapshot_id, timestamp_ms=own.timestamp_ms)
                 ],
                 "refs": {
-                    MAIN_BRANCH: SnapshotRef(
+                    # The pydantic plugin misses the defaults pyiceberg gives inside Annotated[...].
+                    MAIN_BRANCH: SnapshotRef(  # type: ignore[call-arg]
                         snapshot_id=own.snapshot_id, snapshot_ref_type=SnapshotRefType.BRANCH
                     )
                 },

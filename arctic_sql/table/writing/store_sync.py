@@ -14,6 +14,7 @@ carry only the key).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
@@ -107,7 +108,7 @@ def align(name: str, base: Schema, change: Table) -> None:
     )
 
 
-def _commit(store: Table, items: list, apply: Callable[[UpdateSchema, object], object]) -> None:
+def _commit(store: Table, items: list, apply: Callable[[UpdateSchema, Any], object]) -> None:
     if not items:
         return
 

@@ -1,4 +1,4 @@
-"""Which columns of an arctic table a statement may use (query.referenced_columns): a superset, so
+"""Which columns of an arctic table a statement may use (runner.referenced_columns): a superset, so
 that an in-memory merge that reads only those never hides a column the statement needs."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, StructType
 
 from arctic_sql.parser import parse_one
-from arctic_sql.statements.query import referenced_columns
+from arctic_sql.statements.runner import referenced_columns
 
 TABLE = SimpleNamespace(  # the two attributes referenced_columns reads of an ArcticTable
     primary_key=["order_id"],

@@ -1,38 +1,124 @@
-"""Queries over arctic tables: table references become merge-on-read DataFrames, the rest is Spark's.
+"""The query runner: reading arctic tables and running Spark SQL over them, for every statement.
 
-Every ``exp.Table`` in a statement that names an arctic table (or one of its metadata tables) is
-replaced by a temporary view over the DataFrame of the version it asks for. The statement is then
-handed to ``spark.sql`` whole, so joins with plain Spark tables, CTEs, views and every Spark
-function keep working. Where a reference's SELECT only aggregates it, the SELECT is rewritten to
-combine partial aggregates computed per tree node (``aggregate_pushdown``).
+Statements call it with their (plain) ``StatementContext``: ``run_spark`` runs a statement,
+``constant`` evaluates one SQL expression, ``read_table`` reads a table's merged rows. Every
+``exp.Table`` in a statement that names an arctic table (or one of its metadata tables) is replaced
+by a temporary view over the DataFrame of the version it asks for. The statement is then handed to
+``spark.sql`` whole, so joins with plain Spark tables, CTEs, views and every Spark function keep
+working. Where a reference's SELECT only aggregates it, the SELECT is rewritten to combine partial
+aggregates computed per tree node (``aggregate_pushdown``).
+
+A query runs queries in turn: an arctic view's query (``read_view``), a time-travel value or a
+``get_latest_version`` argument that is an expression. All of that recursion is here; what this
+module calls (time travel, table_changes) is handed ``evaluator(ctx)`` rather than calling back up.
 """
 
 from __future__ import annotations
 
 import itertools
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError
-from arctic_sql.statements import aggregate_pushdown, mv_analysis, table_changes, time_travel, views
+from arctic_sql.parser import parse, parse_one, to_spark_sql
+from arctic_sql.statements import aggregate_pushdown, mv_analysis, table_changes, time_travel
 from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
 from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
-from arctic_sql.statements.time_travel import replace_functions
+from arctic_sql.table.catalog import ViewDefinition
 from arctic_sql.table.format.keyhash import hash_types, lookup_hashes
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import changes_between
+from arctic_sql.table.reading.merge_on_read import merged_dataframe
+from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from arctic_sql.statements.context import StatementContext
+    from arctic_sql.statements.context import Evaluate, StatementContext
     from arctic_sql.table.model.table import ArcticTable
 
 _view_ids = itertools.count(1)
+# The views being expanded in this thread, outermost first: a view met again inside itself is a cycle.
+_expanding: ContextVar[tuple[TableIdentifier, ...]] = ContextVar("arctic_views_expanding", default=())
 # The attribute of a looked-up DataFrame that says what the lookup read (EXPLAIN shows it).
 LOOKUP_NOTE = "_arctic_lookup"
+
+
+def run_spark(ctx: StatementContext, expression: exp.Expression, text: str) -> DataFrame:
+    """Run a statement on Spark, after pointing its arctic table references at merged views."""
+
+    if not isinstance(expression, exp.Command):
+        replaced = time_travel.replace_functions(ctx, expression, evaluator(ctx))  # get_latest_version()...
+        if replaced is not expression:
+            expression, text = replaced, to_spark_sql(replaced)
+    if isinstance(expression, exp.Command) or not any(True for _ in expression.find_all(exp.Table)):
+        return ctx.spark.sql(text)
+    resolved = resolve(ctx, expression)
+    if not resolved.views:
+        return ctx.spark.sql(text)
+    # A temporary view (CREATE TEMP VIEW, CACHE TABLE name AS query) reads ours by their names.
+    keep_views = (isinstance(expression, exp.Create) and expression.kind == "VIEW") or isinstance(
+        expression, exp.Cache
+    )
+    try:
+        return ctx.spark.sql(to_spark_sql(resolved.expression))
+    finally:
+        if not keep_views:  # the DataFrame holds the analyzed plan; the views are no longer needed
+            for view in resolved.views:
+                ctx.spark.catalog.dropTempView(view)
+
+
+def constant(ctx: StatementContext, sql: str) -> Any:
+    """The value of one SQL expression (``current_date() - INTERVAL 1 DAY``, a scalar subquery over
+    an arctic table, ...): ``SELECT <sql>`` run as any statement is, arctic tables resolved."""
+
+    (statement,) = parse(f"SELECT {sql}")
+    return run_spark(ctx, statement.expression, statement.sql).collect()[0][0]
+
+
+def evaluator(ctx: StatementContext) -> Evaluate:
+    """``constant`` for ``ctx``, for the code that evaluates expressions without running queries."""
+    return lambda sql: constant(ctx, sql)
+
+
+def read_table(
+    ctx: StatementContext,
+    table: ArcticTable,
+    version: int | None = None,
+    columns: list[str] | None = None,
+    in_memory: bool = True,
+    **filters: Any,
+) -> DataFrame:
+    """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest).
+
+    ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
+    ``columns``: the columns the caller uses (default all); others may be left out.
+    ``in_memory``: whether node groups may merge in memory (see table/reading/merge_on_read.py).
+    """
+
+    return merged_dataframe(ctx.spark, table, plan_read(table, version, **filters), columns, in_memory)
+
+
+def read_view(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:
+    """The rows of an arctic view now: its query run as any statement's, its arctic tables resolved
+    afresh (views.py keeps the definitions)."""
+    if identifier in _expanding.get():
+        raise InvalidArgumentError(f"View {identifier} reads itself")
+    token = _expanding.set((*_expanding.get(), identifier))
+    try:
+        df = run_spark(ctx, parse_one(view.sql), view.sql)
+    finally:
+        _expanding.reset(token)
+    if view.columns:
+        if len(view.columns) != len(df.columns):
+            raise InvalidArgumentError(
+                f"View {identifier} names {len(view.columns)} columns but its query returns {len(df.columns)}"
+            )
+        df = df.toDF(*view.columns)
+    return df
 
 
 @dataclass
@@ -52,15 +138,16 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
     """Replace arctic table references in ``expression`` (a copy) by temporary views, and the
     ``get_latest_version``/``get_latest_timestamp`` functions by their values."""
 
-    expression = replace_functions(ctx, expression)
+    expression = time_travel.replace_functions(ctx, expression, evaluator(ctx))
     expression = expression.copy()
     ctes = _cte_names(expression)
     resolved = Resolved(expression)
     bare: set[tuple[str, str]] = set()  # (database, table) of the references read under their bare name
     for node in list(expression.find_all(exp.Table)):
+        df: DataFrame | None
         changes = table_changes.is_table_changes(node)
         if changes:
-            parts, df = [table_changes.TABLE_CHANGES], table_changes.dataframe(ctx, node.this)
+            parts, df = [table_changes.TABLE_CHANGES], table_changes.dataframe(ctx, node.this, evaluator(ctx))
         else:
             if not node.name or isinstance(node.this, exp.Func):
                 continue  # table-valued functions and the like
@@ -109,7 +196,7 @@ def dataframe_for(ctx: StatementContext, node: exp.Table) -> DataFrame | None:
         view = ctx.catalog.load_view(identifier)
         if view is not None and version is not None:
             raise InvalidArgumentError(f"{identifier} is a view: it has no versions to travel to")
-        return views.read(ctx, identifier, view) if view is not None else None
+        return read_view(ctx, identifier, view) if view is not None else None
     table = ctx.on_session_branch(ctx.catalog.load_table(identifier), writes=False)
     df = _table_dataframe(ctx, node, table, version)
     if mv_analysis.is_definition(table.base.properties):
@@ -122,9 +209,11 @@ def _table_dataframe(
     ctx: StatementContext, node: exp.Table, table: ArcticTable, version: exp.Version | None
 ) -> DataFrame:
     if version is not None and (version.text("kind") or "AS OF").upper() == "BETWEEN":
-        return changes_between(ctx.spark, table, time_travel.version_range(ctx, table, version))
+        return changes_between(
+            ctx.spark, table, time_travel.version_range(ctx, table, version, evaluator(ctx))
+        )
 
-    as_of = time_travel.version_as_of(ctx, table, version) if version is not None else None
+    as_of = time_travel.version_as_of(ctx, table, version, evaluator(ctx)) if version is not None else None
     pushed = aggregate_pushdown.dataframe_for(ctx, node, table, as_of)  # also rewrites node's SELECT
     if pushed is not None:
         return pushed
@@ -134,7 +223,8 @@ def _table_dataframe(
     found = looked_up(ctx, table, as_of, lookups)
     if found is not None:
         return found
-    return ctx.read_table(
+    return read_table(
+        ctx,
         table,
         version=as_of,
         columns=referenced_columns(node.root(), table),
@@ -167,7 +257,7 @@ def looked_up(
     return df
 
 
-def referenced_columns(statement: exp.Expression, table: ArcticTable) -> list[str] | None:
+def referenced_columns(statement: exp.Expr, table: ArcticTable) -> list[str] | None:
     """The table's columns ``statement`` may use, conservatively: every column spelled like an
     identifier anywhere in it; None (all) when it has a star other than ``count(*)``.
 

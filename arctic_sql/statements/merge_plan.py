@@ -470,6 +470,7 @@ class MergePlan:
     ) -> DataFrame:
         if keys is None or keys.rows is None:
             return self._changes_query(ctx, target_select, self._source_select(), keys)
+        assert keys.schema is not None  # collected with its rows
         view = f"arctic_source_{next(_lookup_views)}"
         ctx.spark.createDataFrame(keys.rows, schema=keys.schema).createOrReplaceTempView(view)
         try:  # the DataFrame holds the analyzed plan: the view is no longer needed once it is made

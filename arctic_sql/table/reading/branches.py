@@ -106,7 +106,9 @@ def as_read(table: ArcticTable) -> ArcticTable:
     ):
         return table
     base = table.base
-    ref = SnapshotRef(snapshot_id=intent.base_from, snapshot_ref_type=SnapshotRefType.BRANCH)
+    ref = SnapshotRef(  # type: ignore[call-arg]  # optional aliased retention fields (pydantic plugin)
+        snapshot_id=intent.base_from, snapshot_ref_type=SnapshotRefType.BRANCH
+    )
     metadata = base.metadata.model_copy(
         update={
             "current_snapshot_id": intent.base_from,

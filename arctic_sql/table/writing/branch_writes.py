@@ -118,8 +118,10 @@ def fast_forward(table: ArcticTable, branch: str, to: str) -> FastForwardResult:
     if table.change is None:  # one store, one commit
         head = ahead.base.current_snapshot()
         if head is not None and head.snapshot_id != _head_id(moved.base):
-            commit.set_refs(table, table.base, lambda ms, h=head.snapshot_id: _move(ms, source, h))
+            head_id = head.snapshot_id
+            commit.set_refs(table, table.base, lambda ms: _move(ms, source, head_id))
         return FastForwardResult(source, before, after)
+    assert moved.change is not None and ahead.change is not None
     ids = [_head_id(s) for s in (moved.base, ahead.base, moved.change, ahead.change)]
     assert all(i is not None for i in ids)  # CREATE BRANCH gave both stores a snapshot
     intent = fast_forwards.Intent(source, target, *ids)  # type: ignore[arg-type]

@@ -213,7 +213,7 @@ def commit_change(
             for data_file in files:
                 append.append_data_file(data_file)
 
-    return commit_loop(table, store, apply, paths, fresh=fresh).sequence_number
+    return versions.sequence_of(commit_loop(table, store, apply, paths, fresh=fresh))
 
 
 class _Transaction(Transaction):
@@ -322,9 +322,9 @@ class _RewriteFiles(_SnapshotProducer["_RewriteFiles"]):
                             )
                         )
                 written.append(writer.to_manifest_file())
-        for (manifest_spec, content), entries in gone.items():
+        for (manifest_spec, content), removed_entries in gone.items():
             with self._writer(manifest_spec, content) as writer:
-                for entry in entries:
+                for entry in removed_entries:
                     writer.delete(entry)
             written.append(writer.to_manifest_file())
         return written + kept
@@ -421,7 +421,7 @@ def reserve_transaction(table: ArcticTable, operation: str) -> int:
         with tx.update_snapshot(snapshot_properties=properties).fast_append():
             pass
 
-    return commit_loop(table, table.change, apply, []).sequence_number
+    return versions.sequence_of(commit_loop(table, table.change, apply, []))
 
 
 @dataclass
@@ -474,12 +474,13 @@ def commit_reserved(
     OVERWRITE would bring back what the overwrite replaced). So every attempt first looks at the
     change store, and takes a new number when such a change landed: the commit then comes after it.
     """
-    assert table.change is not None
+    change = table.change
+    assert change is not None
     reserved = [reserve_transaction(table, operation)]
 
     def checked(store: Table) -> BaseChange:
-        table.change.refresh()
-        if _data_committed_after(table.change, reserved[-1]):
+        change.refresh()
+        if _data_committed_after(change, reserved[-1]):
             reserved.append(reserve_transaction(table, operation))
         return build(store, reserved[-1])
 
@@ -510,7 +511,7 @@ def reservation_pending(base: Table, change: Table, after: int) -> bool:
     )
     oldest = time.time() * 1000 - PENDING_RESERVATION_MS
     return any(
-        s.sequence_number > max(after, settled)
+        versions.sequence_of(s) > max(after, settled)
         and s.timestamp_ms > oldest
         and versions.operation_of(s) == versions.BEGIN
         for s in change.metadata.snapshots
@@ -520,7 +521,7 @@ def reservation_pending(base: Table, change: Table, after: int) -> bool:
 def _data_committed_after(change: Table, txn: int) -> bool:
     """Whether a data commit (not a reservation, optimizing or TTL) landed in the change store after ``txn``."""
     return any(
-        s.sequence_number > txn
+        versions.sequence_of(s) > txn
         and (s.summary.additional_properties.get(versions.OPERATION) if s.summary else None)
         not in versions.NON_DATA_OPERATIONS
         for s in change.metadata.snapshots

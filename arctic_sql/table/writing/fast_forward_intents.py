@@ -64,7 +64,7 @@ def write(name: str, change: Table, intent: Intent) -> None:
                 AssertRefSnapshotId(ref=key, snapshot_id=None),
             ),
             (
-                SetSnapshotRefUpdate(ref_name=key, type=SnapshotRefType.TAG, snapshot_id=intent.change_to),
+                _set_ref(key, SnapshotRefType.TAG, intent.change_to),
                 SetPropertiesUpdate(updates={key: intent.value()}),
             ),
         )
@@ -154,7 +154,7 @@ def _move(store: Table, branch: str, old: int, new: int) -> None:
     store.catalog.commit_table(
         store,
         (AssertRefSnapshotId(ref=branch, snapshot_id=old),),
-        (SetSnapshotRefUpdate(ref_name=branch, type=SnapshotRefType.BRANCH, snapshot_id=new),),
+        (_set_ref(branch, SnapshotRefType.BRANCH, new),),
     )
 
 
@@ -168,9 +168,7 @@ def _clear(change: Table, intent: Intent, *, move: bool) -> None:
         requirements.append(AssertRefSnapshotId(ref=intent.branch, snapshot_id=intent.change_from))
         updates.insert(
             0,
-            SetSnapshotRefUpdate(
-                ref_name=intent.branch, type=SnapshotRefType.BRANCH, snapshot_id=intent.change_to
-            ),
+            _set_ref(intent.branch, SnapshotRefType.BRANCH, intent.change_to),
         )
     change.catalog.commit_table(change, tuple(requirements), tuple(updates))
 
@@ -187,3 +185,9 @@ def _undo(name: str, base: Table, change: Table, intent: Intent, why: str) -> No
         (AssertRefSnapshotId(ref=key, snapshot_id=intent.change_to),),
         (RemoveSnapshotRefUpdate(ref_name=key), RemovePropertiesUpdate(removals=[key])),
     )
+
+
+def _set_ref(name: str, kind: SnapshotRefType, snapshot_id: int) -> SetSnapshotRefUpdate:
+    """pyiceberg's ref update. Its retention fields are optional but aliased (``max-ref-age-ms``),
+    which the pydantic plugin for mypy takes for required arguments."""
+    return SetSnapshotRefUpdate(ref_name=name, type=kind, snapshot_id=snapshot_id)  # type: ignore[call-arg]

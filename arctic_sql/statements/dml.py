@@ -354,6 +354,7 @@ def merge(ctx: StatementContext, expression: exp.Merge, text: str) -> DataFrame 
             given = {f.name.lower() for f in source_schema.fields}
             plan = replace(plan, missing=frozenset(c for c in plan.columns if c.lower() not in given))
 
+    plan = plan.carrying(ctx, table.merge_engine.sequence)
     blind = plan.blind_changes(ctx)
 
     def once(version: int) -> None:

@@ -15,7 +15,8 @@ MATCHED AND s.op != 'D' THEN INSERT *``), and it makes its commit cost follow th
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -147,7 +148,9 @@ class MergePlan:
     # Under schema evolution, the table's columns a narrower source lacks: ``UPDATE SET *`` keeps the
     # target's value there and ``INSERT *`` writes NULL (Delta's rule); the statement reads the target.
     missing: frozenset[str] = frozenset()
-    sequence: tuple[str, ...] = ()  # the table's sequence.field: a delete takes the source's values
+    # The table's sequence.field columns the source has (:meth:`carrying`): a delete carries the
+    # source's values of them, so that a late delete below a key's stored sequence is ignored.
+    carried: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, expression: exp.Merge, table: ArcticTable) -> MergePlan:
@@ -222,17 +225,15 @@ class MergePlan:
             columns,
             tuple(table.primary_key),
             tuple(to_spark_type(table.schema.find_field(k).field_type) for k in table.primary_key),
-            sequence=tuple(table.merge_engine.sequence),
         )
 
-    def delete_sequence(self, ctx: StatementContext) -> frozenset[str]:
-        """The sequence columns a delete of this MERGE carries: those the source has (Spark's analysis
-        of the source, no job), so that a late delete below a key's stored sequence is ignored."""
-        if not self.sequence or not any(c.action == "delete" for c in self.clauses):
-            return frozenset()
-        select = exp.select(exp.Star()).from_(self.source.copy())
-        have = {c.lower() for c in runner.run_spark(ctx, select, to_spark_sql(select)).columns}
-        return frozenset(c for c in self.sequence if c.lower() in have)
+    def carrying(self, ctx: StatementContext, sequence: Sequence[str]) -> MergePlan:
+        """This plan with :attr:`carried` found among the table's ``sequence`` columns, once per
+        statement (Spark's analysis of the source, no job), when a clause deletes."""
+        if not sequence or not any(c.action == "delete" for c in self.clauses):
+            return self
+        have = {c.lower() for c in self._source_frame(ctx).columns}
+        return replace(self, carried=frozenset(c for c in sequence if c.lower() in have))
 
     # ------------------------------------------------------------------------------------------
     def source_schema(self, ctx: StatementContext) -> StructType | None:
@@ -240,8 +241,12 @@ class MergePlan:
         schema evolution takes, as in Spark: only direct assignments evolve), else None."""
         if not any(c.star for c in self.clauses):
             return None
+        return self._source_frame(ctx).schema
+
+    def _source_frame(self, ctx: StatementContext) -> DataFrame:
+        """The source as a DataFrame (analysed, not run)."""
         select = exp.select(exp.Star()).from_(self.source.copy())
-        return runner.run_spark(ctx, select, to_spark_sql(select)).schema
+        return runner.run_spark(ctx, select, to_spark_sql(select))
 
     def blind_changes(self, ctx: StatementContext) -> DataFrame | None:
         """The change rows computed without reading the target, or None when the statement's shape
@@ -269,7 +274,7 @@ class MergePlan:
             )
         )
         # The key, and the sequence a delete carries, are the source's values whatever the outcome.
-        as_is = set(self.keys) | self.delete_sequence(ctx)
+        as_is = set(self.keys) | self.carried
         # Only an upsert reads the source's other columns: a DELETE-only MERGE may have just the key.
         upserts = any(c.action != "delete" for c in self.clauses if c.category != "not_matched_by_source")
         columns = [
@@ -506,12 +511,11 @@ class MergePlan:
         tgt = self.target_alias
         src = self.source_alias
         projections = [exp.alias_(choose, CLAUSE)]
-        carried = self.delete_sequence(ctx)
         for name in self.columns:
             value: exp.Expression
             case = exp.Case(this=exp.column(CLAUSE))
             for index, clause in enumerate(self.clauses):
-                if clause.action == "delete" and name in carried:
+                if clause.action == "delete" and name in self.carried:
                     value = exp.column(name, src, quoted=True)
                 elif clause.action == "delete":
                     value = exp.column(name, tgt, quoted=True) if name in self.keys else exp.null()

@@ -92,13 +92,19 @@ def watermarks_of(snapshot: Snapshot | None) -> dict[str, int]:
 def snapshots_in_order(table: Table) -> list[Snapshot]:
     """Snapshots of the current branch's ancestry, oldest first (rolled-back ones excluded)."""
     current = table.current_snapshot()
+    return ancestry(table, current.snapshot_id if current is not None else None)[::-1]
+
+
+def ancestry(table: Table, snapshot_id: int | None) -> list[Snapshot]:
+    """Snapshot ``snapshot_id`` of ``table`` and its retained ancestors, newest first (none for None)."""
     # pyiceberg's snapshot_by_id scans the list: a walk by it costs the square of the snapshots kept
     by_id = {s.snapshot_id: s for s in table.metadata.snapshots}
+    current = by_id.get(snapshot_id) if snapshot_id is not None else None
     chain: list[Snapshot] = []
     while current is not None:
         chain.append(current)
         current = by_id.get(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
-    return chain[::-1]
+    return chain
 
 
 def data_commits(base: Table, change: Table | None) -> list[Commit]:

@@ -98,10 +98,10 @@ def as_read(table: ArcticTable) -> ArcticTable:
         return table
     branch = table.identifier.branch or MAIN_BRANCH
     intent = fast_forwards.pending(table.change, branch)
-    if intent is None or _head(table.base, branch) != intent.base_to or intent.base_from == intent.base_to:
+    if intent is None or head_of(table.base, branch) != intent.base_to or intent.base_from == intent.base_to:
         return table
     if (
-        _head(table.change, branch) != intent.change_from
+        head_of(table.change, branch) != intent.change_from
         or table.base.snapshot_by_id(intent.base_from) is None
     ):
         return table
@@ -119,7 +119,8 @@ def as_read(table: ArcticTable) -> ArcticTable:
     return ArcticTable(table.identifier, before, table.change)
 
 
-def _head(store: Table, branch: str) -> int | None:
+def head_of(store: Table, branch: str) -> int | None:
+    """The snapshot ``branch``'s ref of ``store`` points at, or None."""
     ref = store.metadata.refs.get(branch)
     return ref.snapshot_id if ref is not None else None
 

@@ -33,6 +33,8 @@ from pyiceberg.table.update import (
 
 from arctic_sql.errors import CommitConflictError
 from arctic_sql.faults import fault_point
+from arctic_sql.table.format import versions
+from arctic_sql.table.reading.branches import head_of
 from arctic_sql.table.records import fast_forwards
 from arctic_sql.table.records.fast_forwards import Intent
 
@@ -108,7 +110,7 @@ def finish(name: str, base: Table, change: Table, branch: str) -> bool:
             return _reaches(change, branch, seen.change_to) and _reaches(base, branch, seen.base_to)
         seen = intent
         base.refresh()
-        base_head, change_head = _head(base, branch), _head(change, branch)
+        base_head, change_head = head_of(base, branch), head_of(change, branch)
         try:
             if base_head == intent.base_to and change_head in (intent.change_from, intent.change_to):
                 _clear(change, intent, move=change_head != intent.change_to)
@@ -129,21 +131,9 @@ def finish(name: str, base: Table, change: Table, branch: str) -> bool:
     raise CommitConflictError(f"Could not finish the fast-forward of '{branch}' of {name}; try again")
 
 
-def _head(store: Table, branch: str) -> int | None:
-    ref = store.metadata.refs.get(branch)
-    return ref.snapshot_id if ref is not None else None
-
-
 def _reaches(store: Table, branch: str, snapshot_id: int) -> bool:
     """Whether ``snapshot_id`` is ``branch``'s head in ``store`` or one of its ancestors."""
-    by_id = {s.snapshot_id: s for s in store.metadata.snapshots}
-    head = _head(store, branch)
-    current = by_id.get(head) if head is not None else None
-    while current is not None:
-        if current.snapshot_id == snapshot_id:
-            return True
-        current = by_id.get(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
-    return False
+    return any(s.snapshot_id == snapshot_id for s in versions.ancestry(store, head_of(store, branch)))
 
 
 def _has(store: Table, snapshot_id: int) -> bool:
@@ -177,7 +167,7 @@ def _undo(name: str, base: Table, change: Table, intent: Intent, why: str) -> No
     """Roll the intent back: the base store's ref back to ``base_from`` if it moved, then the intent
     cleared. Only for an intent that cannot be completed (``why``); the branch reads as before it."""
     log.warning("rolling back the fast-forward of '%s' of %s: %s", intent.branch, name, why)
-    if _head(base, intent.branch) == intent.base_to and _has(base, intent.base_from):
+    if head_of(base, intent.branch) == intent.base_to and _has(base, intent.base_from):
         _move(base, intent.branch, intent.base_to, intent.base_from)
     key = fast_forwards.key(intent.branch)
     change.catalog.commit_table(

@@ -98,8 +98,10 @@ class ArcticCatalog:
 
     def __init__(self, catalog: Catalog) -> None:
         self.iceberg = catalog
-        # Table files go through the file systems the catalog's storage properties describe.
-        storage.configure(storage.StorageConfig.of(catalog.properties))
+        # Table files go through the file systems the catalog's storage properties describe: for
+        # the store of its warehouse, of each table it loads, and of any store no catalog named.
+        self.storage = storage.StorageConfig.of(catalog.properties)
+        storage.configure(self.storage, locations=[catalog.properties.get("warehouse") or ""])
 
     # databases -------------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False) -> None:
@@ -207,6 +209,7 @@ class ArcticCatalog:
                     f"DROP TABLE {identifier} removes what is left"
                 )
             store_sync.align(str(identifier.on_branch(None)), base.schema(), change)
+        storage.serve(self.storage, base.location())  # a table may lie outside the warehouse's store
         table = ArcticTable(identifier.on_branch(None), base, change)
         if identifier.branch is not None:
             table = branches.on_branch(table, identifier.branch)
@@ -426,6 +429,7 @@ class ArcticCatalog:
         """
         if location is not None:
             root = location.rstrip("/")
+            storage.serve(self.storage, root)
             if not _purge.is_empty(root):
                 raise InvalidArgumentError(
                     f"Cannot create table {identifier} at '{location}': the location is not empty"

@@ -256,10 +256,23 @@ def check_reachable(location: str, config: StorageConfig | None = None) -> None:
     try:
         fs.get_file_info(path)
     except OSError as e:
-        where = config.get("s3.endpoint") if scheme_of(location) in ("s3", "s3a", "s3n", "oss") else None
-        host = urlparse(where).netloc or where if where else urlparse(location).netloc
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ExecutionError(f"Cannot reach the warehouse {location} at {host}: {detail}") from None
+        raise ExecutionError(
+            f"Cannot reach the warehouse {location} at {unreachable(location, config)}: {detail}"
+        ) from None
+
+
+def unreachable(location: str, config: StorageConfig) -> str:
+    """Where ``location``'s store was asked, for an error saying it did not answer: the endpoint's
+    host, or, for S3 without ``s3.endpoint``, AWS itself and the property that would change that
+    (the usual slip with MinIO, Ceph or another S3-compatible store)."""
+    store = store_of(location)
+    if store is None or store[0] not in ("s3", "oss"):
+        return urlparse(location).netloc
+    endpoint = config.get("s3.endpoint")
+    if endpoint:
+        return urlparse(endpoint).netloc or endpoint
+    return f"AWS S3 (bucket {urlparse(location).netloc}; s3.endpoint is not set, so AWS itself was asked)"
 
 
 def prefix(location: str, path: str) -> str:

@@ -144,6 +144,13 @@ def test_an_endpoint_that_does_not_answer_is_named_after_the_client_gives_up(res
     assert SECRET not in str(raised.value) and "\n" not in str(raised.value)
 
 
+def test_an_unreachable_store_is_named_with_the_setting_that_would_change_where_it_was_asked():
+    assert storage.unreachable("s3a://lake/wh", s3_config("http://objects:9000")) == "objects:9000"
+    aws = storage.unreachable("s3://lake/wh", storage.StorageConfig.of({"s3.region": "eu-west-1"}))
+    assert aws == "AWS S3 (bucket lake; s3.endpoint is not set, so AWS itself was asked)"
+    assert storage.unreachable("gs://bucket/wh", storage.StorageConfig()) == "bucket"
+
+
 def test_a_shipped_function_applies_the_configuration_it_was_made_under(restore_storage):
     made_under = s3_config(**{"s3.region": "ap-south-1"})
     storage.configure(made_under)

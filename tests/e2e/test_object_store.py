@@ -7,6 +7,7 @@ and the Spark tasks (other processes) get the settings in their plans.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -151,6 +152,44 @@ def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
     assert rows(session.sql("SELECT id, v FROM db.p")) == [(2, "Y"), (3, "z"), (4, "w")]
     assert [r["rows"] for r in session.sql("SELECT * FROM db.p.files").collect()] == [3]  # one file now
     assert any(k.endswith(".parquet") for k in listed("p"))
+
+
+def test_a_stream_writes_the_bucket_exactly_once_per_batch(in_bucket, tmp_path):
+    """The sink's commit runs in another process than its tasks, with a writer made again there:
+    it checks the files the tasks wrote where they wrote them (it listed another write's folder,
+    found nothing, and failed every batch on an object store). With a sequence column, whose
+    sidecars are written and removed in the bucket too."""
+    session, listed = in_bucket
+    spark = session.spark
+    session.sql("CREATE TABLE db.s (id BIGINT, v STRING, seq BIGINT, PRIMARY KEY (id))")
+    source = (
+        tmp_path.parent / f"{tmp_path.name}-changes"
+    )  # the fixture checks tmp_path holds only the catalog
+    source.mkdir()
+    for n in range(3):
+        batch = [
+            {"id": i, "v": f"v{n}", "seq": n, "op": "delete" if (i + n) % 5 == 0 else "upsert"}
+            for i in range(8)
+        ]
+        (source / f"b{n}.json").write_text("\n".join(json.dumps(r) for r in batch))
+        os.utime(source / f"b{n}.json", (1_700_000_000 + n, 1_700_000_000 + n))
+    changes = (
+        spark.readStream.schema("id BIGINT, v STRING, seq BIGINT, op STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source))
+        .withColumnRenamed("op", "_change_type")
+    )
+    query = (
+        changes.writeStream.format("arctic")
+        .option("checkpointLocation", str(source / "_checkpoint"))
+        .option("sequenceColumn", "seq")
+        .trigger(availableNow=True)
+        .start("db.s")
+    )
+    query.awaitTermination()
+    assert rows(session.sql("SELECT id, v FROM db.s")) == [(i, "v2") for i in range(8) if (i + 2) % 5 != 0]
+    assert [r["version"] for r in session.sql("SELECT version FROM db.s.history").collect()] == [1, 2, 3]
+    assert any(k.endswith(".parquet") and "/change/" in k for k in listed("s"))
 
 
 def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writes_the_bucket(in_bucket):

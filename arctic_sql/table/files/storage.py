@@ -285,10 +285,15 @@ def file_infos(locations: list[str], under: str | None = None) -> list[pafs.File
     """What the filesystem says of each of ``locations`` (files of one store: one filesystem and
     scheme), in one batched call (on S3 a client per call would cost more than the calls).
     ``under``: a folder holding them all and little else (a write's own folder); on an object store
-    one listing of it (a request per 1,000 objects) then replaces a HEAD request per file."""
+    one listing of it (a request per 1,000 objects) then replaces a HEAD request per file. When a
+    location is not under it, each is asked for instead (a listing would not see it)."""
     if not locations:
         return []
-    if under is not None and is_object_store(under):
+    if (
+        under is not None
+        and is_object_store(under)
+        and all(location.startswith(under.rstrip("/") + "/") for location in locations)
+    ):
         fs, folder_path = filesystem(under)
         head = prefix(under, folder_path)
         listed = fs.get_file_info(pafs.FileSelector(folder_path, recursive=True, allow_not_found=True))

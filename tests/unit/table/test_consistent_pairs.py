@@ -13,7 +13,7 @@ from pyiceberg.catalog import load_catalog
 from arctic_sql.optimizer import process
 from arctic_sql.table.catalog import ArcticCatalog
 from arctic_sql.table.format import layout
-from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, TableIdentifier
+from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.reading import branches
 from arctic_sql.table.records import fast_forwards
@@ -44,24 +44,6 @@ def _diverged(catalog: ArcticCatalog, branch: str = "audit", source: str | None 
     commit.commit_change(view, [write(view, [(8, None, "y")])], "insert")
 
 
-def _fast_forward_on_change_load(catalog: ArcticCatalog, monkeypatch, to: str, branch: str = "main"):  # noqa: ANN001, ANN202
-    """Make the next load of the change store (by a ``load_table`` or a store's ``refresh``) run a whole
-    ``fast_forward(branch, to)`` first, through another catalog on the same database: it lands after
-    the base store was loaded and before the change store is."""
-    other = ArcticCatalog(load_catalog(catalog.iceberg.name, **catalog.iceberg.properties))
-    real = catalog.iceberg.load_table
-    armed = [True]
-
-    def load_table(identifier):  # noqa: ANN001, ANN202
-        if armed[0] and tuple(identifier)[-1].endswith(CHANGE_SUFFIX):
-            armed[0] = False
-            branch_writes.fast_forward(other.load_table(MAIN), branch, to)
-        return real(identifier)
-
-    monkeypatch.setattr(catalog.iceberg, "load_table", load_table)
-    return armed
-
-
 @pytest.fixture
 def catalog(tmp_path):
     catalog = catalog_at(tmp_path)
@@ -71,35 +53,35 @@ def catalog(tmp_path):
     return catalog
 
 
-def test_a_load_that_a_whole_fast_forward_lands_inside_reads_the_pair_after_it(catalog, monkeypatch):
+def test_a_load_that_a_whole_fast_forward_lands_inside_reads_the_pair_after_it(catalog, fast_forward_on_load):
     before = _heads(catalog.load_table(MAIN))
     after = _heads(catalog.load_table(MAIN), "audit")
     assert before[0] != after[0] and before[1] != after[1]
-    armed = _fast_forward_on_change_load(catalog, monkeypatch, "audit")
+    armed = fast_forward_on_load(catalog, "main", "audit")
     loaded = catalog.load_table(MAIN)
     assert not armed[0]  # the fast-forward ran between the two loads
     assert _heads(loaded) == after  # not (before's base, after's change)
 
 
 def test_a_branch_read_that_a_fast_forward_of_that_branch_lands_inside_reads_a_pair_it_had(
-    catalog, monkeypatch
+    catalog, fast_forward_on_load
 ):
     """Every ref, not only main: ``audit`` fast-forwarded to ``audit2`` (made from it, then diverged)."""
     _diverged(catalog, "audit2", source="audit")
     table = catalog.load_table(MAIN)
     after = _heads(table, "audit2")
     assert _heads(table, "audit")[0] != after[0]
-    armed = _fast_forward_on_change_load(catalog, monkeypatch, "audit2", branch="audit")
+    armed = fast_forward_on_load(catalog, "audit", "audit2")
     loaded = catalog.load_table(TableIdentifier("db", "t", "audit"))
     assert not armed[0]
     assert _heads(loaded) == after  # a branch's view: its main is the branch
 
 
-def test_the_optimizers_planning_of_a_held_table_reads_a_pair_it_had(catalog, monkeypatch):
+def test_the_optimizers_planning_of_a_held_table_reads_a_pair_it_had(catalog, fast_forward_on_load):
     """A table held and reloaded (the optimizer's gather) loads its stores as the catalog does."""
     held = catalog.load_table(MAIN)
     after = _heads(held, "audit")
-    armed = _fast_forward_on_change_load(catalog, monkeypatch, "audit")
+    armed = fast_forward_on_load(catalog, "main", "audit")
     snap = process.gather(held)
     assert not armed[0]
     assert (snap.base_snapshot_id, snap.change_snapshot_id) == after

@@ -71,29 +71,45 @@ def restore_storage():
 
 
 @pytest.fixture
-def fast_forward_on_load(monkeypatch):
-    """``fast_forward_on_load(catalog, branch, to, table="db.t")``: make the next load of a change store
-    through ``catalog`` (an ArcticCatalog; a ``load_table`` or a store's ``refresh``) first run a whole
-    ``fast_forward`` of ``table``'s ``branch`` to ``to``, through another catalog on the same database:
-    it lands after the base store was loaded and before the change store is, deterministically.
-    Returns ``[True]``, which turns ``[False]`` once the fast-forward ran."""
+def before_change_load(monkeypatch):
+    """``before_change_load(catalog, run)``: make the next load of a change store through ``catalog`` (an
+    ArcticCatalog; a ``load_table`` or a store's ``refresh``) first call ``run(other)``, ``other`` another
+    ArcticCatalog on the same database: what ``run`` commits lands after the base store was loaded
+    and before the change store is, deterministically. Returns ``[True]``, ``[False]`` once it ran."""
     from pyiceberg.catalog import load_catalog
 
     from arctic_sql.table.catalog import ArcticCatalog
-    from arctic_sql.table.model.identifiers import CHANGE_SUFFIX, TableIdentifier
-    from arctic_sql.table.writing import branch_writes
+    from arctic_sql.table.model.identifiers import CHANGE_SUFFIX
 
-    def arm(catalog, branch: str, to: str, table: str = "db.t") -> list[bool]:  # noqa: ANN001
+    def arm(catalog, run) -> list[bool]:  # noqa: ANN001
         other = ArcticCatalog(load_catalog(catalog.iceberg.name, **catalog.iceberg.properties))
         real, armed = catalog.iceberg.load_table, [True]
 
         def load_table(identifier):  # noqa: ANN001, ANN202
             if armed[0] and tuple(identifier)[-1].endswith(CHANGE_SUFFIX):
                 armed[0] = False
-                branch_writes.fast_forward(other.load_table(TableIdentifier.parse(table, "db")), branch, to)
+                run(other)
             return real(identifier)
 
         monkeypatch.setattr(catalog.iceberg, "load_table", load_table)
         return armed
+
+    return arm
+
+
+@pytest.fixture
+def fast_forward_on_load(before_change_load):
+    """``fast_forward_on_load(catalog, branch, to)``: a whole ``fast_forward`` of db.t's ``branch`` to
+    ``to`` run before the next change-store load through ``catalog`` (see ``before_change_load``)."""
+    from arctic_sql.table.model.identifiers import TableIdentifier
+    from arctic_sql.table.writing import branch_writes
+
+    def arm(catalog, branch: str, to: str) -> list[bool]:  # noqa: ANN001
+        return before_change_load(
+            catalog,
+            lambda other: branch_writes.fast_forward(
+                other.load_table(TableIdentifier("db", "t")), branch, to
+            ),
+        )
 
     return arm

@@ -108,3 +108,24 @@ def test_a_pending_fast_forward_reads_as_before_on_every_ref_and_in_a_reload(cat
     assert _heads(catalog.load_table(TableIdentifier("db", "t", "audit"))) == before
     snap = process.gather(held)
     assert (snap.base_snapshot_id, snap.change_snapshot_id) == before
+
+
+def test_a_load_that_an_insert_overwrite_and_a_change_after_it_land_inside_reads_them_both(
+    catalog, before_change_load
+):
+    """Not only a fast-forward: an INSERT OVERWRITE commits a reservation to the change store, then its
+    base files, and a change lands after it; all three between the two loads of a read."""
+
+    def overwrite_then_insert(other: ArcticCatalog) -> None:
+        table = other.load_table(MAIN)
+        base_rows.commit_overwrite(
+            table, [write(table, [(5, None, "o")], store=layout.Store.BASE)], "overwrite"
+        )
+        commit.commit_change(other.load_table(MAIN), [write(table, [(6, None, "p")])], "insert")
+
+    before = _heads(catalog.load_table(MAIN))
+    armed = before_change_load(catalog, overwrite_then_insert)
+    loaded = catalog.load_table(MAIN)
+    assert not armed[0]
+    after = _heads(catalog.load_table(MAIN))
+    assert before[0] != after[0] and _heads(loaded) == after

@@ -65,9 +65,9 @@ def restore_storage():
     """The process's storage configuration as it was before the test (a catalog opened sets it)."""
     from arctic_sql.table.files import storage
 
-    before = storage.active()
+    before = storage.routes()
     yield
-    storage.configure(before)
+    storage.restore(before)
 
 
 @pytest.fixture

@@ -98,8 +98,10 @@ class ArcticCatalog:
 
     def __init__(self, catalog: Catalog) -> None:
         self.iceberg = catalog
-        # Table files go through the file systems the catalog's storage properties describe.
-        storage.configure(storage.StorageConfig.of(catalog.properties))
+        # Table files go through the file systems the catalog's storage properties describe: for
+        # the store of its warehouse, of each table it loads, and of any store no catalog named.
+        self.storage = storage.StorageConfig.of(catalog.properties)
+        storage.configure(self.storage, locations=[catalog.properties.get("warehouse") or ""])
 
     # databases -------------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False) -> None:
@@ -212,6 +214,7 @@ class ArcticCatalog:
             ArcticTable(identifier.on_branch(None), base, change),
             lambda b, c: store_sync.align(name, b.schema(), c),
         )
+        storage.serve(self.storage, table.base.location())  # a table may lie outside the warehouse's store
         if identifier.branch is not None:
             table = branches.on_branch(table, identifier.branch)  # pinned as main is (pairs.as_read)
         return table
@@ -428,6 +431,7 @@ class ArcticCatalog:
         """
         if location is not None:
             root = location.rstrip("/")
+            storage.serve(self.storage, root)
             if not _purge.is_empty(root):
                 raise InvalidArgumentError(
                     f"Cannot create table {identifier} at '{location}': the location is not empty"

@@ -199,6 +199,46 @@ def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writ
     assert len(session.sql("SELECT * FROM db.p.files").collect()) == 1
 
 
+def test_two_catalogs_on_two_stores_work_side_by_side_in_one_driver(spark, tmp_path, s3, no_aws_environment):
+    """Two catalogs whose warehouses are on two S3 servers (another endpoint, its own buckets: the
+    second in a process of its own), opened in one driver: each table's files, written and read by
+    the driver and by Spark tasks, reach the table's own store, whichever catalog was opened last."""
+    endpoint, client = s3
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with s3_server("other", own_process=True) as other:
+        first = arctic_sql.connect(
+            spark=spark, catalog_properties=catalog_properties(tmp_path / "a", endpoint, "s3://lake/two")
+        )
+        second = arctic_sql.connect(
+            spark=spark,
+            catalog_properties=catalog_properties(tmp_path / "b", other.endpoint, "s3://other/wh"),
+        )
+        for session in (first, second):
+            session.sql("CREATE DATABASE db")
+            session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+        first.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")  # the second catalog was opened last
+        second.sql("INSERT INTO db.t VALUES (7, 'x')")
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # change rows written by tasks
+        try:
+            first.sql("INSERT INTO db.t VALUES (2, 'B'), (3, 'c')")
+        finally:
+            spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        first.sql("CALL system.optimize(table => 'db.t', mode => 'full')")  # base files written in tasks
+        first.sql("INSERT INTO db.t VALUES (4, 'd')")
+        second.sql("UPDATE db.t SET v = 'X' WHERE id = 7")
+        assert rows(first.sql("SELECT id, v FROM db.t")) == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+        assert rows(first.sql("SELECT id, v FROM db.t VERSION AS OF 1")) == [(1, "a"), (2, "b")]
+        assert rows(second.sql("SELECT id, v FROM db.t")) == [(7, "X")]
+        assert any(k.endswith(".parquet") for k in objects(client, "two/db/t/base/"))
+        assert any(k.endswith(".parquet") for k in objects(other.client(), "wh/db/t/", bucket="other"))
+        assert not [b["Name"] for b in client.list_buckets()["Buckets"] if b["Name"] == "other"]
+        second.sql("DROP TABLE db.t PURGE")
+        assert objects(other.client(), "wh/db/t/", bucket="other") == []
+        first.sql("DROP TABLE db.t PURGE")
+    assert objects(client, "two/db/t/") == []
+
+
 def test_a_record_is_one_whole_object_put_with_no_folder_markers(s3, no_aws_environment, restore_storage):
     """Leases and process records are rewritten while others read them: on an object store one
     PUT replaces the object whole (a rename would be a copy and a delete, and folders are markers)."""

@@ -24,12 +24,12 @@ def server():
 def on_server(server, monkeypatch):
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         monkeypatch.delenv(name)
-    before = storage.active()
+    before = storage.routes()
     storage.configure(
         storage.StorageConfig.of(catalog_properties("/unused", server.endpoint, "s3://lake/wh"))
     )
     yield server
-    storage.configure(before)
+    storage.restore(before)
 
 
 def test_a_write_lease_is_two_puts_and_an_ended_lease_protects_nothing(on_server):

@@ -118,14 +118,13 @@ def _commit_filled(
     newest version (narrow_writes.py); a data commit landing after it makes the fill run again.
     Each attempt commits copies of the tasks' files (narrow_writes.fill), so the originals are
     referenced by no commit and deleted at the end, whatever the outcome."""
-    from arctic_sql.table.reading import scan
+    from arctic_sql.table.reading import pairs, scan
     from arctic_sql.table.writing import narrow_writes
 
     try:
         for _ in range(_FILL_ATTEMPTS):
-            table.base.refresh()
+            pairs.reload(table)
             assert table.change is not None
-            table.change.refresh()
             version = scan.latest_version(table)
             filled = narrow_writes.fill(table, files, plan.keep_missing, version)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
-from pyarrow.fs import FileType
+from pyarrow.fs import FileInfo, FileType
 from pyiceberg.table import Table
 
 from arctic_sql.errors import CommitConflictError, ExecutionError
@@ -158,13 +158,13 @@ def empties_table(table: ArcticTable, plan: WritePlan) -> bool:
 def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:
     """Raise unless every file is still there with the size its writer reported: a file deleted
     between the write and the commit (by anyone) must fail the write, not commit a reference to
-    nothing. One batched stat for all of them."""
+    nothing. One batched stat (on an object store one listing) per write folder."""
     # The files' own write folders, not the plan's: the commit of a stream's batch runs in another
     # process than its tasks, whose writer (made again there) named another folder.
     by_folder: dict[str, list[WrittenFile]] = {}
     for f in files:
         by_folder.setdefault(layout.write_folder(f.path), []).append(f)
-    infos = {}
+    infos: dict[str, FileInfo] = {}
     for folder, written in by_folder.items():
         paths = [f.path for f in written]
         infos.update(zip(paths, storage.file_infos(paths, under=folder), strict=True))

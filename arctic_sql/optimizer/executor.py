@@ -106,6 +106,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
     ]
     clustering = Clustering.of(table.properties, schema)
     row_group_rows = table.settings.write_cluster_row_group_rows
+    plain_row_group_rows = table.settings.write_parquet_row_group_rows
 
     def run(share: list[tuple[node_merge.NodeTask, bool]]) -> list[str]:
         written = []
@@ -130,7 +131,7 @@ def run_in_memory(spark: SparkSession, table: ArcticTable, tasks: list[Task], lo
                 rows = ordered_rows(rows, clustering)
                 written += node_merge.write_node(rows, job.directory, schema, per_file, row_group_rows)
             else:
-                written += node_merge.write_node(rows, job.directory, schema, per_file)
+                written += node_merge.write_node(rows, job.directory, schema, per_file, plain_row_group_rows)
             fault_point(
                 "optimize-task-wrote"
             )  # a task slow after its first file: the cancel test stalls here

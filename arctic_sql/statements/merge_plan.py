@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from arctic_sql.errors import InvalidArgumentError, NoSuchColumnError
 from arctic_sql.parser import to_spark_sql
-from arctic_sql.statements import runner
+from arctic_sql.statements import merge_join, runner
 from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
@@ -332,9 +332,17 @@ class MergePlan:
             return None
         rows = lookup.read_keys(table, plan, keys.values)
         view = f"arctic_lookup_{next(_lookup_views)}"
-        ctx.spark.createDataFrame(rows, spark_schema(plan.schema, all_nullable=True)).createOrReplaceTempView(
-            view
-        )
+        target_schema = spark_schema(plan.schema, all_nullable=True)
+        if merge_join.joinable(self, keys):
+            joined, schema = merge_join.joined_rows(
+                self, keys, rows, target_schema, (SOURCE_MARK, TARGET_MARK)
+            )
+            ctx.spark.createDataFrame(joined, schema).createOrReplaceTempView(view)
+            try:
+                return self._changes_query(ctx, None, exp.select(exp.Star()).from_(exp.to_table(view)), None)
+            finally:
+                ctx.spark.catalog.dropTempView(view)
+        ctx.spark.createDataFrame(rows, target_schema).createOrReplaceTempView(view)
         try:  # the DataFrame holds the analyzed plan: the view is no longer needed once it is made
             target = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(exp.to_table(view))
             return self._joined_changes(ctx, target, keys)
@@ -488,10 +496,12 @@ class MergePlan:
     def _changes_query(
         self,
         ctx: StatementContext,
-        target_select: exp.Select,
+        target_select: exp.Select | None,
         source_sql: exp.Select,
         keys: SourceKeys | None,
     ) -> DataFrame:
+        """The change rows, from ``source_sql`` joined with ``target_select``; with no target select,
+        ``source_sql`` is that join already (merge_join.py: the sides as structs named by their aliases)."""
         both = exp.and_(
             exp.column(SOURCE_MARK).is_(exp.null()).not_(), exp.column(TARGET_MARK).is_(exp.null()).not_()
         )
@@ -539,12 +549,15 @@ class MergePlan:
             )
         projections.append(exp.alias_(op, layout.OP_COLUMN))
         join_kind = "FULL" if any(c.category == "not_matched_by_source" for c in self.clauses) else "LEFT"
-        query = (
-            exp.select(*projections)
-            .from_(source_sql.subquery(src))
-            .join(target_select.subquery(tgt), on=self.on.copy(), join_type=join_kind)
-        )
-        if keys is not None:
+        if target_select is None:
+            query = exp.select(*projections).from_(source_sql.subquery("_arctic_joined"))
+        else:
+            query = (
+                exp.select(*projections)
+                .from_(source_sql.subquery(src))
+                .join(target_select.subquery(tgt), on=self.on.copy(), join_type=join_kind)
+            )
+        if keys is not None and target_select is not None:
             # A lookup of at most MAX_LOOKUP_KEYS keys yields a row per key at most, but Spark sizes
             # the merged read at its files' bytes and would shuffle both sides for a sort-merge join.
             query.set(

@@ -274,3 +274,36 @@ def key_lookups(
         name = converted.term.name
         choices[name] = choices[name] & values if name in choices else values
     return key_combinations(keys, choices)
+
+
+def key_conjuncts(
+    where: exp.Expression | None, schema: Schema, qualifiers: set[str], keys: list[str]
+) -> list[exp.Expr]:
+    """The conjuncts of ``where`` that :func:`key_lookups` reads as ``k = v`` or ``k IN (...)`` on a
+    key column with literals of the column's own kind (whole numbers for an integer column, strings
+    for a string one), which Spark compares without a cast: every row of the looked-up keys passes
+    them, so a query over those rows need not evaluate them again."""
+    if not keys:
+        return []
+    types = {f.name: f.field_type for f in schema.fields}
+    converter = _Converter(
+        {f.name.lower(): f.name for f in schema.fields}, {q.lower() for q in qualifiers}, set(keys), types
+    )
+    found = []
+    for conjunct in conjuncts(where):
+        converted = converter.convert(conjunct)
+        if isinstance(converted, ie.EqualTo):
+            values = [converted.literal.value]
+        elif isinstance(converted, ie.In):
+            values = [lit.value for lit in converted.literals]
+        else:
+            continue
+        assert isinstance(converted.term, ie.Reference)  # made from a column's name
+        kind = types[converted.term.name]
+        if isinstance(kind, it.IntegerType | it.LongType) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values
+        ):
+            found.append(conjunct)
+        elif isinstance(kind, it.StringType) and all(isinstance(v, str) for v in values):
+            found.append(conjunct)
+    return found

@@ -26,7 +26,7 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.parser import parse, parse_one, to_spark_sql
 from arctic_sql.statements import aggregate_pushdown, mv_analysis, table_changes, time_travel
 from arctic_sql.statements.metadata_tables import METADATA_TABLES, metadata_table
-from arctic_sql.statements.pruning import key_lookups, pushable_where, row_filter
+from arctic_sql.statements.pruning import key_conjuncts, key_lookups, pushable_where, row_filter
 from arctic_sql.table.catalog import ViewDefinition
 from arctic_sql.table.format.keyhash import hash_types, lookup_hashes
 from arctic_sql.table.model.identifiers import TableIdentifier
@@ -222,6 +222,11 @@ def _table_dataframe(
     lookups = key_lookups(where, schema, qualifiers, table.primary_key)
     found = looked_up(ctx, table, as_of, lookups)
     if found is not None:
+        if "" in qualifiers:  # the SELECT reads this table alone: its WHERE filters these rows only
+            # The looked-up rows all pass the key conjuncts: Spark need not plan a 1,000-value IN
+            # again (about 0.6 s of analysis and optimizing, against 0.1 s for the rest here).
+            for conjunct in key_conjuncts(where, schema, qualifiers, table.primary_key):
+                conjunct.replace(exp.true())
         return found
     return read_table(
         ctx,

@@ -303,3 +303,84 @@ def test_a_partial_merge_of_a_source_arrow_cannot_hold_collects_its_keys_alone(k
     assert sorted(tuple(r) for r in kv.sql("SELECT k, v FROM db.kv WHERE v LIKE 'i%'").collect()) == [
         (k, f"i{k}") for k in sorted(keys)
     ]
+
+
+def test_a_partial_merge_joins_in_the_driver_and_runs_only_the_sources_job(kv, spark, spark_jobs, tmp_path):
+    """The source collected, the target's rows of its keys looked up, the join is made here in Arrow
+    (statements/merge_join.py): Spark folds the statement into a local relation, so the MERGE's only
+    job is the source's collection (with the join in Spark: a broadcast and a join job besides)."""
+    keys = _same_node_keys(10)
+    path = str(tmp_path / "jbatch.parquet")
+    spark.createDataFrame(
+        [(k, f"j{k}", 2, "D" if k == keys[0] else "U") for k in keys] + [(5001, "new", 0, "U")],
+        "k BIGINT, v STRING, d BIGINT, op STRING",
+    ).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("jbatch")
+    merge = (
+        "MERGE INTO db.kv AS t USING jbatch AS s ON t.k = s.k WHEN MATCHED AND s.op = 'D' THEN DELETE "
+        "WHEN MATCHED AND t.n >= 0 THEN UPDATE SET t.v = s.v, t.n = t.n + s.d "
+        "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, s.d)"
+    )
+    jobs = spark_jobs(lambda: kv.sql(merge))
+    assert len(jobs) == 1, jobs
+    assert sorted(
+        tuple(r) for r in kv.sql("SELECT k, v, n FROM db.kv WHERE v LIKE 'j%' OR k = 5001").collect()
+    ) == [*[(k, f"j{k}", k + 2) for k in sorted(keys[1:])], (5001, "new", 0)]
+    assert kv.sql(f"SELECT count(*) FROM db.kv WHERE k = {keys[0]}").collect()[0][0] == 0
+
+
+@pytest.fixture
+def grouped(arctic, spark):
+    """4,000 keys in 2 base nodes, written in row groups of 64 rows (``write.parquet.row-group-rows``)."""
+    arctic.sql(
+        "CREATE TABLE db.rg (k BIGINT, v STRING, PRIMARY KEY (k)) TBLPROPERTIES ("
+        "'base.file-index.hash-bucket' = '2', 'write.parquet.row-group-rows' = '64')"
+    )
+    spark.range(4000).selectExpr("id AS k", "CAST(id AS STRING) AS v").createOrReplaceTempView("rg_src")
+    arctic.sql("INSERT OVERWRITE db.rg SELECT * FROM rg_src")
+    return arctic
+
+
+def _groups_holding(path: str, keys: list[int]) -> list[int]:
+    """The row groups of the file at ``path`` whose rows hold one of ``keys``, by reading them."""
+    import pyarrow.parquet as pq
+
+    from arctic_sql.table.files import storage
+
+    fs, local = storage.filesystem(path)
+    with fs.open_input_file(local) as f:
+        file = pq.ParquetFile(f)
+        return [
+            g
+            for g in range(file.num_row_groups)
+            if set(file.read_row_group(g, columns=["k"]).column("k").to_pylist()) & set(keys)
+        ]
+
+
+@pytest.mark.parametrize("count", [2, 300])
+def test_a_lookup_of_keys_reads_only_the_row_groups_whose_statistics_hold_them(grouped, count):
+    """Base files are written in row groups of ``write.parquet.row-group-rows``, sorted by key, and a
+    lookup reads only the groups whose key statistics hold one of its keys: for a few keys (an
+    ``IN`` pyarrow prunes by) and for 300, the lowest and highest of one node's keys (a set whose
+    bounds span the file: pyarrow's own pruning keeps every group then)."""
+    from arctic_sql.table.reading import lookup, node_merge
+    from arctic_sql.table.reading.key_groups import KeySet
+
+    table = grouped.table("db.rg")
+    node = _node(0, 2)
+    mine = [k for k in range(4000) if _node(k, 2) == node]
+    keys = mine[: count // 2] + mine[-(count - count // 2) :]
+    plan = lookup.plan_lookup(table, None, [(k,) for k in keys])
+    assert plan is not None and len(plan.base_files) == 1
+    path = plan.base_files[0].path
+    dataset = node_merge.by_name(
+        [plan.base_files[0].data_file], table.schema, key_set=KeySet.of(["k"], [(k,) for k in keys])
+    )
+    assert dataset is not None
+    (fragment,) = dataset.get_fragments()
+    read = [g.id for g in fragment.row_groups]
+    assert fragment.metadata.num_row_groups >= 30  # about 2,000 rows in groups of 64
+    assert read == _groups_holding(path, keys), (read, count)
+    assert sorted(
+        r.k for r in grouped.sql(f"SELECT k FROM db.rg WHERE k IN ({', '.join(map(str, keys))})").collect()
+    ) == sorted(keys)

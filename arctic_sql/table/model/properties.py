@@ -294,6 +294,14 @@ PROPERTIES: tuple[TableProperty, ...] = (
         _positive,
     ),
     _P(
+        "write.parquet.row-group-rows",
+        Kind.INT,
+        131072,
+        "rows per Parquet row group of the files writes and optimizing make (clustered files take "
+        "write.cluster.row-group-rows): a keyed lookup reads only the groups whose key bounds hold its keys",
+        _positive,
+    ),
+    _P(
         "write.schema.auto-merge",
         Kind.BOOLEAN,
         False,

@@ -249,6 +249,14 @@ class TableSettings:
         return self._value("write.cluster.row-group-rows", int)
 
     @property
+    def write_parquet_row_group_rows(self) -> int:
+        """Rows per Parquet row group of the files writes and optimizing make (clustered files take
+        write.cluster.row-group-rows): a keyed lookup reads only the groups whose key bounds hold
+        its keys (``write.parquet.row-group-rows``, default 131072).
+        """
+        return self._value("write.parquet.row-group-rows", int)
+
+    @property
     def write_schema_auto_merge(self) -> bool:
         """Whether DataFrame and stream writes add the new columns they carry and widen types, as
         mergeSchema does (``write.schema.auto-merge``, default False).

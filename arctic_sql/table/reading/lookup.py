@@ -21,6 +21,7 @@ from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS, hash_types, lookup_
 from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.table.model import predicates
 from arctic_sql.table.reading import node_merge
+from arctic_sql.table.reading.key_groups import KeySet
 from arctic_sql.table.reading.merge_on_read import node_groups
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan, plan_read
 
@@ -149,6 +150,7 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
     wanted = pa.table({k: pa.array([v[i] for v in values], target.field(k).type) for i, k in enumerate(keys)})
     # Each key column's values, kept while scanning (a superset of the keys for a composite key).
     kept = node_merge.keys_in(wanted, keys)
+    key_set = KeySet.of(keys, values)  # files are sorted by key: a key's rows lie in one row group
     base, change = node_merge.Store.both(table)
     engine = table.merge_engine
     found = []
@@ -166,6 +168,7 @@ def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa
                 change_filter=plan.change_filter,
                 keys_kept=kept,
                 engine=engine,
+                key_set=key_set,
             )
         except FileNotFoundError as e:
             raise node_merge.missing_file(task, str(table.identifier), plan.version, e) from None

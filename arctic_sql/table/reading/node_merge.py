@@ -48,6 +48,7 @@ from arctic_sql.table.format.statistics import statistics_columns
 from arctic_sql.table.model.merge_engine import MergeEngine
 from arctic_sql.table.reading import engine_fold
 from arctic_sql.table.reading.engine_fold import TAG, key_starts, tagged_rows
+from arctic_sql.table.reading.key_groups import KeySet
 
 __all__ = ["TAG", "key_starts", "tagged_rows"]  # re-exported: node merges and change feeds use them
 
@@ -176,14 +177,16 @@ class Store:
         dictionary: frozenset[str] = frozenset(),
         deletes: Mapping[str, Sequence[DataFile]] | None = None,
         rows_kept: pc.Expression | None = None,
+        key_set: KeySet | None = None,
     ) -> pa.Table:
         """The rows of ``files`` in ``schema``; ``row_groups``: a filter whose row groups may be
         skipped by their statistics (rows that fail it may still come back); ``dictionary``: string
         columns to read dictionary-encoded where the files allow (cheaper to read and group by);
         ``deletes``: per file location, the position-delete files whose rows are left out;
-        ``rows_kept``: only the rows that pass this (a pyarrow filter, applied while scanning)."""
+        ``rows_kept``: only the rows that pass this (a pyarrow filter, applied while scanning);
+        ``key_set``: only the row groups whose key statistics hold one of these keys (see :func:`by_name`)."""
         deletes = {f.file_path: deletes[f.file_path] for f in files if deletes and deletes.get(f.file_path)}
-        dataset = by_name(files, schema, row_groups, dictionary)
+        dataset = by_name(files, schema, row_groups, dictionary, key_set)
         if dataset is None:
             return _kept(self._scan(files, schema, deletes), rows_kept)
         if not deletes:
@@ -206,10 +209,11 @@ class Store:
         row_groups: BooleanExpression = ALWAYS_TRUE,
         dictionary: frozenset[str] = frozenset(),
         rows_kept: pc.Expression | None = None,
+        key_set: KeySet | None = None,
     ) -> tuple[pa.Table, np.ndarray]:
         """The rows of tagged files in ``schema``, and the tag of each row's file (see :meth:`read`)."""
         tags = np.array([value for _, value in files], np.int64)
-        dataset = by_name([f for f, _ in files], schema, row_groups, dictionary)
+        dataset = by_name([f for f, _ in files], schema, row_groups, dictionary, key_set)
         if dataset is not None:
             # fragments in files' order
             rows = dataset.to_table(columns=[*_names(schema), "__fragment_index"], filter=rows_kept)
@@ -336,6 +340,7 @@ def read_node(
     dictionary: frozenset[str] = frozenset(),
     keys_kept: pc.Expression | None = None,
     engine: MergeEngine | None = None,
+    key_set: KeySet | None = None,
 ) -> pa.Table:
     """The merged rows of one node, in ``schema``; ``sort``: by key (see :func:`merge`); ``engine``:
     the table's merge engine (``schema`` must hold its sequence columns).
@@ -346,16 +351,19 @@ def read_node(
     drops all of a key's changes, or none. ``dictionary``: non-key string columns that may come
     back dictionary-encoded (see :meth:`Store.read`). ``keys_kept``: a pyarrow filter on key columns
     only; the rows of the keys that fail it are left out while scanning (the merge rule holds per key,
-    so the other keys' rows merge as they would have).
+    so the other keys' rows merge as they would have). ``key_set``: the keys ``keys_kept`` keeps,
+    whose row groups alone are read (safe for the same reason).
     """
     dictionary = dictionary - set(keys)  # keys are compared and joined on: plain values
     base_rows = (
-        base.read(task.base_files, schema, base_filter, dictionary, task.delete_map, keys_kept)
+        base.read(task.base_files, schema, base_filter, dictionary, task.delete_map, keys_kept, key_set)
         if task.base_files
         else None
     )
     sequence = engine.sequence if engine is not None else ()
-    changes = _read_changes(task, schema, keys, change, change_filter, dictionary, keys_kept, sequence)
+    changes = _read_changes(
+        task, schema, keys, change, change_filter, dictionary, keys_kept, sequence, key_set
+    )
     if base_rows is None:
         base_rows = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
     return merge(base_rows, changes, keys, sort=sort, engine=engine)
@@ -378,6 +386,7 @@ def _read_changes(
     dictionary: frozenset[str] = frozenset(),
     keys_kept: pc.Expression | None = None,
     sequence: Sequence[str] = (),
+    key_set: KeySet | None = None,
 ) -> list[tuple[pa.Table, np.ndarray]]:
     """The task's upsert and delete rows, tagged, in ``schema`` made optional (deletes: keys and the
     ``sequence`` columns only)."""
@@ -385,7 +394,7 @@ def _read_changes(
     upserts = [(f, value) for f, value in task.change_files if not value % 2]
     deletes = [(f, value) for f, value in task.change_files if value % 2]
     return [
-        change.read_tagged(files, part, change_filter, dictionary, keys_kept)
+        change.read_tagged(files, part, change_filter, dictionary, keys_kept, key_set)
         for files, part in ((upserts, changed), (deletes, delete_schema(changed, keys, sequence)))
         if files
     ]
@@ -454,6 +463,7 @@ def by_name(
     schema: Schema,
     row_groups: BooleanExpression = ALWAYS_TRUE,
     dictionary: frozenset[str] = frozenset(),
+    key_set: KeySet | None = None,
 ) -> ds.Dataset | None:
     """A pyarrow dataset over ``files`` when each file holds every column of ``schema`` under its
     current name, field id and type, so that reading by name is reading by field id; else None.
@@ -463,7 +473,8 @@ def by_name(
     renamed, added or promoted columns, files without field ids, nested types.
 
     ``row_groups``: only the row groups whose statistics may satisfy it are read, when it names
-    columns of ``schema`` only (the columns checked here).
+    columns of ``schema`` only (the columns checked here). ``key_set``: instead, only the row groups
+    whose key statistics hold one of these keys (exact for any number of keys).
     """
     if not files:
         return None
@@ -500,6 +511,13 @@ def by_name(
             ) != arrow_type:
                 return None
         checked.append(physical)
+    if key_set is not None:
+        return ds.FileSystemDataset(
+            [fragment.subset(row_group_ids=key_set.row_groups(fragment)) for fragment in fragments],
+            dataset.schema,
+            dataset.format,
+            dataset.filesystem,
+        )
     skip = _arrow_filter(row_groups, schema)
     if skip is None:
         return dataset

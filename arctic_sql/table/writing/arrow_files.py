@@ -65,6 +65,7 @@ class WriteTarget:
     max_rows: int
     key_as_int: tuple[bool, ...] = ()  # keys widened from int to bigint (format/keyhash.py)
     sequence: tuple[str, ...] = ()  # sequence.field: a delete row carries these beside its key
+    row_group_rows: int | None = None  # write.parquet.row-group-rows (None: pyarrow's default)
 
     @classmethod
     def of(cls, table, store: str) -> WriteTarget:  # noqa: ANN001 - ArcticTable (no import cycle)
@@ -87,6 +88,7 @@ class WriteTarget:
             max_rows_per_file(table),
             table.key_as_int,
             tuple(table.merge_engine.sequence) if table.primary_key else (),
+            settings.write_parquet_row_group_rows,
         )
 
     def new_location(self) -> str:
@@ -284,6 +286,7 @@ def write_folder(
                 store_schema=False,
                 metadata_collector=footer,
                 write_statistics=statistics_columns(part.schema),
+                row_group_size=target.row_group_rows,
             )
             size = out.tell()
         hashes = _key_hashes(part, target) if key_hashes else None

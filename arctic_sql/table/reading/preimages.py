@@ -12,9 +12,11 @@ then diffed as a task diffs them. The rows are the same rows; only where they ar
 The bound is ``MAX_CHANGE_ROWS`` change rows (and each lookup's own: the keys of one lookup, the
 bytes it reads in this process). A lookup takes at most ``MAX_LOOKUP_KEYS`` keys, so the keys are
 looked up in chunks, packed by node group so that a chunk reads only its nodes' files. Each chunk
-plans its read again and hashes its keys in Python: about 0.2 s for 1,024 random keys of a
-200,000-row table here, against 1.5-2 s for the Spark form's fixed cost (a job of Python tasks), so
-past about 8 chunks the driver would do serially, and slower, what the tasks do in parallel.
+plans its read again and hashes its keys in Python (about 0.2 s for 1,024 random keys of a
+200,000-row table on a quiet machine). Measured at 200,000 rows: an aggregate view's refresh of
+2,000 changed keys took half its time through the Spark form (benchmarks/materialized_views.py),
+while 8,000 keys took 1.2x the Spark form's read, which reads each node once in parallel tasks
+(benchmarks/change_feed_full.py); so the bound sits between, at 4 chunks.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from arctic_sql.table.model.table import ArcticTable
     from arctic_sql.table.reading.scan import ReadPlan
 
-MAX_CHANGE_ROWS = 8 * MAX_LOOKUP_KEYS
+MAX_CHANGE_ROWS = 4 * MAX_LOOKUP_KEYS
 
 
 @dataclass(frozen=True)

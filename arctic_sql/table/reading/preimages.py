@@ -22,7 +22,7 @@ while 8,000 keys took 1.2x the Spark form's read, which reads each node once in 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from arctic_sql.table.reading.scan import ReadPlan
 
 MAX_CHANGE_ROWS = 4 * MAX_LOOKUP_KEYS
+Key = tuple[Any, ...]  # a key's column values, in the key's order
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def read_local(table: ArcticTable, plan: FullPlan, committed_at_ms: Mapping[int,
 
 
 def rows_by_key(
-    table: ArcticTable, version: int | None, values: Sequence[tuple]
+    table: ArcticTable, version: int | None, values: Sequence[Key]
 ) -> tuple[ReadPlan, pa.Table] | None:
     """The merged rows of ``values`` (at most ``MAX_LOOKUP_KEYS`` key tuples) at ``version`` through
     the keyed lookup, with its plan; None when the lookup refuses them."""
@@ -101,15 +102,15 @@ def rows_by_key(
     return plan, lookup.read_keys(table, plan, values)
 
 
-def key_values(rows: pa.Table, keys: Sequence[str]) -> list[tuple]:
+def key_values(rows: pa.Table, keys: Sequence[str]) -> list[Key]:
     """The distinct key tuples of ``rows``, in their order."""
     return list(dict.fromkeys(zip(*(rows.column(k).to_pylist() for k in keys), strict=True)))
 
 
-def packed(groups: Sequence[Sequence[tuple]]) -> list[list[tuple]]:
+def packed(groups: Sequence[Sequence[Key]]) -> list[list[Key]]:
     """Key tuples, given per node group, in chunks of at most ``MAX_LOOKUP_KEYS``: whole groups
     together while they fit, so that a chunk's lookup reads the files of few nodes."""
-    chunks: list[list[tuple]] = []
+    chunks: list[list[Key]] = []
     for group in groups:
         for i in range(0, len(group), MAX_LOOKUP_KEYS):
             piece = list(group[i : i + MAX_LOOKUP_KEYS])

@@ -4,7 +4,8 @@
 
 One process, one SparkSession, two arctic catalogs (SQL on SQLite) with the same table: one whose
 warehouse is on moto's S3 server on loopback (tests/s3_harness.py: a real S3 API over HTTP,
-counting every request it answers), one on local disk. Then, interleaved, the order alternating
+counting every request it answers; in a process of its own unless ``--moto-in-process``), one on
+local disk. Then, interleaved, the order alternating
 (S3, local, local, S3, ...):
 
 - W0: ``--commits`` upsert commits of ``--batch`` rows (``INSERT INTO bench.t SELECT * FROM batch``:
@@ -13,9 +14,9 @@ counting every request it answers), one on local disk. Then, interleaved, the or
   GROUP BY status`` over the merged table (base and change files, nothing optimized).
 
 Prints the medians, the ratio S3/local and the requests per commit and per read (with where they
-go), and writes ``benchmarks/results/object_store.json``. moto is a Python server in this very
-process: its latency is not a real store's (lower per request than S3 over a network, but it
-shares this process's cores).
+go), and writes ``benchmarks/results/object_store.json``. moto is a Python server on the same two
+cores: its latency is not a real store's (lower per request than S3 over a network, but it shares
+this machine's cores; in this process it would also take the driver's GIL).
 """
 
 from __future__ import annotations
@@ -75,14 +76,19 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--commits", type=int, default=9)
     parser.add_argument("--reads", type=int, default=5)
+    parser.add_argument(
+        "--moto-in-process",
+        action="store_true",
+        help="run the S3 server in this process (as before session 24)",
+    )
     args = parser.parse_args()
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         del os.environ[name]  # the catalog's properties alone reach the store
     work = tempfile.mkdtemp(prefix="object-store-bench-")
     spark = local_session(f"{work}/spark", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4"})
     spark.sparkContext.setLogLevel("ERROR")
-    with s3_server() as server:
-        # Both catalogs carry the same storage properties: a process has one storage configuration.
+    with s3_server(own_process=not args.moto_in_process) as server:
+        # Both catalogs carry the same storage properties: only where their warehouses are differs.
         sessions = {
             "s3": arctic_sql.connect(
                 spark=spark,
@@ -131,6 +137,7 @@ def main() -> None:
 
     print(
         f"\n{args.batch}-row upsert commits (W0) and full-scan aggregate reads (R1), {args.rows} rows loaded; "
+        f"moto {'in this process' if args.moto_in_process else 'in its own process'}; "
         f"load average {os.getloadavg()[0]:.1f}"
     )
     print(

@@ -65,6 +65,51 @@ def restore_storage():
     """The process's storage configuration as it was before the test (a catalog opened sets it)."""
     from arctic_sql.table.files import storage
 
-    before = storage.active()
+    before = storage.routes()
     yield
-    storage.configure(before)
+    storage.restore(before)
+
+
+@pytest.fixture
+def before_change_load(monkeypatch):
+    """``before_change_load(catalog, run)``: make the next load of a change store through ``catalog`` (an
+    ArcticCatalog; a ``load_table`` or a store's ``refresh``) first call ``run(other)``, ``other`` another
+    ArcticCatalog on the same database: what ``run`` commits lands after the base store was loaded
+    and before the change store is, deterministically. Returns ``[True]``, ``[False]`` once it ran."""
+    from pyiceberg.catalog import load_catalog
+
+    from arctic_sql.table.catalog import ArcticCatalog
+    from arctic_sql.table.model.identifiers import CHANGE_SUFFIX
+
+    def arm(catalog, run) -> list[bool]:  # noqa: ANN001
+        other = ArcticCatalog(load_catalog(catalog.iceberg.name, **catalog.iceberg.properties))
+        real, armed = catalog.iceberg.load_table, [True]
+
+        def load_table(identifier):  # noqa: ANN001, ANN202
+            if armed[0] and tuple(identifier)[-1].endswith(CHANGE_SUFFIX):
+                armed[0] = False
+                run(other)
+            return real(identifier)
+
+        monkeypatch.setattr(catalog.iceberg, "load_table", load_table)
+        return armed
+
+    return arm
+
+
+@pytest.fixture
+def fast_forward_on_load(before_change_load):
+    """``fast_forward_on_load(catalog, branch, to)``: a whole ``fast_forward`` of db.t's ``branch`` to
+    ``to`` run before the next change-store load through ``catalog`` (see ``before_change_load``)."""
+    from arctic_sql.table.model.identifiers import TableIdentifier
+    from arctic_sql.table.writing import branch_writes
+
+    def arm(catalog, branch: str, to: str) -> list[bool]:  # noqa: ANN001
+        return before_change_load(
+            catalog,
+            lambda other: branch_writes.fast_forward(
+                other.load_table(TableIdentifier("db", "t")), branch, to
+            ),
+        )
+
+    return arm

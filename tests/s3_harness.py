@@ -1,6 +1,11 @@
 """An S3 API server on loopback that counts the requests it answers: moto's server mode (a real S3
-API over HTTP, in this process) behind a WSGI middleware that records each request's method, path
-and query. The object-store tests and ``benchmarks/object_store.py`` share it.
+API over HTTP) behind a WSGI middleware that records each request's method, path and query. The
+object-store tests and ``benchmarks/object_store.py`` share it.
+
+The server runs in this process, or with ``own_process=True`` in a process of its own (this file run
+as a script): its own moto state (a second store whose buckets the first does not have), and its
+requests answered on other cores than the client's, as a real store's are; its log is then read over
+HTTP (``/__requests__``).
 
 >>> with s3_server() as server:
 ...     with server.log.measure() as requests:
@@ -10,10 +15,15 @@ and query. The object-store tests and ``benchmarks/object_store.py`` share it.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import socket
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,6 +97,38 @@ class RequestLog:
             with self._lock:
                 measured.requests.extend(self._requests[start:])
 
+    def since(self, start: int) -> list[Request]:
+        with self._lock:
+            return self._requests[start:]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+
+class RemoteRequestLog:
+    """The :class:`RequestLog` of a server in another process, read over HTTP."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+
+    def _since(self, start: int) -> list[Request]:
+        with urllib.request.urlopen(f"{self.endpoint}{LOG_PATH}?from={start}") as answer:
+            return [Request(*r) for r in json.loads(answer.read())]
+
+    @contextmanager
+    def measure(self) -> Iterator[Requests]:
+        start = len(self._since(0))
+        measured = Requests()
+        try:
+            yield measured
+        finally:
+            measured.requests.extend(self._since(start))
+
+
+# The log's own path on the server: answered by the middleware, never recorded, never moto's.
+LOG_PATH = "/__requests__"
+
 
 class _Counting:
     """WSGI middleware: record the request, then let moto answer it."""
@@ -95,9 +137,15 @@ class _Counting:
         self.app, self.log = app, log
 
     def __call__(self, environ, start_response):  # noqa: ANN001, ANN204
-        self.log.record(
-            Request(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
-        )
+        path = environ.get("PATH_INFO", "")
+        if path == LOG_PATH:
+            start = int(environ.get("QUERY_STRING", "from=0").partition("=")[2] or 0)
+            body = json.dumps([[r.method, r.path, r.query] for r in self.log.since(start)]).encode()
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
+        self.log.record(Request(environ["REQUEST_METHOD"], path, environ.get("QUERY_STRING", "")))
         return self.app(environ, start_response)
 
 
@@ -110,12 +158,17 @@ def free_port() -> int:
 class CountingS3Server:
     """moto's threaded S3 server on a free loopback port, counting requests in :attr:`log`."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int | None = None) -> None:
         self.log = RequestLog()
-        self.port = free_port()
+        self.port = port or free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._server = None
         self._thread: threading.Thread | None = None
+
+    def serve_forever(self) -> None:
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
 
     def start(self) -> CountingS3Server:
         # What moto's ThreadedMotoServer does, with the app wrapped; the server is made here (an
@@ -150,15 +203,59 @@ class CountingS3Server:
 
     def client(self):  # noqa: ANN201
         """A boto3 S3 client of the server (to create buckets and list what the tests wrote)."""
-        import boto3
+        return _client(self.endpoint)
 
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id=KEY_ID,
-            aws_secret_access_key=SECRET,
+
+class S3ServerProcess:
+    """:class:`CountingS3Server` in a process of its own (this file run as a script), with its own
+    moto state; stopped with the process."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log = RemoteRequestLog(self.endpoint)
+        self._process: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 120.0) -> S3ServerProcess:
+        self._process = subprocess.Popen(
+            [sys.executable, __file__, "--port", str(self.port)], stdout=subprocess.DEVNULL
         )
+        deadline = time.monotonic() + timeout_s  # moto's import is seconds on a busy machine
+        while True:
+            try:
+                self.log._since(0)
+                return self
+            except OSError:
+                if self._process.poll() is not None:
+                    raise RuntimeError(
+                        f"the S3 server process exited with {self._process.returncode}"
+                    ) from None
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(
+                        f"the S3 server process did not answer on {self.endpoint} in {timeout_s:.0f} s"
+                    ) from None
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=60)
+
+    def client(self):  # noqa: ANN201
+        return _client(self.endpoint)
+
+
+def _client(endpoint: str):  # noqa: ANN202
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=KEY_ID,
+        aws_secret_access_key=SECRET,
+    )
 
 
 def storage_properties(endpoint: str) -> dict[str, str]:
@@ -189,9 +286,12 @@ def objects(client, prefix: str, bucket: str = BUCKET) -> list[str]:  # noqa: AN
 
 
 @contextmanager
-def s3_server(bucket: str = BUCKET) -> Iterator[CountingS3Server]:
-    """A started server with ``bucket`` created; stopped when the block ends."""
-    server = CountingS3Server().start()
+def s3_server(
+    bucket: str = BUCKET, *, own_process: bool = False
+) -> Iterator[CountingS3Server | S3ServerProcess]:
+    """A started server with ``bucket`` created; stopped when the block ends. ``own_process``: in a
+    process of its own (see the module's doc)."""
+    server = S3ServerProcess().start() if own_process else CountingS3Server().start()
     try:
         client = server.client()
         leaked = [b["Name"] for b in client.list_buckets().get("Buckets", [])]
@@ -207,3 +307,11 @@ def moto_s3(bucket: str = BUCKET) -> Iterator[tuple[str, object]]:
     """:func:`s3_server` as its endpoint and a boto3 client, for tests that do not count requests."""
     with s3_server(bucket) as server:
         yield server.endpoint, server.client()
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A counting S3 API server (moto) on a loopback port.")
+    parser.add_argument("--port", type=int, required=True)
+    CountingS3Server(parser.parse_args().port).serve_forever()

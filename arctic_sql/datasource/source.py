@@ -191,7 +191,8 @@ def install(spark: SparkSession, catalog: Catalog) -> None:
 
     worker_zips.warn_if_uncompiled()
     spec = CatalogSpec.of(catalog)
-    storage.configure(spec.storage())  # this process's file I/O, for a session made elsewhere (register)
+    # This process's file I/O, for a session made elsewhere (register); other catalogs' stores keep theirs.
+    storage.configure(spec.storage(), locations=[spec.properties.get("warehouse") or ""])
     source = type("ArcticDataSource", (ArcticDataSource,), {"spec": spec})
     spark.dataSource.register(source)
     _installed[spark] = spec

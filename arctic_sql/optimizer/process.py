@@ -31,6 +31,7 @@ from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.maintenance import hive_sync
 from arctic_sql.table.model.results import output_schema
+from arctic_sql.table.reading import pairs
 from arctic_sql.table.reading.scan import live_files
 from arctic_sql.table.records import optimizing_processes as state
 from arctic_sql.table.writing import commit
@@ -82,9 +83,7 @@ class Snapshot:
 def gather(table: ArcticTable, partitions: BooleanExpression | None = None) -> Snapshot:
     """Read the current metadata of both stores (no data file is opened); ``partitions``: a filter on
     partition columns selecting the partitions to consider (None: all)."""
-    table.base.refresh()
-    if table.change is not None:
-        table.change.refresh()
+    pairs.reload(table)
     base_snap = table.base.current_snapshot()
     change_snap = table.change.current_snapshot() if table.change is not None else None
     marks = versions.watermarks_of(base_snap)

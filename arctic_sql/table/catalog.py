@@ -52,7 +52,7 @@ from arctic_sql.table.model.identifiers import (
 )
 from arctic_sql.table.model.merge_engine import MergeEngine
 from arctic_sql.table.model.table import STORE_DEFAULTS, ArcticTable
-from arctic_sql.table.reading import branches
+from arctic_sql.table.reading import branches, pairs
 from arctic_sql.table.reading.tags import PREFIX as TAG_PREFIX
 from arctic_sql.table.reading.time_travel import checked_version
 from arctic_sql.table.records import clones, fast_forwards, leases
@@ -98,8 +98,10 @@ class ArcticCatalog:
 
     def __init__(self, catalog: Catalog) -> None:
         self.iceberg = catalog
-        # Table files go through the file systems the catalog's storage properties describe.
-        storage.configure(storage.StorageConfig.of(catalog.properties))
+        # Table files go through the file systems the catalog's storage properties describe: for
+        # the store of its warehouse, of each table it loads, and of any store no catalog named.
+        self.storage = storage.StorageConfig.of(catalog.properties)
+        storage.configure(self.storage, locations=[catalog.properties.get("warehouse") or ""])
 
     # databases -------------------------------------------------------------------------------
     def create_database(self, name: str, if_not_exists: bool = False) -> None:
@@ -191,8 +193,9 @@ class ArcticCatalog:
         return not _hidden(identifier.name) and self.iceberg.table_exists(identifier.base_id)
 
     def load_table(self, identifier: TableIdentifier) -> ArcticTable:
-        """The table's stores. A change store an interrupted ALTER left behind is brought into line
-        with the base store's schema first (store_sync)."""
+        """The table's stores, a pair the table had (reading/pairs.py: the base store, the change
+        store, the base store again). A change store an interrupted ALTER left behind is brought into
+        line with the base store's schema first (store_sync)."""
         if _hidden(identifier.name):
             raise NoSuchTableError(f"Table or view not found: {identifier}")
         base = self._load(identifier.base_id)
@@ -206,11 +209,15 @@ class ArcticCatalog:
                     f"Table {identifier} is incomplete: its change store {identifier}{CHANGE_SUFFIX} is missing; "
                     f"DROP TABLE {identifier} removes what is left"
                 )
-            store_sync.align(str(identifier.on_branch(None)), base.schema(), change)
-        table = ArcticTable(identifier.on_branch(None), base, change)
+        name = str(identifier.on_branch(None))
+        table = pairs.confirm(
+            ArcticTable(identifier.on_branch(None), base, change),
+            lambda b, c: store_sync.align(name, b.schema(), c),
+        )
+        storage.serve(self.storage, table.base.location())  # a table may lie outside the warehouse's store
         if identifier.branch is not None:
-            table = branches.on_branch(table, identifier.branch)
-        return branches.as_read(table)
+            table = branches.on_branch(table, identifier.branch)  # pinned as main is (pairs.as_read)
+        return table
 
     def _load(self, ident: tuple[str, str]) -> Table | None:
         try:
@@ -319,9 +326,7 @@ class ArcticCatalog:
         with leases.writing(source, clones.CLONING):
             tag_writes.wait_for_expiration(source, f"Clone {identifier} of {source.identifier}")
             try:
-                source.base.refresh()
-                if source.change is not None:
-                    source.change.refresh()
+                pairs.reload(source)
             except IcebergNoSuchTable:
                 raise NoSuchTableError(f"Cannot clone {source.identifier}: no such table") from None
             history = versions.history(source.base, source.change)
@@ -426,6 +431,7 @@ class ArcticCatalog:
         """
         if location is not None:
             root = location.rstrip("/")
+            storage.serve(self.storage, root)
             if not _purge.is_empty(root):
                 raise InvalidArgumentError(
                     f"Cannot create table {identifier} at '{location}': the location is not empty"

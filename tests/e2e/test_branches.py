@@ -533,3 +533,29 @@ def test_a_branch_streams_its_changes_into_another_tables_branch(branched, tmp_p
     assert _rows(branched, "SELECT * FROM db.copy.branch_audit") == [(2, "b"), (3, "c"), (4, "d")]
     assert _rows(branched, "SELECT * FROM db.copy") == []
     assert _rows(branched, "SELECT * FROM db.t") == [*MAIN, (9, "z")]
+
+
+def test_a_read_that_a_whole_fast_forward_lands_inside_reads_main_before_or_after_it(
+    branched, fast_forward_on_load
+):
+    """A fast-forward run between a read's load of the base store and of the change store (by the
+    catalog's own load, at that moment): the SELECT reads main after it, never main's old base with
+    audit's change line (main's rows with audit's last change, which no version had)."""
+    branched.sql("INSERT OVERWRITE db.t.branch_audit VALUES (8, 'h')")
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (9, 'i')")
+    armed = fast_forward_on_load(branched.catalog, "main", "audit")
+    assert _rows(branched, "SELECT * FROM db.t") == [(8, "h"), (9, "i")]
+    assert not armed[0]  # the fast-forward ran inside the read
+
+
+def test_time_travel_that_a_whole_fast_forward_lands_inside_reads_a_version_main_has(
+    branched, fast_forward_on_load
+):
+    """As above for ``VERSION AS OF`` audit's newest version, which only the published pair holds."""
+    branched.sql("INSERT OVERWRITE db.t.branch_audit VALUES (8, 'h')")
+    branched.sql("INSERT INTO db.t.branch_audit VALUES (9, 'i')")
+    version = _history(branched, "db.t.branch_audit")[-1]
+    armed = fast_forward_on_load(branched.catalog, "main", "audit")
+    assert _rows(branched, f"SELECT * FROM db.t VERSION AS OF {version}") == [(8, "h"), (9, "i")]
+    assert not armed[0]
+    assert _rows(branched, "SELECT * FROM db.t VERSION AS OF 2") == MAIN

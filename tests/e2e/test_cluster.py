@@ -11,13 +11,15 @@ variable: the store is reached through the catalog's properties alone, shipped i
 This process, a third client of the catalog, then checks that the table holds both drivers' commits,
 expires snapshots, removes an orphan from the bucket, and drops the table with PURGE; nothing of the
 table was ever written to a local disk. The work ran on the cluster: each driver's one executor ran on
-a worker of its own and logged finished tasks there.
+a worker of its own and logged finished tasks there. On the same topology, the streaming sink: a driver
+on the cluster SIGKILLed mid-stream and a second one on its checkpoint commit every batch once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -29,14 +31,17 @@ from pathlib import Path
 import pg_harness
 import pytest
 from cluster_harness import StandaloneCluster, executor_logs, finish_driver, start_driver
+from host_load import scaled
 from s3_harness import SECRET, moto_s3, objects, storage_properties
 
 import arctic_sql
+from arctic_sql.table.format import versions
 from arctic_sql.table.records import optimizing_processes as state
 
 pytestmark = pytest.mark.spark
 
 WORKLOAD = Path(__file__).with_name("cluster_workload.py")
+STREAM_DRIVER = Path(__file__).with_name("stream_sink_driver.py")
 FINISHED_TASK = re.compile(r"Finished task \S+ in stage")
 BUCKET, WAREHOUSE = "lake", "s3://lake/wh"
 # name: its partitions, its seed, its length. One executor each: the cluster's two cores, one a worker.
@@ -240,6 +245,78 @@ def test_two_drivers_and_the_optimizer_share_a_table_on_s3_with_a_postgresql_cat
     assert sorted(len(workers) for workers in ran.values()) == [1, 1], ran
     assert set.union(*ran.values()) == {w.name for w in cluster.worker_dirs}, ran
     print(f"deployment run: {time.monotonic() - started:.1f} s")
+
+
+def _change_files(batches: list[list[tuple]], folder: Path) -> dict[int, tuple]:
+    """One JSON-lines file of changes (id, v, seq, kind) per batch, in batch order (modification
+    times: the file source's order); returns the rows the table must end with."""
+    folder.mkdir()
+    model: dict[int, tuple] = {}
+    for number, rows in enumerate(batches):
+        path = folder / f"b{number:04d}.json"
+        path.write_text("\n".join(json.dumps(dict(zip(("id", "v", "seq", "_change_type"), r))) for r in rows))
+        os.utime(path, (1_700_000_000 + number, 1_700_000_000 + number))
+        for key, v, seq, kind in rows:  # one change per key per batch
+            if kind == "delete":
+                model.pop(key, None)
+            else:
+                model[key] = (v, seq)
+    return model
+
+
+def test_a_stream_into_a_table_on_s3_survives_its_killed_driver_each_batch_once(
+    cluster, catalog, s3, spark, tmp_path, restore_storage
+):
+    """The exactly-once sink, deployed: a driver on the cluster streams change files into a table on
+    S3 behind the PostgreSQL catalog, is SIGKILLed mid-stream, and a new driver on the same
+    checkpoint finishes: every batch committed once, the table equal to the changes applied in order,
+    nothing of the table on a local disk."""
+    properties, catalog_file = catalog
+    _, client = s3
+    rng = random.Random(27)
+    batches = []
+    for b in range(8):
+        ids = rng.sample(range(30), 10)
+        batches.append([(i, f"v{b}-{i}", b, "delete" if n % 4 == 3 else "upsert") for n, i in enumerate(ids)])
+    model = _change_files(batches, tmp_path / "in")
+    checkpoint = tmp_path / "checkpoint"  # Spark's own files: on the driver's disk (s3a:// needs hadoop-aws)
+    this = arctic_sql.connect(warehouse=WAREHOUSE, spark=spark, catalog_properties=properties)
+    this.sql("CREATE DATABASE IF NOT EXISTS db")
+    this.sql("CREATE TABLE db.s (id BIGINT, v STRING, seq BIGINT, PRIMARY KEY (id))")
+
+    def driver(name: str, *extra: str) -> subprocess.Popen:
+        (tmp_path / name).mkdir()
+        command = [sys.executable, str(STREAM_DRIVER), WAREHOUSE, str(tmp_path / "in"), str(checkpoint)]
+        command += ["--catalog", str(catalog_file), "--master", cluster.master_url, "--table", "db.s", *extra]
+        return start_driver(command, tmp_path / name / "log", env=DRIVER_ENV, cwd=tmp_path / name)
+
+    def committed() -> list[int]:
+        store = this.table("db.s").change
+        summaries = [versions.summary_of(s) for s in versions.snapshots_in_order(store)]
+        return [int(s[versions.STREAM_BATCH_ID]) for s in summaries if versions.STREAM_BATCH_ID in s]
+
+    killed = driver("killed", "--forever")
+    try:
+        deadline = time.monotonic() + scaled(300)
+        while len(committed()) < 3 and killed.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)  # polling for the third commit, not timing anything
+        assert killed.poll() is None, Path(f"{tmp_path}/killed/log.err").read_text()[-3000:]
+        assert len(committed()) >= 3, "the stream committed fewer than 3 batches in time"
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait(timeout=60)
+    result = finish_driver(driver("finished"), tmp_path / "finished" / "log", timeout_s=scaled(400))
+    assert result.returncode == 0 and "DONE" in result.stdout, result.stderr[-3000:]
+    assert SECRET not in result.stdout + result.stderr
+
+    logged = sorted(int(n.name) for n in (checkpoint / "commits").iterdir() if n.name.isdigit())
+    assert committed() == logged == list(range(len(logged)))  # each batch once, in order
+    assert {r[0]: (r[1], r[2]) for r in this.sql("SELECT id, v, seq FROM db.s").collect()} == model
+    stored = objects(client, "wh/db/s/", BUCKET)
+    assert any(k.endswith(".parquet") for k in stored)
+    assert _local_table_files(tmp_path, cluster.root) == []
+    this.sql("DROP TABLE db.s PURGE")
+    assert objects(client, "wh/db/s/", BUCKET) == []
 
 
 def _sorted(session, sql: str) -> list[tuple]:

@@ -7,6 +7,7 @@ and the Spark tasks (other processes) get the settings in their plans.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -153,6 +154,44 @@ def test_a_table_without_a_key_is_written_and_read_in_the_bucket(in_bucket):
     assert any(k.endswith(".parquet") for k in listed("p"))
 
 
+def test_a_stream_writes_the_bucket_exactly_once_per_batch(in_bucket, tmp_path):
+    """The sink's commit runs in another process than its tasks, with a writer made again there:
+    it checks the files the tasks wrote where they wrote them (it listed another write's folder,
+    found nothing, and failed every batch on an object store). With a sequence column, whose
+    sidecars are written and removed in the bucket too."""
+    session, listed = in_bucket
+    spark = session.spark
+    session.sql("CREATE TABLE db.s (id BIGINT, v STRING, seq BIGINT, PRIMARY KEY (id))")
+    source = (
+        tmp_path.parent / f"{tmp_path.name}-changes"
+    )  # the fixture checks tmp_path holds only the catalog
+    source.mkdir()
+    for n in range(3):
+        batch = [
+            {"id": i, "v": f"v{n}", "seq": n, "op": "delete" if (i + n) % 5 == 0 else "upsert"}
+            for i in range(8)
+        ]
+        (source / f"b{n}.json").write_text("\n".join(json.dumps(r) for r in batch))
+        os.utime(source / f"b{n}.json", (1_700_000_000 + n, 1_700_000_000 + n))
+    changes = (
+        spark.readStream.schema("id BIGINT, v STRING, seq BIGINT, op STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source))
+        .withColumnRenamed("op", "_change_type")
+    )
+    query = (
+        changes.writeStream.format("arctic")
+        .option("checkpointLocation", str(source / "_checkpoint"))
+        .option("sequenceColumn", "seq")
+        .trigger(availableNow=True)
+        .start("db.s")
+    )
+    query.awaitTermination()
+    assert rows(session.sql("SELECT id, v FROM db.s")) == [(i, "v2") for i in range(8) if (i + 2) % 5 != 0]
+    assert [r["version"] for r in session.sql("SELECT version FROM db.s.history").collect()] == [1, 2, 3]
+    assert any(k.endswith(".parquet") and "/change/" in k for k in listed("s"))
+
+
 def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writes_the_bucket(in_bucket):
     """With every in-memory limit at one byte, reads, VERSION BETWEEN and optimizing take the
     Spark plans that spill; their files still go through the catalog's file I/O (this Spark has no
@@ -197,6 +236,46 @@ def test_what_is_too_large_to_merge_in_memory_spills_in_spark_and_reads_and_writ
     session.sql("CALL system.optimize(table => 'db.p', mode => 'full')")
     assert rows(session.sql("SELECT id, v FROM db.p")) == [(1, "x"), (2, "y"), (3, "z")]
     assert len(session.sql("SELECT * FROM db.p.files").collect()) == 1
+
+
+def test_two_catalogs_on_two_stores_work_side_by_side_in_one_driver(spark, tmp_path, s3, no_aws_environment):
+    """Two catalogs whose warehouses are on two S3 servers (another endpoint, its own buckets: the
+    second in a process of its own), opened in one driver: each table's files, written and read by
+    the driver and by Spark tasks, reach the table's own store, whichever catalog was opened last."""
+    endpoint, client = s3
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with s3_server("other", own_process=True) as other:
+        first = arctic_sql.connect(
+            spark=spark, catalog_properties=catalog_properties(tmp_path / "a", endpoint, "s3://lake/two")
+        )
+        second = arctic_sql.connect(
+            spark=spark,
+            catalog_properties=catalog_properties(tmp_path / "b", other.endpoint, "s3://other/wh"),
+        )
+        for session in (first, second):
+            session.sql("CREATE DATABASE db")
+            session.sql("CREATE TABLE db.t (id BIGINT, v STRING, PRIMARY KEY (id))")
+        first.sql("INSERT INTO db.t VALUES (1, 'a'), (2, 'b')")  # the second catalog was opened last
+        second.sql("INSERT INTO db.t VALUES (7, 'x')")
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # change rows written by tasks
+        try:
+            first.sql("INSERT INTO db.t VALUES (2, 'B'), (3, 'c')")
+        finally:
+            spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        first.sql("CALL system.optimize(table => 'db.t', mode => 'full')")  # base files written in tasks
+        first.sql("INSERT INTO db.t VALUES (4, 'd')")
+        second.sql("UPDATE db.t SET v = 'X' WHERE id = 7")
+        assert rows(first.sql("SELECT id, v FROM db.t")) == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+        assert rows(first.sql("SELECT id, v FROM db.t VERSION AS OF 1")) == [(1, "a"), (2, "b")]
+        assert rows(second.sql("SELECT id, v FROM db.t")) == [(7, "X")]
+        assert any(k.endswith(".parquet") for k in objects(client, "two/db/t/base/"))
+        assert any(k.endswith(".parquet") for k in objects(other.client(), "wh/db/t/", bucket="other"))
+        assert not [b["Name"] for b in client.list_buckets()["Buckets"] if b["Name"] == "other"]
+        second.sql("DROP TABLE db.t PURGE")
+        assert objects(other.client(), "wh/db/t/", bucket="other") == []
+        first.sql("DROP TABLE db.t PURGE")
+    assert objects(client, "two/db/t/") == []
 
 
 def test_a_record_is_one_whole_object_put_with_no_folder_markers(s3, no_aws_environment, restore_storage):

@@ -5,19 +5,26 @@ built from the catalog's storage properties (pyiceberg's names: ``s3.endpoint``,
 ``s3.access-key-id``, ``gcs.project-id``, ``adls.account-name``, ``hdfs.host`` ...) by pyiceberg's
 own ``PyArrowFileIO``, so arctic's files and pyiceberg's metadata reach the same store the same way.
 
-The configuration is per process: :func:`configure` sets it where a catalog is opened (the driver,
-the service, a data source's planning worker), and every function that runs in a Spark task carries
-it in its closure or plan and applies it first (:func:`shipped`), since an executor is another
-process that never opened the catalog. Environment variables are never needed.
+The configuration is per process and per store: :func:`configure` sets it where a catalog is opened
+(the driver, the service, a data source's planning worker) for the stores its warehouse and its
+tables are on (a scheme and a bucket: ``s3://lake``), so two catalogs on two stores (another endpoint,
+other credentials) work side by side in one driver; a store no catalog named gets the configuration
+set last. Every function that runs in a Spark task carries the process's routes in its closure or
+plan and applies them first (:func:`shipped`), since an executor is another process that never opened
+the catalog. Environment variables are never needed.
 
 >>> configure(StorageConfig.of({"s3.endpoint": "http://127.0.0.1:9000", "s3.secret-access-key": "x"}))
 >>> active()
 StorageConfig(s3.endpoint='http://127.0.0.1:9000', s3.region='us-east-1', s3.secret-access-key=<hidden>)
+>>> configure(StorageConfig.of({"s3.endpoint": "http://127.0.0.1:9100"}), locations=["s3://other/wh"])
+>>> config_of("s3a://other/wh/db/t/data/x.parquet").get("s3.endpoint")
+'http://127.0.0.1:9100'
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -107,28 +114,94 @@ def file_io(config: StorageConfig) -> Any:
     return ArcticFileIO(dict(config.properties))
 
 
-_active = StorageConfig()
+# The names of one store's schemes: s3a://b/x and s3://b/x are the same object.
+_FAMILIES = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs", "wasb": "abfs", "wasbs": "abfs"}
 
 
-def configure(config: StorageConfig) -> None:
-    """Make ``config`` this process's storage configuration (where a catalog is opened, and first
-    thing in every task)."""
-    global _active
-    _active = config
+def store_of(location: str) -> tuple[str, str] | None:
+    """The store a remote ``location`` is on, ``("s3", "lake")`` for ``s3a://lake/wh``: its scheme's
+    family and its bucket (container, name node); None for a local path."""
+    if not is_remote(location):
+        return None
+    parsed = urlparse(location)
+    scheme = parsed.scheme.lower()
+    return _FAMILIES.get(scheme, scheme), parsed.netloc
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Which configuration reaches which store: ``stores`` by :func:`store_of`, ``default`` for the
+    rest. Picklable and small (tasks carry it)."""
+
+    default: StorageConfig = StorageConfig()
+    stores: tuple[tuple[tuple[str, str], StorageConfig], ...] = ()
+
+    def config(self, location: str) -> StorageConfig:
+        store = store_of(location)
+        for key, config in self.stores:
+            if key == store:
+                return config
+        return self.default
+
+    def serving(self, config: StorageConfig, locations: Iterable[str]) -> Routes:
+        """These routes with the stores of ``locations`` reached through ``config``."""
+        stores = dict(self.stores)
+        for location in locations:
+            store = store_of(location)
+            if store is not None:
+                stores[store] = config
+        return Routes(self.default, tuple(stores.items()))
+
+
+_routes = Routes()
+
+
+def configure(config: StorageConfig, *, locations: Iterable[str] = ()) -> None:
+    """Make ``config`` this process's storage configuration: of the stores of ``locations`` (a catalog's
+    warehouse) and of every store no catalog named; without ``locations``, of every store (the
+    process serves one configuration, as a task of a catalog's does)."""
+    global _routes
+    locations = list(locations)
+    base = _routes if locations else Routes()
+    _routes = Routes(config, base.stores).serving(config, locations)
+
+
+def serve(config: StorageConfig, location: str) -> None:
+    """Reach the store of ``location`` (a table's, which may lie outside its catalog's warehouse)
+    through ``config``, leaving the default as it is."""
+    global _routes
+    if store_of(location) is not None and _routes.config(location) != config:
+        _routes = _routes.serving(config, [location])
 
 
 def active() -> StorageConfig:
-    return _active
+    """The configuration of the stores no catalog named (the one set last)."""
+    return _routes.default
+
+
+def config_of(location: str) -> StorageConfig:
+    """The configuration that reaches ``location``'s store."""
+    return _routes.config(location)
+
+
+def routes() -> Routes:
+    return _routes
+
+
+def restore(saved: Routes) -> None:
+    """Put back routes saved with :func:`routes` (a test's fixture, a task's first step)."""
+    global _routes
+    _routes = saved
 
 
 def shipped(function: F) -> F:
-    """``function`` carrying this process's storage configuration, which it applies before it runs:
-    for functions Spark pickles into tasks (``mapInArrow``, ``flatMap``)."""
-    config = _active
+    """``function`` carrying this process's storage routes, which it applies before it runs: for
+    functions Spark pickles into tasks (``mapInArrow``, ``flatMap``)."""
+    saved = _routes
 
     @functools.wraps(function)
     def in_task(*args: Any, **kwargs: Any) -> Any:
-        configure(config)
+        restore(saved)
         return function(*args, **kwargs)
 
     return in_task  # type: ignore[return-value]
@@ -154,7 +227,7 @@ def filesystem(location: str, config: StorageConfig | None = None) -> tuple[pafs
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     scheme, netloc, path = PyArrowFileIO.parse_location(location)
-    return (config or _active).filesystem(scheme.lower(), netloc), path
+    return (config or _routes.config(location)).filesystem(scheme.lower(), netloc), path
 
 
 def is_object_store(location: str) -> bool:
@@ -178,15 +251,28 @@ def check_reachable(location: str, config: StorageConfig | None = None) -> None:
     ``s3.request-timeout`` bound each)."""
     if not is_remote(location):
         return
-    config = config or _active
+    config = config or _routes.config(location)
     fs, path = filesystem(location, config)
     try:
         fs.get_file_info(path)
     except OSError as e:
-        where = config.get("s3.endpoint") if scheme_of(location) in ("s3", "s3a", "s3n", "oss") else None
-        host = urlparse(where).netloc or where if where else urlparse(location).netloc
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ExecutionError(f"Cannot reach the warehouse {location} at {host}: {detail}") from None
+        raise ExecutionError(
+            f"Cannot reach the warehouse {location} at {unreachable(location, config)}: {detail}"
+        ) from None
+
+
+def unreachable(location: str, config: StorageConfig) -> str:
+    """Where ``location``'s store was asked, for an error saying it did not answer: the endpoint's
+    host, or, for S3 without ``s3.endpoint``, AWS itself and the property that would change that
+    (the usual slip with MinIO, Ceph or another S3-compatible store)."""
+    store = store_of(location)
+    if store is None or store[0] not in ("s3", "oss"):
+        return urlparse(location).netloc
+    endpoint = config.get("s3.endpoint")
+    if endpoint:
+        return urlparse(endpoint).netloc or endpoint
+    return f"AWS S3 (bucket {urlparse(location).netloc}; s3.endpoint is not set, so AWS itself was asked)"
 
 
 def prefix(location: str, path: str) -> str:
@@ -199,10 +285,15 @@ def file_infos(locations: list[str], under: str | None = None) -> list[pafs.File
     """What the filesystem says of each of ``locations`` (files of one store: one filesystem and
     scheme), in one batched call (on S3 a client per call would cost more than the calls).
     ``under``: a folder holding them all and little else (a write's own folder); on an object store
-    one listing of it (a request per 1,000 objects) then replaces a HEAD request per file."""
+    one listing of it (a request per 1,000 objects) then replaces a HEAD request per file. When a
+    location is not under it, each is asked for instead (a listing would not see it)."""
     if not locations:
         return []
-    if under is not None and is_object_store(under):
+    if (
+        under is not None
+        and is_object_store(under)
+        and all(location.startswith(under.rstrip("/") + "/") for location in locations)
+    ):
         fs, folder_path = filesystem(under)
         head = prefix(under, folder_path)
         listed = fs.get_file_info(pafs.FileSelector(folder_path, recursive=True, allow_not_found=True))
@@ -250,13 +341,28 @@ def json_records(folder: str) -> list[dict]:
     return found
 
 
+# A record's temporary file on a local file system (``replace_file``): ``<name>.<6 hex>.tmp``, beside
+# it. One a writer left when it died is removed by orphan removal once old enough.
+TEMPORARY = re.compile(r"\.[0-9a-f]{6}\.tmp$")
+
+
 def replace_file(location: str, data: bytes) -> None:
-    """Write ``data`` to ``location`` so a reader sees the old or the new content, never half of it
-    (a small record rewritten while others read it). An object store's whole-object PUT is that
-    already (an object appears when its upload completes), with no directory marker to make; a file
-    system gets a temporary file renamed over the old one (a copy and a delete on an object store)."""
+    """Write ``data`` to ``location`` so that the record is never missing while others read it (a
+    small record rewritten: a lease, a process record), and never half written where the store
+    allows it.
+
+    - An object store: one whole-object PUT (the object changes when its upload completes), with no
+      rename (a copy and a delete there) and no folder marker.
+    - HDFS: written in place. The name node replaces the file and creates the new one in one step,
+      so the path is never missing; until the writer closes it a reader sees it empty, which
+      :func:`json_records` refuses rather than reading as no record. (A rename over it would be a
+      delete, then the rename: pyarrow's ``move`` on HDFS.)
+    - A local or network file system: a temporary file renamed over the old one (atomic in POSIX).
+    """
     fs, path = filesystem(location)
-    if is_object_store(location):
+    if is_object_store(location) or scheme_of(location) in ("hdfs", "viewfs"):
+        if not is_object_store(location):
+            fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
         with fs.open_output_stream(path) as out:
             out.write(data)
         return

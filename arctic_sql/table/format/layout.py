@@ -34,6 +34,15 @@ def new_write_location(store_location: str) -> str:
     return f"{store_location.rstrip('/')}/data/{uuid.uuid4().hex}"
 
 
+def write_folder(path: str) -> str:
+    """The folder of the write that made the data file at ``path`` (``{store}/data/{write id}``, see
+    :func:`new_write_location`); the file's own folder for a path outside that layout."""
+    head, data, rest = path.rpartition("/data/")
+    if not data or "/" not in rest:
+        return path.rsplit("/", 1)[0]
+    return f"{head}/data/{rest.split('/', 1)[0]}"
+
+
 def parse_file_path(path: str) -> tuple[int, bool]:
     """(node id, is a delete file) of a data file; files outside the layout are the root node."""
     node_id, is_delete = 1, False

@@ -96,7 +96,7 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
                     continue
                 location = scheme + info.path
                 listed.append((location, _normalized(location), info.mtime.timestamp() * 1000))
-    listed += _hive_files(table)
+    listed += _hive_files(table) + _record_temporaries(table)
     running = running_processes(table)
     writes = leases.live_leases(layout.table_root(table.base.location()))
     starts = [w.started_ms for w in writes] + [r.started_at_ms for r in running]
@@ -111,6 +111,36 @@ def orphan_files(table: ArcticTable, older_than_ms: int) -> list[str]:
         for location, path, modified_ms in listed
         if path not in referenced and not path.startswith(protected) and modified_ms < cutoff
     )
+
+
+def _record_temporaries(table: ArcticTable) -> list[tuple[str, str, float]]:
+    """The temporary files of records (``storage.TEMPORARY``) that writers on a file system left when
+    they died before renaming them: in the record folders beside the stores (leases, processes,
+    consumers, runs, clones), never referenced by anything."""
+    root = layout.table_root(table.base.location())
+    fs, inner = storage.filesystem(root)
+    scheme = storage.prefix(root, inner)
+    stores = {
+        table.base.location().rstrip("/"),
+        *([table.change.location().rstrip("/")] if table.change else []),
+    }
+    found = []
+    for folder in fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True)):
+        if (
+            folder.type != pafs.FileType.Directory
+            or scheme + folder.path in stores
+            or folder.base_name == "hive"
+        ):
+            continue
+        for info in fs.get_file_info(pafs.FileSelector(folder.path, allow_not_found=True)):
+            if (
+                info.type == pafs.FileType.File
+                and info.mtime is not None
+                and storage.TEMPORARY.search(info.base_name)
+            ):
+                location = scheme + info.path
+                found.append((location, _normalized(location), info.mtime.timestamp() * 1000))
+    return found
 
 
 def _hive_files(table: ArcticTable) -> list[tuple[str, str, float]]:

@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyiceberg.table import CommitTableResponse, Table
-from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.update import AssertRefSnapshotId, SetSnapshotRefUpdate
 
 from arctic_sql.errors import VersionNotFoundError
 from arctic_sql.table.format import versions
 from arctic_sql.table.model.table import ArcticTable
-from arctic_sql.table.records import fast_forwards
 
 if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
@@ -86,37 +85,6 @@ def on_branch(table: ArcticTable, name: str) -> ArcticTable:
         )
     change = _BranchStore.of(table.change, name) if table.change is not None else None
     return ArcticTable(table.identifier.on_branch(name), _BranchStore.of(table.base, name), change)
-
-
-def as_read(table: ArcticTable) -> ArcticTable:
-    """``table`` as its readers see it: while a fast-forward of its branch is pending with only the
-    base store moved (records/fast_forwards.py), the base store at the head it had before, so that
-    the pair read is the one before the fast-forward, not the moved base with the older change line
-    (which would show, say, an INSERT OVERWRITE of the other branch without the changes before it).
-    Any commit reloads its store and finishes the fast-forward first (writing/commit.py)."""
-    if table.change is None:
-        return table
-    branch = table.identifier.branch or MAIN_BRANCH
-    intent = fast_forwards.pending(table.change, branch)
-    if intent is None or head_of(table.base, branch) != intent.base_to or intent.base_from == intent.base_to:
-        return table
-    if (
-        head_of(table.change, branch) != intent.change_from
-        or table.base.snapshot_by_id(intent.base_from) is None
-    ):
-        return table
-    base = table.base
-    ref = SnapshotRef(  # type: ignore[call-arg]  # optional aliased retention fields (pydantic plugin)
-        snapshot_id=intent.base_from, snapshot_ref_type=SnapshotRefType.BRANCH
-    )
-    metadata = base.metadata.model_copy(
-        update={
-            "current_snapshot_id": intent.base_from,
-            "refs": {**base.metadata.refs, MAIN_BRANCH: ref, branch: ref},
-        }
-    )
-    before = type(base)(base.name(), metadata, base.metadata_location, base.io, base.catalog, base.config)
-    return ArcticTable(table.identifier, before, table.change)
 
 
 def head_of(store: Table, branch: str) -> int | None:

@@ -42,7 +42,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.types import NestedField
 
 from arctic_sql.errors import VersionNotFoundError
-from arctic_sql.table.files import position_deletes, storage
+from arctic_sql.table.files import parquet_fragments, position_deletes, storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.statistics import statistics_columns
 from arctic_sql.table.model.merge_engine import MergeEngine
@@ -475,10 +475,13 @@ def by_name(
     # One filesystem for all: a store's files share its scheme (FileSystem.from_uri per S3 file is costly).
     fs, first = storage.filesystem(files[0].file_path)
     scheme = storage.prefix(files[0].file_path, first)
-    file_format = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=set(dictionary)))
-    # Each file's size from its manifest entry: opening it then makes no HEAD request on an object store.
+    file_format = parquet_fragments.file_format(dictionary)
+    # Each file's size from its manifest entry: opening it then makes no HEAD request on an object
+    # store; a file read before in this process keeps its footer (one GET for its columns).
     fragments = [
-        file_format.make_fragment(f.file_path.removeprefix(scheme), fs, file_size=f.file_size_in_bytes)
+        parquet_fragments.fragment(
+            f.file_path, fs, f.file_path.removeprefix(scheme), f.file_size_in_bytes, dictionary
+        )
         for f in files
     ]
     dataset = ds.FileSystemDataset(fragments, fragments[0].physical_schema, file_format, fs)

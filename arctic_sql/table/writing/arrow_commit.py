@@ -18,7 +18,7 @@ from pyiceberg.table import Table
 
 from arctic_sql.errors import CommitConflictError, ExecutionError
 from arctic_sql.table.files import storage
-from arctic_sql.table.format import versions
+from arctic_sql.table.format import layout, versions
 from arctic_sql.table.model.table import ArcticTable
 from arctic_sql.table.writing import base_rows, commit
 from arctic_sql.table.writing.arrow_files import WrittenFile, sidecar_path
@@ -118,14 +118,13 @@ def _commit_filled(
     newest version (narrow_writes.py); a data commit landing after it makes the fill run again.
     Each attempt commits copies of the tasks' files (narrow_writes.fill), so the originals are
     referenced by no commit and deleted at the end, whatever the outcome."""
-    from arctic_sql.table.reading import scan
+    from arctic_sql.table.reading import pairs, scan
     from arctic_sql.table.writing import narrow_writes
 
     try:
         for _ in range(_FILL_ATTEMPTS):
-            table.base.refresh()
+            pairs.reload(table)
             assert table.change is not None
-            table.change.refresh()
             version = scan.latest_version(table)
             filled = narrow_writes.fill(table, files, plan.keep_missing, version)
 
@@ -160,7 +159,16 @@ def _check_present(plan: WritePlan, files: list[WrittenFile]) -> None:
     """Raise unless every file is still there with the size its writer reported: a file deleted
     between the write and the commit (by anyone) must fail the write, not commit a reference to
     nothing. One batched stat for all of them."""
-    for f, info in zip(files, storage.file_infos([f.path for f in files], under=plan.location), strict=True):
+    # The files' own write folders, not the plan's: the commit of a stream's batch runs in another
+    # process than its tasks, whose writer (made again there) named another folder.
+    by_folder: dict[str, list[WrittenFile]] = {}
+    for f in files:
+        by_folder.setdefault(layout.write_folder(f.path), []).append(f)
+    infos = {}
+    for folder, written in by_folder.items():
+        paths = [f.path for f in written]
+        infos.update(zip(paths, storage.file_infos(paths, under=folder), strict=True))
+    for f, info in ((f, infos[f.path]) for f in files):
         if info.type != FileType.File or (f.size is not None and info.size != f.size):
             rows = sum(x.rows for x in files)
             raise ExecutionError(

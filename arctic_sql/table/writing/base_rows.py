@@ -21,6 +21,7 @@ from arctic_sql.table.format import versions
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.format.partitioning import partition_path
 from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading import pairs
 from arctic_sql.table.reading.scan import latest_version, live_entries, live_files
 from arctic_sql.table.records import leases
 from arctic_sql.table.writing import bulk_base_files, commit, spark_files
@@ -161,10 +162,9 @@ def _settle(table: ArcticTable) -> None:
     before it lands would only be stale again."""
     deadline = time.monotonic() + commit.PENDING_RESERVATION_MS / 1000
     while True:
-        table.base.refresh()
+        pairs.reload(table)
         if table.change is None:
             return
-        table.change.refresh()
         pending = commit.reservation_pending(table.base, table.change, latest_version(table))
         if not pending or time.monotonic() > deadline:
             return

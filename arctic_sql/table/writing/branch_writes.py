@@ -16,7 +16,7 @@ from pyiceberg.table.refs import MAIN_BRANCH
 
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.format import versions
-from arctic_sql.table.reading import branches, tags
+from arctic_sql.table.reading import branches, pairs, tags
 from arctic_sql.table.reading.time_travel import checked_version
 from arctic_sql.table.records import fast_forwards, leases
 from arctic_sql.table.writing import commit, fast_forward_intents
@@ -144,9 +144,7 @@ def checked_name(table: ArcticTable, name: str) -> str:
 
 
 def _refresh(table: ArcticTable) -> None:
-    table.base.refresh()
-    if table.change is not None:
-        table.change.refresh()
+    pairs.reload(table)
 
 
 def _snapshots_at(table: ArcticTable, version: int | None) -> tuple[int, int | None]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from arctic_sql.errors import CommitConflictError, InvalidArgumentError, VersionNotFoundError
 from arctic_sql.table.format import layout, versions
-from arctic_sql.table.reading import branches
+from arctic_sql.table.reading import branches, pairs
 from arctic_sql.table.reading.tags import EXPIRING, MAIN, NAME, PREFIX, TAGGING, Tag, find, now_ms, tags
 from arctic_sql.table.reading.time_travel import checked_version
 from arctic_sql.table.records import leases
@@ -58,9 +58,7 @@ def _create(
     create: bool,
     if_not_exists: bool,
 ) -> Tag | None:
-    table.base.refresh()
-    if table.change is not None:  # an expiration may have just ended: check the version on what it left
-        table.change.refresh()
+    pairs.reload(table)  # an expiration may have just ended: check the version on what it left
     if branches.find(table, key) is not None:
         raise InvalidArgumentError(f"'{key}' is a branch of {table.identifier}: a tag needs another name")
     existing = find(table, key)

@@ -24,12 +24,12 @@ def server():
 def on_server(server, monkeypatch):
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         monkeypatch.delenv(name)
-    before = storage.active()
+    before = storage.routes()
     storage.configure(
         storage.StorageConfig.of(catalog_properties("/unused", server.endpoint, "s3://lake/wh"))
     )
     yield server
-    storage.configure(before)
+    storage.restore(before)
 
 
 def test_a_write_lease_is_two_puts_and_an_ended_lease_protects_nothing(on_server):
@@ -63,3 +63,53 @@ def test_a_metadata_file_written_through_the_tables_file_io_is_one_put_and_knows
         assert len(output) == 5000  # pyiceberg asks this of every manifest it writes
     assert [r.method for r in requests.requests] == ["PUT"], requests.table()
     assert len(io.new_input(f"{ROOT}/metadata/m0.avro")) == 5000
+
+
+def test_a_data_file_read_again_in_a_process_is_one_get(on_server):
+    """A file's footer is read once per process: the first read of a file is its footer's GET and its
+    columns', every later one the columns' alone; none asks for a size (the manifest has it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    from arctic_sql.table.reading.node_merge import by_name
+
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "v", StringType()))
+    files = []
+    for n in range(3):
+        location = f"{ROOT}/base/data/{n:032x}/part-{n}.parquet"
+        fs, path = storage.filesystem(location)
+        rows = pa.table({"id": [n, n + 10], "v": ["a", "b"]}, schema=schema_to_pyarrow(schema))
+        pq.write_table(rows, path, filesystem=fs)
+        size = fs.get_file_info(path).size
+        files.append(
+            DataFile.from_args(
+                content=DataFileContent.DATA,
+                file_path=location,
+                file_format=FileFormat.PARQUET,
+                record_count=2,
+                file_size_in_bytes=size,
+            )
+        )
+    reads = []
+    for _ in range(3):
+        with on_server.log.measure() as requests:
+            dataset = by_name(files, schema)
+            assert dataset is not None and sorted(dataset.to_table()["id"].to_pylist()) == [
+                0,
+                1,
+                2,
+                10,
+                11,
+                12,
+            ]
+        reads.append(requests)
+    assert reads[0].count("HEAD") == 0 and reads[0].count("GET", ".parquet") == 2 * len(files), reads[
+        0
+    ].table()
+    for again in reads[1:]:
+        assert again.count("HEAD") == 0 and again.count("GET", ".parquet") == len(files), again.table()
+        assert len(again) == len(files), again.table()

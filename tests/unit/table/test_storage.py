@@ -28,9 +28,9 @@ SECRET = "wJalrXUtnFEMI-not-a-real-secret"
 
 @pytest.fixture
 def restore_storage():
-    before = storage.active()
+    before = storage.routes()
     yield
-    storage.configure(before)
+    storage.restore(before)
 
 
 def s3_config(endpoint: str = "http://127.0.0.1:9000", **extra: str) -> storage.StorageConfig:
@@ -144,6 +144,13 @@ def test_an_endpoint_that_does_not_answer_is_named_after_the_client_gives_up(res
     assert SECRET not in str(raised.value) and "\n" not in str(raised.value)
 
 
+def test_an_unreachable_store_is_named_with_the_setting_that_would_change_where_it_was_asked():
+    assert storage.unreachable("s3a://lake/wh", s3_config("http://objects:9000")) == "objects:9000"
+    aws = storage.unreachable("s3://lake/wh", storage.StorageConfig.of({"s3.region": "eu-west-1"}))
+    assert aws == "AWS S3 (bucket lake; s3.endpoint is not set, so AWS itself was asked)"
+    assert storage.unreachable("gs://bucket/wh", storage.StorageConfig()) == "bucket"
+
+
 def test_a_shipped_function_applies_the_configuration_it_was_made_under(restore_storage):
     made_under = s3_config(**{"s3.region": "ap-south-1"})
     storage.configure(made_under)
@@ -151,6 +158,35 @@ def test_a_shipped_function_applies_the_configuration_it_was_made_under(restore_
     storage.configure(storage.StorageConfig())  # another process, or another catalog opened since
     assert task() == made_under
     assert storage.active() == made_under
+
+
+def test_two_catalogs_on_two_stores_each_reach_their_own(restore_storage):
+    import pyarrow.fs as pafs
+
+    lake, other = s3_config(**{"s3.region": "eu-west-1"}), s3_config(**{"s3.region": "ap-south-1"})
+    storage.configure(lake, locations=["s3://lake/wh"])
+    storage.configure(other, locations=["s3a://other/wh"])  # opened second: also the default
+    assert storage.filesystem("s3://lake/wh/db/t/x.parquet")[0].region == "eu-west-1"
+    assert storage.filesystem("s3n://lake/elsewhere")[0].region == "eu-west-1"  # one store, any S3 scheme
+    assert storage.filesystem("s3://other/wh/db/t/x.parquet")[0].region == "ap-south-1"
+    assert storage.filesystem("s3://unnamed/x")[0].region == "ap-south-1"  # no catalog named it
+    assert isinstance(storage.filesystem("/local/x")[0], pafs.LocalFileSystem)
+    # A table outside its catalog's warehouse: its store joins that catalog's, the default stays.
+    storage.serve(lake, "s3://tables/db/t")
+    assert storage.config_of("s3://tables/db/t/base/x.parquet") == lake
+    assert storage.active() == other
+    # A task of one catalog (a data source's worker) serves that one configuration everywhere.
+    storage.configure(lake)
+    assert storage.config_of("s3://other/wh/x") == lake
+
+
+def test_a_shipped_function_carries_every_store_s_configuration(restore_storage):
+    lake, other = s3_config(**{"s3.region": "eu-west-1"}), s3_config(**{"s3.region": "ap-south-1"})
+    storage.configure(lake, locations=["s3://lake/wh"])
+    storage.configure(other, locations=["s3://other/wh"])
+    task = storage.shipped(lambda: (storage.config_of("s3://lake/x"), storage.config_of("s3://other/x")))
+    storage.configure(storage.StorageConfig())  # the task's process, which opened no catalog
+    assert task() == (lake, other)
 
 
 def test_what_travels_to_tasks_holds_only_storage_settings_and_shows_no_credentials(restore_storage):

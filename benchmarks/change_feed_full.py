@@ -5,6 +5,9 @@ each, upserts: 80% updates of random existing keys, 20% new keys. Both modes rea
 feed of those C versions (``readChangeFeed`` from the first of them to the last) and count rows
 per ``_change_type``; timed runs alternate between the modes, after one untimed run of each, so a
 shared machine's load hits both alike. Printed: the median seconds of each mode, and full/latest.
+A third mode, ``table_changes`` (SQL's full feed: computed in the driver, pre-images looked up by key,
+when the range holds at most ``preimages.MAX_CHANGE_ROWS`` change rows, as ``--commits 2`` does at
+200k rows), runs in the same rotation.
 
     .venv/bin/python -m benchmarks.change_feed_full                  # 200k rows, 10 commits, 5 runs
     .venv/bin/python -m benchmarks.change_feed_full --rows 20000 --runs 3
@@ -51,10 +54,13 @@ def build(session, rows: int, commits: int, seed: int) -> tuple[int, int]:
     return history[-commits], history[-1]
 
 
-def read(spark, mode: str, start: int, end: int) -> tuple[float, dict[str, int]]:
+def read(session, mode: str, start: int, end: int) -> tuple[float, dict[str, int]]:
     began = time.perf_counter()
+    spark = session.spark
     df = (
-        spark.read.format("arctic")
+        session.sql(f"SELECT * FROM table_changes('db.t', {start}, {end})")
+        if mode == "table_changes"
+        else spark.read.format("arctic")
         .option("readChangeFeed", "true")
         .option("changeFeedMode", mode)
         .option("startingVersion", start)
@@ -73,28 +79,38 @@ def main(argv: list[str] | None = None) -> None:
         session = arctic_sql.connect(warehouse=os.path.join(work, "warehouse"))
         spark = session.spark
         start, end = build(session, args.rows, args.commits, args.seed)
-        times: dict[str, list[float]] = {"latest": [], "full": []}
+        modes = ["latest", "full", "table_changes"]
+        times: dict[str, list[float]] = {mode: [] for mode in modes}
         counts = {}
         for run in range(args.runs + 1):
-            for mode in ("latest", "full") if run % 2 == 0 else ("full", "latest"):
-                seconds, counts[mode] = read(spark, mode, start, end)
+            for mode in modes[run % 3 :] + modes[: run % 3]:  # each goes first in turn
+                seconds, counts[mode] = read(session, mode, start, end)
                 if run:  # the first run of each mode warms up
                     times[mode].append(seconds)
         latest, full = statistics.median(times["latest"]), statistics.median(times["full"])
+        sql = statistics.median(times["table_changes"])
+        assert counts["table_changes"] == counts["full"], counts
+        load = os.getloadavg()
         result = {
             "rows": args.rows,
             "commits": args.commits,
             "versions": [start, end],
             "runs": args.runs,
             "seconds": times,
-            "median_s": {"latest": latest, "full": full},
+            "median_s": {"latest": latest, "full": full, "table_changes": sql},
             "full_over_latest": full / latest,
+            "table_changes_over_latest": sql / latest,
+            "load_average": load,
             "rows_out": counts,
         }
         print(f"change feed of versions {start}..{end} on {args.rows} rows ({args.commits} commits of 1%)")
         print(f"  latest: {latest:.2f} s  rows {counts['latest']}")
         print(f"  full:   {full:.2f} s  rows {counts['full']}")
-        print(f"  full / latest: {full / latest:.2f}x (median of {args.runs} interleaved runs)")
+        print(f"  table_changes: {sql:.2f} s")
+        print(f"  full / latest: {full / latest:.2f}x, table_changes / latest: {sql / latest:.2f}x")
+        print(
+            f"  (median of {args.runs} interleaved runs; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})"
+        )
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)

@@ -6,6 +6,9 @@ region``. Each run commits 1% of N rows as upserts (80% updates of random keys, 
 refreshes one view incrementally (REFRESH MATERIALIZED VIEW) and recomputes the other in full
 (materialized_views.recompute: the query over the whole table, written over the view), the order
 alternating between runs; the first run warms up. Printed: the median seconds of each, and the ratio.
+A third view is refreshed incrementally the way refreshes ran before session 24 (every change set
+read by the Spark form of the change feed, the view's state read whole: ``preimages.MAX_CHANGE_ROWS``
+set to 0 around it), in the same rotation, so before and after are measured in one run.
 ``--view join``: the views join ``orders`` with ``customers`` (N/20 rows, the issue's 100k for 2M)
 on the customer's key instead, ``SELECT o.id, o.amount, c.name, c.tier FROM orders o JOIN customers
 c ON o.customer_id = c.id``; each run also updates 0.1% of the customers.
@@ -64,6 +67,20 @@ def update_customers(session, rng: random.Random, customers: int) -> None:
     session.sql(f"INSERT INTO db.customers VALUES {values}")
 
 
+def spark_feed(refresh):
+    """``refresh`` run with every change set too large for the driver (the path before session 24)."""
+    from arctic_sql.table.reading import preimages
+
+    def run():
+        saved, preimages.MAX_CHANGE_ROWS = preimages.MAX_CHANGE_ROWS, 0
+        try:
+            return refresh()
+        finally:
+            preimages.MAX_CHANGE_ROWS = saved
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> None:
     import arctic_sql
     from arctic_sql.statements.materialized_views import recompute
@@ -93,18 +110,21 @@ def main(argv: list[str] | None = None) -> None:
             session.sql("CALL system.optimize(table => 'db.customers', mode => 'full')")
         session.sql(f"CREATE MATERIALIZED VIEW db.incremental AS {query}")
         session.sql(f"CREATE MATERIALIZED VIEW db.recomputed AS {query}")
+        session.sql(f"CREATE MATERIALIZED VIEW db.before AS {query}")
         full_view = TableIdentifier("db", "recomputed")
         steps = {
             "incremental": lambda: session.sql("REFRESH MATERIALIZED VIEW db.incremental"),
             "full": lambda: recompute(session.context, full_view),
+            "spark_feed": spark_feed(lambda: session.sql("REFRESH MATERIALIZED VIEW db.before")),
         }
-        times: dict[str, list[float]] = {"incremental": [], "full": []}
+        times: dict[str, list[float]] = {name: [] for name in steps}
         next_key, batch = args.rows, max(1, args.rows // 100)
         for run in range(args.runs + 1):
             next_key = upsert(session, rng, next_key, batch, customers)
             if args.view == "join":
                 update_customers(session, rng, customers)
-            for name in ("incremental", "full") if run % 2 == 0 else ("full", "incremental"):
+            names = list(steps)
+            for name in names[run % 3 :] + names[: run % 3]:  # each goes first in turn
                 began = time.perf_counter()
                 steps[name]()
                 if run:  # the first run of each warms up
@@ -112,21 +132,34 @@ def main(argv: list[str] | None = None) -> None:
         a = session.sql("SELECT * FROM db.incremental").exceptAll(session.sql("SELECT * FROM db.recomputed"))
         b = session.sql("SELECT * FROM db.recomputed").exceptAll(session.sql("SELECT * FROM db.incremental"))
         assert a.isEmpty() and b.isEmpty(), "the two views differ"
+        before_rows, full_rows = (
+            session.sql("SELECT * FROM db.before"),
+            session.sql("SELECT * FROM db.recomputed"),
+        )
+        assert before_rows.exceptAll(full_rows).isEmpty() and full_rows.exceptAll(before_rows).isEmpty()
         incremental, full = statistics.median(times["incremental"]), statistics.median(times["full"])
+        before = statistics.median(times["spark_feed"])
+        load = os.getloadavg()
         info = dict(session.sql("DESCRIBE MATERIALIZED VIEW db.incremental").collect())
         result = {
             "view": args.view,
             "rows": args.rows,
             "runs": args.runs,
             "seconds": times,
-            "median_s": {"incremental": incremental, "full": full},
+            "median_s": {"incremental": incremental, "full": full, "spark_feed": before},
             "incremental_over_full": incremental / full,
+            "spark_feed_over_full": before / full,
+            "load_average": load,
             "last_refresh": info.get("last refresh"),
         }
         print(f"view {query!r} over {args.rows} rows, one 1% upsert commit per run")
         print(f"  incremental refresh: {incremental:.2f} s  ({info.get('last refresh')})")
         print(f"  full recompute:      {full:.2f} s")
+        print(f"  incremental, Spark feed (before): {before:.2f} s")
         print(f"  incremental / full:  {incremental / full:.2f}x (median of {args.runs} interleaved runs)")
+        print(
+            f"  before / full:       {before / full:.2f}x; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+        )
         suffix = "" if args.view == "aggregate" else f"_{args.view}"
         out = args.out or os.path.join(RESULTS, f"materialized_views{suffix}.json")
         os.makedirs(os.path.dirname(out), exist_ok=True)

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+import pyarrow as pa
 from sqlglot import exp
 
 from arctic_sql.errors import (
@@ -36,9 +37,10 @@ from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.materialized import SHOWN_KEY, SOURCE_VERSIONS, SOURCES
 from arctic_sql.table.model.schemas import iceberg_schema
+from arctic_sql.table.reading import preimages
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import changes_between
-from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE, full_changes_frame
+from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE, feed_frame, full_changes_frame
 from arctic_sql.table.writing import base_rows, change_rows
 
 if TYPE_CHECKING:
@@ -211,10 +213,11 @@ class _Refresh:
     def __post_init__(self) -> None:
         self._temp: list[str] = []
         self._cached: list[DataFrame] = []
+        self._small = False  # the change rows were computed from rows this process holds
         self.tables = {s: self.ctx.table(s) for s in self.sources}
         self.histories = {s: versions.history(t.base, t.change) for s, t in self.tables.items()}
         self.at = {s: h.latest for s, h in self.histories.items()}  # every source at one version
-        self.output = self._run_query(self.tables_at()).schema  # analysed only, no job
+        self.output = self._run_query(self._shapes()).schema  # analysed only, no job
         keys = {s: tuple(t.primary_key) for s, t in self.tables.items()}
         self.analysis: Analysis = mv_analysis.analyse(self.query, self.output.names, keys)
 
@@ -234,6 +237,14 @@ class _Refresh:
             return rows
         shown = [out for _, out in self.analysis.groups]
         return rows.selectExpr("*", f"{mv_analysis.group_key(shown)} AS {mv_analysis.GROUP_KEY}")
+
+    def _shapes(self) -> dict[str, DataFrame]:
+        """Each source as an empty frame of its columns: what the query's analysis needs, without
+        planning a read of each source (a refresh reads only what its path needs)."""
+        from arctic_sql.table.model.schemas import spark_schema
+
+        spark = self.ctx.spark
+        return {s: spark.createDataFrame([], spark_schema(t.schema)) for s, t in self.tables.items()}
 
     def tables_at(self) -> dict[str, DataFrame]:
         return {s: runner.read_table(self.ctx, t, self.at[s]) for s, t in self.tables.items()}
@@ -286,6 +297,7 @@ class _Refresh:
                 changes=changes,
                 operation=Operation.REFRESH,
                 read_version=versions.history(self.view.base, self.view.change).latest,
+                small=self._small,
                 summary=self._summary(f"incremental ({self.analysis.shape.value})"),
             )
         except base_rows.StaleRead:
@@ -333,7 +345,7 @@ class _Refresh:
         table = self.tables[source]
         key = list(self.analysis.key)
         if self.analysis.shape is Shape.AGGREGATE:
-            return self._merged_state(full_changes_frame(self.ctx.spark, table, span, history))
+            return self._merged_state(*feed_frame(self.ctx.spark, table, span, history))
         if self.analysis.shape is Shape.FILTER:
             changed = changes_between(self.ctx.spark, table, span)
             columns = [f"`{f.name}`" for f in table.schema.fields]
@@ -370,8 +382,10 @@ class _Refresh:
         deletes = gone.withColumn(layout.OP_COLUMN, F.lit(layout.DELETE))
         return upserts.unionByName(deletes, allowMissingColumns=True)
 
-    def _merged_state(self, changes: DataFrame) -> DataFrame:
-        """The aggregate view's touched groups: its state plus the changes' signed contributions."""
+    def _merged_state(self, changes: DataFrame, local: bool = False) -> DataFrame:
+        """The aggregate view's touched groups: its state plus the changes' signed contributions.
+        ``local``: the changes were computed here (a small change set), so the view's state of the
+        groups they touch is looked up by key rather than read whole."""
         from pyspark.sql import functions as F
 
         assert self.view is not None
@@ -384,7 +398,12 @@ class _Refresh:
                 mv_analysis.state_query(self.analysis, self._relation(signed), sign=mv_analysis.SIGN)
             )
         )
-        current = runner.read_table(self.ctx, self.view)
+        touched = self._touched_state(delta) if local else None
+        if touched is not None:
+            delta, current = touched
+            self._small = True
+        else:
+            current = runner.read_table(self.ctx, self.view)
         state = self.analysis.state_columns
         merged = delta.alias("d").join(current.alias("o"), mv_analysis.GROUP_KEY, "left")
         sums = [f"coalesce(o.`{c}`, 0) + coalesce(d.`{c}`, 0) AS `{c}`" for c in state]
@@ -392,6 +411,29 @@ class _Refresh:
         rows = self._with_outputs(merged)
         op = F.when(F.col(mv_analysis.ROWS) > 0, F.lit(layout.UPSERT)).otherwise(F.lit(layout.DELETE))
         return rows.withColumn(layout.OP_COLUMN, op)  # a group whose last row went is deleted
+
+    def _touched_state(self, delta: DataFrame) -> tuple[DataFrame, DataFrame] | None:
+        """``delta`` (a few groups' changes) as rows held here, and the view's rows of those groups
+        looked up by key (only the files that may hold them); None when the lookup refuses them."""
+        from arctic_sql.table.model.schemas import spark_schema
+
+        assert self.view is not None
+        rows = delta.toArrow()  # a Spark job over local rows, no Python task
+        key = list(self.view.primary_key)
+        found = []
+        for values in preimages.packed([preimages.key_values(rows, key)]):
+            looked_up = preimages.rows_by_key(self.view, None, values)
+            if looked_up is None:
+                return None
+            found.append(looked_up[1])
+        schema = spark_schema(self.view.schema, all_nullable=True)
+        spark = self.ctx.spark
+        # One chunk each: createDataFrame keeps only the rows before an Arrow table's first empty batch.
+        held = pa.concat_tables(found).combine_chunks() if found else None
+        current = (
+            spark.createDataFrame(held, schema) if held is not None else spark.createDataFrame([], schema)
+        )
+        return spark.createDataFrame(rows.combine_chunks(), delta.schema), current
 
     # helpers ---------------------------------------------------------------------------------
     def _with_outputs(self, state: DataFrame) -> DataFrame:

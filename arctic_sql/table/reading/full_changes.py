@@ -77,6 +77,8 @@ class FullPlan:
     anchor: int
     before: tuple[FileEntry, ...]
     changes: tuple[FileEntry, ...]
+    # The version ``before`` holds (the newest at or before ``anchor``); None: nothing to read there.
+    state_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def plan_full(
     if not changes or not at:  # nothing changed, or the table was empty at the anchor
         return FullPlan(anchor, (), changes)
     state = plan_read(table, max(at))
-    return FullPlan(anchor, (*state.base_files, *state.change_files), changes)
+    return FullPlan(anchor, (*state.base_files, *state.change_files), changes, max(at))
 
 
 def group_of(files: Sequence[FileEntry], changes: frozenset[str]) -> FullGroup:
@@ -132,10 +134,24 @@ def read_group(
     parts = tagged_parts(store, group.changes, schema, keys, engine.sequence if engine is not None else ())
     if not parts:
         return target.empty_table(), np.zeros(0, str), np.zeros(0, np.int64)
-    changes = per_version(node_merge.tagged_rows(parts), keys)
+    rows = node_merge.tagged_rows(parts)
+    changes = per_version(rows, keys)
     before = _before(store, group, schema, keys, engine, changes.select(list(keys)), target)
+    return changes_over(before, rows, changes, keys, engine, target)
+
+
+def changes_over(
+    before: pa.Table,
+    rows: pa.Table,
+    changes: pa.Table,
+    keys: Sequence[str],
+    engine: MergeEngine | None,
+    target: pa.Schema,
+) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The full changes of tagged change ``rows`` (``changes``: cut by :func:`per_version`) over
+    ``before``, their keys' rows at the range's start (one per key, in ``target``)."""
     if engine is not None and not engine.newest_wins:
-        changes = folded_versions(before, node_merge.tagged_rows(parts), changes, keys, engine)
+        changes = folded_versions(before, rows, changes, keys, engine)
     return diff(before, changes, keys, target)
 
 
@@ -273,8 +289,16 @@ def full_changes_frame(
     spark: SparkSession, table: ArcticTable, span: Range, history: versions.History
 ) -> DataFrame:
     """The full changes of ``span`` as a DataFrame (SQL's ``table_changes``): the table's columns,
-    ``_change_type``, ``_change_version`` and ``_commit_timestamp``, each node group read in pyarrow
-    inside a Spark task (a file at a time, every row an insert, on a table without a key)."""
+    ``_change_type``, ``_change_version`` and ``_commit_timestamp`` (see :func:`feed_frame`)."""
+    return feed_frame(spark, table, span, history)[0]
+
+
+def feed_frame(
+    spark: SparkSession, table: ArcticTable, span: Range, history: versions.History
+) -> tuple[DataFrame, bool]:
+    """:func:`full_changes_frame`, and whether its rows were computed in this process: a small change
+    set of a keyed table is (preimages.py: its pre-images looked up by key), a larger one is read a
+    node group per Spark task in pyarrow (a file at a time, every row an insert, without a key)."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
@@ -282,15 +306,6 @@ def full_changes_frame(
 
     committed = {c.version: c.committed_at_ms for c in history.commits if span.start < c.version <= span.end}
     schema, keys = table.schema, tuple(table.primary_key)
-    if table.is_keyed:
-        plan = plan_full(table, span, history)
-        changed = frozenset(f.path for f in plan.changes)
-        groups = [group_of(g, changed) for g in node_groups([*plan.before, *plan.changes])]
-    else:
-        groups = [group_of([f], frozenset([f.path])) for f in change_files(table, span, history=history)]
-    base = node_merge.Store.of(table.base)
-    change = node_merge.Store.of(table.change) if table.change is not None else base
-    engine = table.merge_engine if keys else None
     spark_type = StructType(
         [
             *spark_schema(schema, all_nullable=True).fields,
@@ -300,6 +315,22 @@ def full_changes_frame(
         ]
     )
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")
+    if table.is_keyed:
+        from arctic_sql.table.reading import preimages  # it builds on this module
+
+        plan = plan_full(table, span, history)
+        local = preimages.read_local(table, plan, committed)
+        if local is not None:  # a small change set: computed here, handed to Spark as rows
+            # One chunk: createDataFrame keeps only the rows before an Arrow table's first empty batch.
+            rows = conformed(local.rows, arrow_type).combine_chunks()
+            return spark.createDataFrame(rows, spark_type), True
+        changed = frozenset(f.path for f in plan.changes)
+        groups = [group_of(g, changed) for g in node_groups([*plan.before, *plan.changes])]
+    else:
+        groups = [group_of([f], frozenset([f.path])) for f in change_files(table, span, history=history)]
+    base = node_merge.Store.of(table.base)
+    change = node_merge.Store.of(table.change) if table.change is not None else base
+    engine = table.merge_engine if keys else None
 
     def store(name: str) -> node_merge.Store:
         return change if name == Store.CHANGE else base
@@ -318,4 +349,4 @@ def full_changes_frame(
 
     count = max(1, len(groups))
     indexes = spark.range(0, len(groups), 1, numPartitions=count).selectExpr("CAST(id AS INT) AS i")
-    return indexes.mapInArrow(storage.shipped(read), spark_type)
+    return indexes.mapInArrow(storage.shipped(read), spark_type), False

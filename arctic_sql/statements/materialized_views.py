@@ -40,7 +40,8 @@ from arctic_sql.table.model.schemas import iceberg_schema
 from arctic_sql.table.reading import preimages
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import changes_between
-from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE, feed_frame, full_changes_frame
+from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE
+from arctic_sql.table.reading.preimages import feed_frame, full_changes_frame
 from arctic_sql.table.writing import base_rows, change_rows
 
 if TYPE_CHECKING:

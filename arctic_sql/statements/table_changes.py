@@ -28,7 +28,7 @@ from arctic_sql.table.format import versions
 from arctic_sql.table.reading import tags
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import version_at
-from arctic_sql.table.reading.full_changes import full_changes_frame
+from arctic_sql.table.reading.preimages import full_changes_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

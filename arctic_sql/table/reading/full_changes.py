@@ -18,7 +18,7 @@ whatever its length, and writes cost nothing (docs/design.md, "The full change f
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -286,19 +286,28 @@ def diff(
 
 
 def full_changes_frame(
-    spark: SparkSession, table: ArcticTable, span: Range, history: versions.History
+    spark: SparkSession,
+    table: ArcticTable,
+    span: Range,
+    history: versions.History,
+    local: Callable[[ArcticTable, FullPlan, dict[int, int]], Any | None] | None = None,
 ) -> DataFrame:
     """The full changes of ``span`` as a DataFrame (SQL's ``table_changes``): the table's columns,
     ``_change_type``, ``_change_version`` and ``_commit_timestamp`` (see :func:`feed_frame`)."""
-    return feed_frame(spark, table, span, history)[0]
+    return feed_frame(spark, table, span, history, local)[0]
 
 
 def feed_frame(
-    spark: SparkSession, table: ArcticTable, span: Range, history: versions.History
+    spark: SparkSession,
+    table: ArcticTable,
+    span: Range,
+    history: versions.History,
+    local: Callable[[ArcticTable, FullPlan, dict[int, int]], Any | None] | None = None,
 ) -> tuple[DataFrame, bool]:
-    """:func:`full_changes_frame`, and whether its rows were computed in this process: a small change
-    set of a keyed table is (preimages.py: its pre-images looked up by key), a larger one is read a
-    node group per Spark task in pyarrow (a file at a time, every row an insert, without a key)."""
+    """:func:`full_changes_frame`, and whether its rows were computed in this process: ``local``
+    (preimages.read_local: a small change set of a keyed table, its pre-images looked up by key)
+    computes them when it can, else they are read a node group per Spark task in pyarrow (a file at
+    a time, every row an insert, without a key)."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
@@ -316,13 +325,11 @@ def feed_frame(
     )
     arrow_type = to_arrow_schema(spark_type, timezone="UTC")
     if table.is_keyed:
-        from arctic_sql.table.reading import preimages  # it builds on this module
-
         plan = plan_full(table, span, history)
-        local = preimages.read_local(table, plan, committed)
-        if local is not None:  # a small change set: computed here, handed to Spark as rows
+        computed = local(table, plan, committed) if local is not None else None
+        if computed is not None:  # a small change set: computed here, handed to Spark as rows
             # One chunk: createDataFrame keeps only the rows before an Arrow table's first empty batch.
-            rows = conformed(local.rows, arrow_type).combine_chunks()
+            rows = conformed(computed.rows, arrow_type).combine_chunks()
             return spark.createDataFrame(rows, spark_type), True
         changed = frozenset(f.path for f in plan.changes)
         groups = [group_of(g, changed) for g in node_groups([*plan.before, *plan.changes])]

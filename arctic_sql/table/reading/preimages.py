@@ -30,7 +30,7 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.reading import lookup, node_merge
+from arctic_sql.table.reading import full_changes, lookup, node_merge
 from arctic_sql.table.reading.changes import conformed, tagged_parts, with_change_columns
 from arctic_sql.table.reading.full_changes import FullPlan, changes_over, per_version
 from arctic_sql.table.reading.merge_on_read import node_groups
@@ -38,7 +38,11 @@ from arctic_sql.table.reading.merge_on_read import node_groups
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from pyspark.sql import DataFrame, SparkSession
+
+    from arctic_sql.table.format import versions
     from arctic_sql.table.model.table import ArcticTable
+    from arctic_sql.table.reading.changes import Range
     from arctic_sql.table.reading.scan import ReadPlan
 
 MAX_CHANGE_ROWS = 4 * MAX_LOOKUP_KEYS
@@ -119,3 +123,18 @@ def packed(groups: Sequence[Sequence[Key]]) -> list[list[Key]]:
             else:
                 chunks.append(piece)
     return chunks
+
+
+def feed_frame(
+    spark: SparkSession, table: ArcticTable, span: Range, history: versions.History
+) -> tuple[DataFrame, bool]:
+    """``full_changes.feed_frame`` with a small change set computed here (:func:`read_local`)."""
+    return full_changes.feed_frame(spark, table, span, history, read_local)
+
+
+def full_changes_frame(
+    spark: SparkSession, table: ArcticTable, span: Range, history: versions.History
+) -> DataFrame:
+    """``full_changes.full_changes_frame`` with a small change set computed here (:func:`read_local`):
+    SQL's ``table_changes`` and the views' refreshes."""
+    return full_changes.full_changes_frame(spark, table, span, history, read_local)

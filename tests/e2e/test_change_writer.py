@@ -137,10 +137,11 @@ def test_a_merge_listing_every_column_from_the_source_is_blind(arctic, spark, wa
     _source(spark, [(1, None, "D"), (2, "b2", "U"), (9, "i", "U"), (8, None, "D")])
     assert spark_jobs(lambda: arctic.sql(listed)) == ([] if way == "driver" else ["collect"])
     assert _rows(arctic) == [(2, "b2"), (3, "c"), (9, "i")]
-    # The source's id into v is not SET *: it reads the table (more jobs) and writes what it says.
+    # The source's id into v is not SET *: it takes the path that reads the table (its source
+    # collected for the keys' lookup: other jobs than the blind path's) and writes what it says.
     _source(spark, [(3, "z", "U")])
     other = listed.replace("SET x.v = CAST(b.v AS STRING)", "SET x.v = CAST(b.id AS STRING)")
-    assert len(spark_jobs(lambda: arctic.sql(other))) > 1
+    assert spark_jobs(lambda: arctic.sql(other)) != ([] if way == "driver" else ["collect"])
     assert _rows(arctic) == [(2, "b2"), (3, "3"), (9, "i")]
 
 

@@ -360,13 +360,12 @@ def replace_file(location: str, data: bytes) -> None:
     - A local or network file system: a temporary file renamed over the old one (atomic in POSIX).
     """
     fs, path = filesystem(location)
+    if not is_object_store(location):  # an object store has no folders (a marker PUT each)
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     if is_object_store(location) or scheme_of(location) in ("hdfs", "viewfs"):
-        if not is_object_store(location):
-            fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
         with fs.open_output_stream(path) as out:
             out.write(data)
         return
-    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     tmp = f"{path}.{uuid.uuid4().hex[:6]}.tmp"
     with fs.open_output_stream(tmp) as out:
         out.write(data)

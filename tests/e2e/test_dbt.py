@@ -1,10 +1,13 @@
 """dbt-spark (method: thrift) against the Thrift server: examples/dbt seeds, runs (twice, the second an
-incremental upsert) and tests, then the results are checked through PyHive. Also the statements dbt
+incremental upsert) and tests, then the results are checked through PyHive. The commands run one after
+another in one dbt process (dbt_session.py), as an orchestrator's dbtRunner would run them. Also the statements dbt
 sends for its relation cache and materialisations, on arctic tables, in-process."""
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -17,25 +20,63 @@ pytestmark = pytest.mark.spark
 
 PROJECT = Path(__file__).resolve().parents[2] / "examples" / "dbt"
 SCHEMA = "arctic_shop"
+COMMAND_TIMEOUT_S = 900
 
 
-def _dbt(project: Path, port: int, *args: str, succeeds: bool = True) -> subprocess.CompletedProcess:
-    dbt = Path(sys.executable).parent / "dbt"
-    env = {
-        **os.environ,
-        "ARCTIC_THRIFT_HOST": "127.0.0.1",
-        "ARCTIC_THRIFT_PORT": str(port),
-        "ARCTIC_DBT_SCHEMA": SCHEMA,
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    }
-    command = [str(dbt), *args, "--project-dir", str(project), "--profiles-dir", str(project)]
-    result = subprocess.run(
-        command, capture_output=True, text=True, env=env, cwd=project, timeout=900, check=False
-    )
-    assert (result.returncode == 0) == succeeds, (
-        f"dbt {' '.join(args)} exited {result.returncode}:\n{result.stdout[-6000:]}\n{result.stderr[-2000:]}"
-    )
-    return result
+class DbtSession:
+    """dbt commands against one server, run in one long-lived process (dbt_session.py)."""
+
+    def __init__(self, port: int, log: Path) -> None:
+        env = {
+            **os.environ,
+            "ARCTIC_THRIFT_HOST": "127.0.0.1",
+            "ARCTIC_THRIFT_PORT": str(port),
+            "ARCTIC_DBT_SCHEMA": SCHEMA,
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        }
+        read, self._write = os.pipe()
+        self._log = open(log, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("dbt_session.py")), str(self._write)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            text=True,
+            env=env,
+            pass_fds=(self._write,),
+        )
+        os.close(self._write)
+        self._replies = os.fdopen(read)
+
+    def __call__(self, project: Path, *args: str, succeeds: bool = True) -> str:
+        """dbt ``args`` on ``project``; its output, once it exited as ``succeeds`` says."""
+        command = [*args, "--project-dir", str(project), "--profiles-dir", str(project)]
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self._replies], [], [], COMMAND_TIMEOUT_S)
+        assert ready, f"dbt {' '.join(args)} did not finish in {COMMAND_TIMEOUT_S} s"
+        line = self._replies.readline()
+        assert line, f"the dbt process exited with {self.process.wait()}"
+        reply = json.loads(line)
+        assert reply["success"] == succeeds, (
+            f"dbt {' '.join(args)}: success {reply['success']}:\n{reply['output'][-6000:]}"
+        )
+        return reply["output"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self._replies.close()
+        self._log.close()
+
+
+@pytest.fixture(scope="module")
+def dbt(tmp_path_factory):
+    session = DbtSession(shared_server().port, tmp_path_factory.mktemp("dbt-log") / "dbt.log")
+    yield session
+    session.close()
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +87,15 @@ def dbt_project(tmp_path_factory) -> Path:
     return project
 
 
-def test_dbt_seed_run_and_test_against_the_thrift_server(dbt_project):
+def test_dbt_seed_run_and_test_against_the_thrift_server(dbt, dbt_project):
     server = shared_server()
-    _dbt(dbt_project, server.port, "seed")
-    _dbt(dbt_project, server.port, "run")
-    _write_audit_publish(dbt_project, server)
-    second = _dbt(dbt_project, server.port, "run", "--vars", "{batch: 2}")  # incremental: upserts batch 2
-    assert "Completed successfully" in second.stdout
-    tested = _dbt(dbt_project, server.port, "test")
-    assert "PASS=6" in tested.stdout, tested.stdout[-3000:]
+    dbt(dbt_project, "seed")
+    dbt(dbt_project, "run")
+    _write_audit_publish(dbt, dbt_project, server)
+    second = dbt(dbt_project, "run", "--vars", "{batch: 2}")  # incremental: upserts batch 2
+    assert "Completed successfully" in second
+    tested = dbt(dbt_project, "test")
+    assert "PASS=6" in tested, tested[-3000:]
 
     with server.connect(database=SCHEMA) as conn:
         cur = conn.cursor()
@@ -76,10 +117,10 @@ def test_dbt_seed_run_and_test_against_the_thrift_server(dbt_project):
         cur.execute("SELECT count(*) FROM customer_revenue.snapshots WHERE store = 'base'")
         base_snapshots = rows(cur)[0][0]
         assert base_snapshots >= 1
-    _materialized_view(dbt_project, server)
+    _materialized_view(dbt, dbt_project, server)
 
 
-def _materialized_view(project: Path, server) -> None:
+def _materialized_view(dbt: DbtSession, project: Path, server) -> None:
     """macros/materialized_view.sql: status_totals was created by the first run and refreshed by the
     later ones (its first version still holds batch 1's totals); a changed query creates it again."""
     batch_2 = [("cancelled", 1, 7.25), ("new", 2, 124.5), ("paid", 1, 10.0)]
@@ -95,7 +136,7 @@ def _materialized_view(project: Path, server) -> None:
     model.write_text(
         model.read_text().replace("group by status", "where status <> 'cancelled'\ngroup by status")
     )
-    _dbt(project, server.port, "run", "--select", "status_totals")
+    dbt(project, "run", "--select", "status_totals")
     with server.connect(database=SCHEMA) as conn:
         cur = conn.cursor()
         cur.execute("SELECT status, orders, amount FROM status_totals ORDER BY status")
@@ -104,11 +145,11 @@ def _materialized_view(project: Path, server) -> None:
         assert rows(cur) == batch_2[1:]  # a new view, made from the new query
 
 
-def _write_audit_publish(project: Path, server) -> None:
+def _write_audit_publish(dbt: DbtSession, project: Path, server) -> None:
     """macros/wap.sql and the profile's `audit` target: batch 2 is written to the branch `audit` of
     order_status and tested there, unseen on main until it is published."""
-    _dbt(project, server.port, "run-operation", "wap_begin", "--args", "{branch: audit}")
-    _dbt(project, server.port, "run", "--select", "order_status", "--vars", "{batch: 2}", "--target", "audit")
+    dbt(project, "run-operation", "wap_begin", "--args", "{branch: audit}")
+    dbt(project, "run", "--select", "order_status", "--vars", "{batch: 2}", "--target", "audit")
     batch_1 = [(100, "new"), (101, "new"), (102, "new")]
     batch_2 = [(100, "paid"), (101, "new"), (102, "cancelled"), (103, "new")]
     with server.connect(database=SCHEMA) as conn:
@@ -119,14 +160,12 @@ def _write_audit_publish(project: Path, server) -> None:
         assert rows(cur) == batch_2
         # a bad row on the branch: dbt's tests fail there (every session of the run on the branch)
         cur.execute(f"INSERT INTO {SCHEMA}.order_status.branch_audit VALUES (104, 3, 'lost', 1.0, 2)")
-        failed = _dbt(
-            project, server.port, "test", "--select", "order_status", "--target", "audit", succeeds=False
-        )
-        assert "Failure in test accepted_values_order_status_status" in failed.stdout, failed.stdout[-3000:]
+        failed = dbt(project, "test", "--select", "order_status", "--target", "audit", succeeds=False)
+        assert "Failure in test accepted_values_order_status_status" in failed, failed[-3000:]
         cur.execute(f"DELETE FROM {SCHEMA}.order_status.branch_audit WHERE order_id = 104")
-    passed = _dbt(project, server.port, "test", "--select", "order_status", "--target", "audit")
-    assert "PASS=3" in passed.stdout, passed.stdout[-3000:]
-    _dbt(project, server.port, "run-operation", "wap_publish", "--args", "{branch: audit}")
+    passed = dbt(project, "test", "--select", "order_status", "--target", "audit")
+    assert "PASS=3" in passed, passed[-3000:]
+    dbt(project, "run-operation", "wap_publish", "--args", "{branch: audit}")
     with server.connect(database=SCHEMA) as conn:
         cur = conn.cursor()
         cur.execute("SELECT order_id, status FROM order_status ORDER BY order_id")

@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-import pyarrow as pa
 from sqlglot import exp
 
 from arctic_sql.errors import (
@@ -420,20 +419,14 @@ class _Refresh:
 
         assert self.view is not None
         rows = delta.toArrow()  # a Spark job over local rows, no Python task
-        key = list(self.view.primary_key)
-        found = []
-        for values in preimages.packed([preimages.key_values(rows, key)]):
-            looked_up = preimages.rows_by_key(self.view, None, values)
-            if looked_up is None:
-                return None
-            found.append(looked_up[1])
+        looked_up = preimages.rows_by_key(self.view, None, rows.select(list(self.view.primary_key)))
+        if looked_up is None:
+            return None
         schema = spark_schema(self.view.schema, all_nullable=True)
         spark = self.ctx.spark
         # One chunk each: createDataFrame keeps only the rows before an Arrow table's first empty batch.
-        held = pa.concat_tables(found).combine_chunks() if found else None
-        current = (
-            spark.createDataFrame(held, schema) if held is not None else spark.createDataFrame([], schema)
-        )
+        held = looked_up[1]
+        current = spark.createDataFrame(held, schema) if held.num_rows else spark.createDataFrame([], schema)
         return spark.createDataFrame(rows.combine_chunks(), delta.schema), current
 
     # helpers ---------------------------------------------------------------------------------

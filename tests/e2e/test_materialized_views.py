@@ -261,10 +261,14 @@ def test_randomized_rounds_match_the_query(arctic):
                 assert _visible(arctic, f"db.{name}") == _rows(arctic.sql(query)), (round_, name)
 
 
-def test_a_refresh_plans_one_lookup_for_the_changed_keys_and_one_for_the_groups(arctic, monkeypatch):
+def test_a_refresh_plans_one_lookup_for_the_changed_keys_and_one_for_the_groups(
+    arctic, monkeypatch, spark_jobs
+):
     """A change set of more keys than a point lookup takes (MAX_LOOKUP_KEYS), under the driver's
     bound: the source's pre-images and the view's touched groups are each looked up with one planned
-    read (lookup.plan_many), not one per chunk of keys; the view equals its query."""
+    read (lookup.plan_many), not one per chunk of keys; the touched groups' state is summed in the
+    driver, so the write runs no Spark job (the delta's aggregation is the only one left); the view
+    equals its query."""
     from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
     from arctic_sql.table.reading import lookup, preimages
 
@@ -289,9 +293,10 @@ def test_a_refresh_plans_one_lookup_for_the_changed_keys_and_one_for_the_groups(
         return plan_read(table, *args, **kwargs)
 
     monkeypatch.setattr(lookup, "plan_read", counted)
-    arctic.sql("REFRESH MATERIALIZED VIEW db.mv")
+    jobs = spark_jobs(lambda: arctic.sql("REFRESH MATERIALIZED VIEW db.mv"))
     monkeypatch.undo()
     assert sorted(planned) == ["db.mv", "db.orders"]
+    assert jobs and set(jobs) == {"toArrow"} and len(jobs) <= 2, jobs  # the delta's, not the write's
     assert _visible(arctic, "db.mv") == _rows(arctic.sql(AGGREGATE))
     info = dict(arctic.sql("DESCRIBE MATERIALIZED VIEW db.mv").collect())
     assert info["last refresh"] == "incremental (aggregate)"

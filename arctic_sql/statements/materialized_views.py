@@ -401,40 +401,46 @@ class _Refresh:
         )
         touched = self._touched_state(delta) if local else None
         if touched is not None:
-            delta, current = touched
+            delta, current, merged = touched
             self._small = True
         else:
-            current = runner.read_table(self.ctx, self.view)
+            current, merged = runner.read_table(self.ctx, self.view), None
         state = self.analysis.state_columns
-        merged = delta.alias("d").join(current.alias("o"), mv_analysis.GROUP_KEY, "left")
-        sums = [f"coalesce(o.`{c}`, 0) + coalesce(d.`{c}`, 0) AS `{c}`" for c in state]
-        merged = merged.selectExpr(*(f"d.`{out}`" for _, out in self.analysis.groups), *sums)
+        if merged is None:
+            merged = delta.alias("d").join(current.alias("o"), mv_analysis.GROUP_KEY, "left")
+            sums = [f"coalesce(o.`{c}`, 0) + coalesce(d.`{c}`, 0) AS `{c}`" for c in state]
+            merged = merged.selectExpr(*(f"d.`{out}`" for _, out in self.analysis.groups), *sums)
         rows = self._with_outputs(merged)
         op = F.when(F.col(mv_analysis.ROWS) > 0, F.lit(layout.UPSERT)).otherwise(F.lit(layout.DELETE))
         return rows.withColumn(layout.OP_COLUMN, op)  # a group whose last row went is deleted
 
-    def _touched_state(self, delta: DataFrame) -> tuple[DataFrame, DataFrame] | None:
-        """``delta`` (a few groups' changes) as rows held here, and the view's rows of those groups
-        looked up by key (only the files that may hold them); None when the lookup refuses them."""
+    def _touched_state(self, delta: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame | None] | None:
+        """``delta`` (a few groups' changes) as rows held here, the view's rows of those groups
+        looked up by key (only the files that may hold them), and the two summed here when they can
+        be (:func:`summed_here`: then the write's rows are a local relation and it runs no Spark job);
+        None when the lookup refuses the keys."""
         from arctic_sql.table.model.schemas import spark_schema
 
         assert self.view is not None
-        rows = delta.toArrow()  # a Spark job over local rows, no Python task
-        key = list(self.view.primary_key)
-        found = []
-        for values in preimages.packed([preimages.key_values(rows, key)]):
-            looked_up = preimages.rows_by_key(self.view, None, values)
-            if looked_up is None:
-                return None
-            found.append(looked_up[1])
+        rows = delta.toArrow().combine_chunks()  # a Spark job over local rows, no Python task
+        looked_up = preimages.rows_by_key(self.view, None, rows.select(list(self.view.primary_key)))
+        if looked_up is None:
+            return None
         schema = spark_schema(self.view.schema, all_nullable=True)
         spark = self.ctx.spark
         # One chunk each: createDataFrame keeps only the rows before an Arrow table's first empty batch.
-        held = pa.concat_tables(found).combine_chunks() if found else None
-        current = (
-            spark.createDataFrame(held, schema) if held is not None else spark.createDataFrame([], schema)
-        )
-        return spark.createDataFrame(rows.combine_chunks(), delta.schema), current
+        held = looked_up[1]
+        current = spark.createDataFrame(held, schema) if held.num_rows else spark.createDataFrame([], schema)
+        shown = [out for _, out in self.analysis.groups]
+        ansi = str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+        summed = summed_here(rows, held, shown, self.analysis.state_columns, checked=ansi)
+        merged = None
+        if summed is not None:
+            fields = [delta.schema[c] for c in [*shown, *self.analysis.state_columns]]
+            from pyspark.sql.types import StructType
+
+            merged = spark.createDataFrame(summed, StructType(fields))
+        return spark.createDataFrame(rows, delta.schema), current, merged
 
     # helpers ---------------------------------------------------------------------------------
     def _with_outputs(self, state: DataFrame) -> DataFrame:
@@ -488,3 +494,28 @@ class _Refresh:
 
     def _summary(self, mode: str) -> dict[str, str]:
         return {SOURCE_VERSIONS: json.dumps(self.at, sort_keys=True), REFRESH_MODE: mode}
+
+
+def summed_here(
+    delta: pa.Table, current: pa.Table, shown: list[str], state: tuple[str, ...] | list[str], *, checked: bool
+) -> pa.Table | None:
+    """The touched groups' state, ``delta``'s plus ``current``'s (the view's rows of those groups,
+    unique by group key), as the refresh's Spark join computes it (``coalesce(o.c, 0) +
+    coalesce(d.c, 0)``): the groups of ``delta`` with their shown columns. Only for integer and
+    floating state columns of one type on both sides, where Arrow's addition is Spark's (``checked``:
+    integer overflow raises, as Spark's ANSI mode does); None otherwise (Spark joins them then)."""
+    import pyarrow.compute as pc
+
+    types = [delta.schema.field(c).type for c in state]
+    if any(not (pa.types.is_integer(t) or pa.types.is_floating(t)) for t in types):
+        return None
+    if any(current.schema.field(c).type != t for c, t in zip(state, types, strict=True)):
+        return None
+    key = mv_analysis.GROUP_KEY
+    at = pc.index_in(delta.column(key), value_set=current.column(key).combine_chunks())
+    columns = [delta.column(c) for c in shown]
+    for c, t in zip(state, types, strict=True):
+        old = current.column(c).combine_chunks().take(at).fill_null(pa.scalar(0, t))
+        add = pc.add_checked if checked and pa.types.is_integer(t) else pc.add
+        columns.append(add(old, delta.column(c).fill_null(pa.scalar(0, t))))
+    return pa.Table.from_arrays(columns, names=[*shown, *state]).combine_chunks()

@@ -243,6 +243,49 @@ def test_a_small_change_set_looks_its_pre_images_up_by_key(arctic):
     assert found == [(7, "update_postimage", "b"), (7, "update_preimage", "a"), (1000, "insert", "new")]
 
 
+def test_many_keys_are_looked_up_with_one_plan_that_opens_what_chunked_lookups_open(arctic):
+    """More changed keys than a point lookup takes (MAX_LOOKUP_KEYS): the feed's pre-images come from
+    one lookup.plan_many, which opens the files the per-chunk plan_lookup of the same keys opens
+    (their nodes' files whose key bounds hold one, a composite key) and gives the same rows."""
+    from arctic_sql.table.format import versions
+    from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
+    from arctic_sql.table.reading import lookup, preimages
+    from arctic_sql.table.reading.changes import Range
+    from arctic_sql.table.reading.full_changes import plan_full
+
+    arctic.sql(
+        "CREATE TABLE db.t (id BIGINT, part STRING, v STRING, PRIMARY KEY (id, part)) "
+        "TBLPROPERTIES ('base.file-index.hash-bucket' = '8', 'change.file-index.hash-bucket' = '4')"
+    )
+    arctic.sql("INSERT INTO db.t SELECT id, CAST(id % 3 AS STRING), 'a' FROM range(6000)")
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    arctic.sql(
+        "INSERT INTO db.t SELECT id, CAST(id % 3 AS STRING), 'b' FROM range(0, 6000, 3)"
+    )  # in change files
+    # 2,600 keys: 2,000 updated, 600 new (beyond every base file's bounds)
+    arctic.sql("INSERT INTO db.t SELECT id, CAST(id % 3 AS STRING), 'c' FROM range(4000, 6600)")
+    table = arctic.context.table("db.t")
+    history = versions.history(table.base, table.change)
+    plan = plan_full(table, Range(history.commits[-2].version, history.latest), history)
+    feed = preimages.read_local(table, plan, {})
+    assert feed is not None and len(feed.lookups) == 1  # one plan for all the keys
+    keys = [(i, str(i % 3)) for i in range(4000, 6600)]
+    assert len(keys) > 2 * MAX_LOOKUP_KEYS
+    version = history.commits[-2].version
+    many = lookup.plan_many(table, version, feed.rows.select(["id", "part"]))
+    assert many is not None
+    chunked, rows = set(), []
+    for i in range(0, len(keys), MAX_LOOKUP_KEYS):
+        chunk = lookup.plan_lookup(table, version, keys[i : i + MAX_LOOKUP_KEYS])
+        assert chunk is not None
+        chunked |= {f.path for f in [*chunk.base_files, *chunk.change_files]}
+        rows += lookup.read_keys(table, chunk, keys[i : i + MAX_LOOKUP_KEYS]).to_pylist()
+    opened = {f.path for f in [*many.plan.base_files, *many.plan.change_files]}
+    assert opened == chunked == {f.path for f in [*feed.lookups[0].base_files, *feed.lookups[0].change_files]}
+    found = lookup.read_many(table, many).to_pylist()
+    assert sorted(found, key=repr) == sorted(rows, key=repr) and len(found) == 2000
+
+
 def test_the_driver_and_the_spark_feed_give_the_same_rows(changed, monkeypatch):
     """Over deletes, MERGE, optimizing and a key coming back: the feed computed in the driver equals
     the one read in Spark tasks (what a change set over ``MAX_CHANGE_ROWS`` gets), range by range."""

@@ -261,6 +261,47 @@ def test_randomized_rounds_match_the_query(arctic):
                 assert _visible(arctic, f"db.{name}") == _rows(arctic.sql(query)), (round_, name)
 
 
+def test_a_refresh_plans_one_lookup_for_the_changed_keys_and_one_for_the_groups(
+    arctic, monkeypatch, spark_jobs
+):
+    """A change set of more keys than a point lookup takes (MAX_LOOKUP_KEYS), under the driver's
+    bound: the source's pre-images and the view's touched groups are each looked up with one planned
+    read (lookup.plan_many), not one per chunk of keys; the touched groups' state is summed in the
+    driver, so the write runs no Spark job (the delta's aggregation is the only one left); the view
+    equals its query."""
+    from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
+    from arctic_sql.table.reading import lookup, preimages
+
+    _orders(arctic)
+    arctic.sql(
+        "INSERT INTO db.orders SELECT id, CONCAT('s', id % 3), CONCAT('r', id % 2), id % 50, NULL "
+        "FROM range(10, 5000)"
+    )
+    arctic.sql("CALL system.optimize(table => 'db.orders', mode => 'full')")
+    arctic.sql(f"CREATE MATERIALIZED VIEW db.mv AS {AGGREGATE}")
+    changed = 3 * MAX_LOOKUP_KEYS  # 3,072 keys: 2,990 updated, 82 new
+    assert changed <= preimages.MAX_CHANGE_ROWS
+    arctic.sql(
+        "INSERT INTO db.orders SELECT id, CONCAT('t', id % 4), 'eu', id % 40, 'n' "
+        f"FROM range(2010, {2010 + changed})"
+    )
+    planned: list[str] = []
+    plan_read = lookup.plan_read
+
+    def counted(table, *args, **kwargs):
+        planned.append(str(table.identifier))
+        return plan_read(table, *args, **kwargs)
+
+    monkeypatch.setattr(lookup, "plan_read", counted)
+    jobs = spark_jobs(lambda: arctic.sql("REFRESH MATERIALIZED VIEW db.mv"))
+    monkeypatch.undo()
+    assert sorted(planned) == ["db.mv", "db.orders"]
+    assert jobs and set(jobs) == {"toArrow"} and len(jobs) <= 2, jobs  # the delta's, not the write's
+    assert _visible(arctic, "db.mv") == _rows(arctic.sql(AGGREGATE))
+    info = dict(arctic.sql("DESCRIBE MATERIALIZED VIEW db.mv").collect())
+    assert info["last refresh"] == "incremental (aggregate)"
+
+
 def test_refresh_that_dies_before_its_commit_runs_again_exactly_once(arctic, monkeypatch):
     from arctic_sql.faults import InjectedFault
 

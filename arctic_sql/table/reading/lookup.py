@@ -6,17 +6,28 @@ here with pyarrow, node group by node group, keeping only the keys' rows of each
 and no Python worker: a partial MERGE of a 1,000-row batch spent most of its time in the Spark job
 that read the same files in a Python task and broadcast the result. What the driver holds is one node
 group's rows at a time and the keys' rows, never the table's.
+
+:func:`plan_lookup` takes the few keys a statement names (at most ``MAX_LOOKUP_KEYS``, hashed one by
+one). :func:`plan_many` takes the keys of a change set (thousands, as an Arrow table): one scan plan
+of both stores, the keys hashed with numpy (keyhash_arrow), and each file kept when one of its node's
+keys lies in its key bounds, compared column-wise; each node group then reads only its own keys. A
+refresh that looked 4,000 keys up in chunks of 1,024 spent most of its driver time planning each
+chunk again and hashing and bounds-checking key by key in Python (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg import types as it
 from pyiceberg.expressions import And, BooleanExpression
 
+from arctic_sql.table.format import keyhash_arrow
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS, hash_types, lookup_hashes, spark_xxhash64
 from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.table.model import predicates
@@ -26,6 +37,7 @@ from arctic_sql.table.reading.merge_on_read import node_groups
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan, plan_read
 
 if TYPE_CHECKING:
+    from pyiceberg.schema import Schema
     from pyiceberg.types import IcebergType
 
     from arctic_sql.table.model.table import ArcticTable
@@ -38,6 +50,8 @@ LOCAL_LOOKUP_MAX_BYTES = 512 * 1024 * 1024
 IN_LIST_MAX_VALUES = 200
 # Iceberg's default metrics keep string bounds of up to this many characters whole ("truncate(16)").
 TRUNCATED_LENGTH = 16
+# The key types keyhash.py hashes (plan_lookup refuses others): plan_many takes the same ones.
+HASHED_TYPES = (it.IntegerType, it.LongType, it.StringType, it.DateType, it.BooleanType)
 
 
 def key_filter(keys: Sequence[str], values: Sequence[tuple]) -> BooleanExpression:
@@ -82,13 +96,102 @@ def plan_lookup(table: ArcticTable, version: int | None, values: Sequence[tuple]
         base_files=tuple(f for f in plan.base_files if _may_hold(f, hashed, field_ids, types)),
         change_files=tuple(f for f in plan.change_files if _may_hold(f, hashed, field_ids, types)),
     )
-    files = [*plan.base_files, *plan.change_files]
+    return plan if _fits(table, [*plan.base_files, *plan.change_files]) else None
+
+
+def _fits(table: ArcticTable, files: Sequence[FileEntry]) -> bool:
+    """Whether reading ``files`` is a read for this process: at most ``LOCAL_LOOKUP_MAX_BYTES`` in all
+    and ``merge-on-read.in-memory-max-bytes`` per node group."""
     if sum(f.file_size for f in files) > LOCAL_LOOKUP_MAX_BYTES:
-        return None
+        return False
     limit = table.settings.merge_on_read_in_memory_max_bytes
-    if files and max(sum(f.file_size for f in g) for g in node_groups(files)) > limit:
+    return not files or max(sum(f.file_size for f in g) for g in node_groups(files)) <= limit
+
+
+@dataclass(frozen=True)
+class ManyKeys:
+    """A lookup of many keys planned once (:func:`plan_many`): its read, and each node group's files
+    with the keys they may hold (the keys a group's read keeps)."""
+
+    plan: ReadPlan
+    groups: tuple[tuple[tuple[FileEntry, ...], pa.Table], ...]
+
+
+def plan_many(table: ArcticTable, version: int | None, wanted: pa.Table) -> ManyKeys | None:
+    """The read of the keys in ``wanted`` (a table with the key columns, duplicates allowed) at
+    ``version``: only the files of their tree nodes whose key bounds hold one, as :func:`plan_lookup`
+    chooses them, for any number of keys; None when that is not a read for this process (no key, a
+    key type the hash does not cover, a node group or the whole over the byte bounds)."""
+    keys = list(table.primary_key)
+    types = table.key_types
+    if not keys or table.change is None or not all(isinstance(t, HASHED_TYPES) for t in types):
         return None
-    return plan
+    target = _target(table.schema)
+    try:
+        wanted = wanted.select(keys).cast(pa.schema([target.field(k) for k in keys]))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    wanted = wanted.group_by(keys, use_threads=False).aggregate([]).select(keys).combine_chunks()
+    hashes = (
+        keyhash_arrow.spark_xxhash64([wanted.column(k) for k in keys], table.key_as_int)
+        if wanted.num_rows
+        else np.zeros(0, np.uint64)
+    )
+    plan = plan_read(table, version)  # pruned here, file by file, by the keys' nodes and bounds
+    field_ids = [table.schema.find_field(k).field_id for k in keys]
+    holds: dict[tuple[str, str], np.ndarray] = {}
+    for f in [*plan.base_files, *plan.change_files]:
+        held = _holding(f, hashes, wanted, field_ids, types)
+        if held.any():
+            holds[(f.store, f.path)] = held
+    condition = key_filter(keys, _bounds_only(wanted, keys))
+    plan = replace(
+        plan,
+        base_files=tuple(f for f in plan.base_files if (f.store, f.path) in holds),
+        change_files=tuple(f for f in plan.change_files if (f.store, f.path) in holds),
+        base_filter=condition,  # row groups only: read_many keeps each group's keys exactly
+        change_filter=condition,
+    )
+    files = [*plan.base_files, *plan.change_files]
+    if not _fits(table, files):
+        return None
+    groups = []
+    for group in node_groups(files) if files else []:
+        mine = np.logical_or.reduce([holds[(f.store, f.path)] for f in group])
+        groups.append((tuple(group), wanted.filter(pa.array(mine))))
+    return ManyKeys(plan, tuple(groups))
+
+
+def _bounds_only(wanted: pa.Table, keys: Sequence[str]) -> list[tuple]:
+    """Key tuples standing for ``wanted`` in :func:`key_filter`: its rows when few, else each
+    column's minimum and maximum (what key_filter makes of many values anyway)."""
+    if wanted.num_rows <= IN_LIST_MAX_VALUES:
+        return list(zip(*(wanted.column(k).to_pylist() for k in keys), strict=True))
+    ranges = [pc.min_max(wanted.column(k)) for k in keys]
+    return [tuple(r["min"].as_py() for r in ranges), tuple(r["max"].as_py() for r in ranges)]
+
+
+def _holding(
+    file: FileEntry,
+    hashes: np.ndarray,
+    wanted: pa.Table,
+    field_ids: Sequence[int],
+    types: Sequence[IcebergType],
+) -> np.ndarray:
+    """Which of ``wanted``'s keys (their ``hashes``) ``file`` may hold: the vectorised
+    :func:`_may_hold`, a boolean per key."""
+    node = DataTreeNode.of_id(file.node_id)
+    held = (hashes & np.uint64(node.mask)) == np.uint64(node.index)
+    if not held.any():
+        return held
+    lows, highs = file.data_file.lower_bounds or {}, file.data_file.upper_bounds or {}
+    for column, field_id, field_type in zip(wanted.itercolumns(), field_ids, types, strict=True):
+        low, high = _bound(lows, field_id, field_type), _bound(highs, field_id, field_type)
+        if low is not None:
+            held &= pc.greater_equal(column, low).to_numpy(zero_copy_only=False)
+        if high is not None:
+            held &= pc.less_equal(column, high).to_numpy(zero_copy_only=False)
+    return held
 
 
 def describe(plan: ReadPlan) -> str:
@@ -140,22 +243,61 @@ def _bound(bounds: dict[int, bytes], field_id: int, field_type: IcebergType) -> 
 def read_keys(table: ArcticTable, plan: ReadPlan, values: Sequence[tuple]) -> pa.Table:
     """The merged rows of ``plan`` (from :func:`plan_lookup`) whose key is one of ``values``, in the
     plan's schema with every column nullable."""
+    keys = list(table.primary_key)
+    target = _target(plan.schema)
+    wanted = pa.table({k: pa.array([v[i] for v in values], target.field(k).type) for i, k in enumerate(keys)})
+    files = [*plan.base_files, *plan.change_files]
+    # Each key column's values, kept while scanning (a superset of the keys for a composite key);
+    # files are sorted by key: a key's rows lie in one row group.
+    kept, key_set = node_merge.keys_in(wanted, keys), KeySet.of(keys, values)
+    return _read(
+        table, plan, [(group, wanted, kept, key_set) for group in node_groups(files)] if files else []
+    )
+
+
+def read_many(table: ArcticTable, looked: ManyKeys) -> pa.Table:
+    """The merged rows of the keys :func:`plan_many` planned, in the plan's schema with every column
+    nullable: each node group reads and keeps only its own keys."""
+    keys = list(table.primary_key)
+    return _read(
+        table,
+        looked.plan,
+        [(list(g), w, node_merge.keys_in(w, keys), _key_set(w, keys)) for g, w in looked.groups],
+    )
+
+
+def _key_set(wanted: pa.Table, keys: Sequence[str]) -> KeySet:
+    """:meth:`KeySet.of` of a table's keys: each column's sorted distinct values, as Python values."""
+    columns = []
+    for key in keys:
+        distinct = pc.unique(wanted.column(key)).sort().to_pylist()
+        array = np.empty(len(distinct), dtype=object)
+        array[:] = distinct
+        columns.append((key, array))
+    return KeySet(tuple(columns))
+
+
+def _target(schema: Schema) -> pa.Schema:
+    """The Arrow schema a lookup's rows come in: the table's, every column nullable."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
+    return schema_to_pyarrow(node_merge.optional(schema), include_field_ids=False)
+
+
+def _read(
+    table: ArcticTable,
+    plan: ReadPlan,
+    groups: Iterable[tuple[Sequence[FileEntry], pa.Table, Any, KeySet]],
+) -> pa.Table:
+    """The merged rows of each node group (files, the keys wanted of it, their scan filter and key
+    set) whose key is one of the group's wanted keys."""
     keys = list(table.primary_key)
-    target = schema_to_pyarrow(node_merge.optional(plan.schema), include_field_ids=False)
-    files = [*plan.base_files, *plan.change_files]
-    if not files:
-        return target.empty_table()
-    wanted = pa.table({k: pa.array([v[i] for v in values], target.field(k).type) for i, k in enumerate(keys)})
-    # Each key column's values, kept while scanning (a superset of the keys for a composite key).
-    kept = node_merge.keys_in(wanted, keys)
-    key_set = KeySet.of(keys, values)  # files are sorted by key: a key's rows lie in one row group
+    target = _target(plan.schema)
     base, change = node_merge.Store.both(table)
     engine = table.merge_engine
-    found = []
-    for group in node_groups(files):
-        task = node_merge.NodeTask.of(group)
+    found = [target.empty_table()]
+    for group, wanted, kept, key_set in groups:
+        task = node_merge.NodeTask.of(list(group))
         try:
             rows = node_merge.read_node(
                 task,

@@ -76,19 +76,3 @@ def test_an_unknown_mode_is_refused_in_one_line() -> None:
     assert checked_mode(" FULL ", "changeFeedMode") == "full"
     with pytest.raises(InvalidArgumentError, match="changeFeedMode must be latest or full, got 'all'"):
         checked_mode("all", "changeFeedMode")
-
-
-def test_keys_go_to_lookups_in_chunks_packed_by_node_group() -> None:
-    """preimages.packed: whole node groups share a chunk while they fit in one lookup's keys, a group
-    over that is split, and no chunk holds more (a lookup refuses more than MAX_LOOKUP_KEYS)."""
-    from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
-    from arctic_sql.table.reading.preimages import key_values, packed
-
-    small = [[(i,) for i in range(10)], [(i,) for i in range(10, 30)]]
-    assert packed(small) == [[(i,) for i in range(30)]]
-    big = [(i,) for i in range(MAX_LOOKUP_KEYS + 5)]
-    chunks = packed([small[0], big, small[1]])
-    assert [len(c) for c in chunks] == [10, MAX_LOOKUP_KEYS, 5 + 20]
-    assert sorted(k for c in chunks for k in c) == sorted([*small[0], *big, *small[1]])
-    rows = pa.table({"a": [1, 1, 2, 1], "b": ["x", "x", "y", "z"]})
-    assert key_values(rows, ["a", "b"]) == [(1, "x"), (2, "y"), (1, "z")]

@@ -216,9 +216,9 @@ class TableSettings:
 
     @property
     def merge_on_read_driver_max_bytes(self) -> int:
-        """File bytes of a whole read up to which an aggregate pushed into the merge is merged and
-        aggregated in the driver, with no Spark task; 0: always in Spark tasks
-        (``merge-on-read.driver-max-bytes``, default 33554432).
+        """File bytes of a whole read up to which an aggregate pushed into the merge (GROUP BY with
+        count, sum, min, max) is merged and aggregated in the driver, with no Spark task; 0: always
+        in Spark tasks (``merge-on-read.driver-max-bytes``, default 33554432).
         """
         return self._value("merge-on-read.driver-max-bytes", int)
 

@@ -152,6 +152,8 @@ def check(run: Run, table: str, reference: dict, when: str) -> dict[str, dict]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # The peers' workers run with this (spark_peer.Peer); this process's Spark gets the same.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     started = time.time()
     sizes = [int(s) for s in args.batches.split(",")]
     datas = {

@@ -234,10 +234,10 @@ def spark_types(pushdown: Pushdown, schema: Schema):
 
 
 def aggregated_by_node(
-    spark: SparkSession, table: ArcticTable, plan: ReadPlan, pushdown: Pushdown
+    spark: SparkSession, table: ArcticTable, plan: ReadPlan, pushdown: Pushdown, driver_max_bytes: int = 0
 ) -> DataFrame | None:
     """Per node group, the partial aggregates of its merged rows; None as for
-    ``reader.by_node``."""
+    ``reader.by_node``; ``driver_max_bytes``: up to which file bytes the groups merge in the driver."""
     from pyiceberg.types import StringType
 
     schema = plan.schema.select(*dict.fromkeys([*table.primary_key, *pushdown.columns]))
@@ -254,6 +254,7 @@ def aggregated_by_node(
         lambda rows: partial_aggregate(rows, pushdown),
         "arctic_aggregate_by_node",
         strings,
+        driver_max_bytes,
     )
 
 
@@ -262,7 +263,9 @@ def dataframe_for(
 ) -> DataFrame | None:
     """The partials of ``node``'s select, merged and aggregated by node, with the select rewritten to
     combine them; None, with nothing changed, when the pushdown does not apply or would not help
-    (no change data to merge: Spark reads the base itself)."""
+    (no change data to merge and more than ``merge-on-read.driver-max-bytes`` to read: Spark reads
+    the base itself). A read of at most that many file bytes merges and aggregates in the driver,
+    with or without change data: its partials are a local relation, and the query runs no Python."""
 
     select = node.parent_select
     if table.change is None or not isinstance(select, exp.Select):
@@ -272,9 +275,12 @@ def dataframe_for(
         return None
     pushdown, by_node = analyzed
     plan = plan_read(table, version)
-    if not plan.change_files:
+    files = [*plan.base_files, *plan.change_files]
+    driver_max_bytes = table.settings.merge_on_read_driver_max_bytes
+    in_driver = bool(files) and sum(f.file_size for f in files) <= driver_max_bytes
+    if not plan.change_files and not in_driver:
         return None
-    df = aggregated_by_node(ctx.spark, table, plan, pushdown)
+    df = aggregated_by_node(ctx.spark, table, plan, pushdown, driver_max_bytes)
     if df is None:
         return None
     names = None

@@ -649,6 +649,8 @@ def explain(ctx: StatementContext, expression: statements.Explain, text: str) ->
         )
         if resolved.notes:  # lookups read in the driver: their rows are a local relation in the plan
             plan += "\n== Read by key in the driver ==\n" + "\n".join(resolved.notes) + "\n"
+        if resolved.driver_reads:  # small pushed aggregates, merged and aggregated in the driver
+            plan += "\n== Merged in the driver ==\n" + "\n".join(resolved.driver_reads) + "\n"
     finally:
         for view in resolved.views:
             ctx.spark.catalog.dropTempView(view)

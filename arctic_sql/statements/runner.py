@@ -31,7 +31,7 @@ from arctic_sql.table.catalog import ViewDefinition
 from arctic_sql.table.format.keyhash import hash_types, lookup_hashes
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading.changes import changes_between
-from arctic_sql.table.reading.merge_on_read import merged_dataframe
+from arctic_sql.table.reading.merge_on_read import DRIVER_NOTE, merged_dataframe
 from arctic_sql.table.reading.scan import plan_read
 
 if TYPE_CHECKING:
@@ -128,6 +128,8 @@ class Resolved:
     expression: exp.Expression
     views: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what lookups read here (``looked_up``), for EXPLAIN
+    # What other reads merged in the driver (small pushed aggregates, ``merge_on_read.by_node``).
+    driver_reads: list[str] = field(default_factory=list)
 
 
 def _cte_names(expression: exp.Expression) -> set[str]:
@@ -162,6 +164,8 @@ def resolve(ctx: StatementContext, expression: exp.Expression) -> Resolved:
         resolved.views.append(view)
         if hasattr(df, LOOKUP_NOTE):
             resolved.notes.append(f"{view}: {getattr(df, LOOKUP_NOTE)}")
+        if hasattr(df, DRIVER_NOTE):
+            resolved.driver_reads.append(f"{view}: {getattr(df, DRIVER_NOTE)}")
         alias = node.alias or parts[-1]
         if not node.alias and not changes:
             bare.add(((parts[-2] if len(parts) > 1 else ctx.current_database).lower(), alias.lower()))

@@ -144,6 +144,9 @@ def test_full_scans_merge_by_node_in_memory_and_agree_with_the_spark_plan(orders
     query = (
         "SELECT region, count(*) AS n, sum(amount) AS total FROM db.orders GROUP BY region ORDER BY region"
     )
+    # A table this small merges and aggregates in the driver (merge-on-read.driver-max-bytes); 0: in tasks.
+    in_driver = [tuple(r) for r in orders.sql(query).collect()]
+    orders.sql("ALTER TABLE db.orders SET TBLPROPERTIES ('merge-on-read.driver-max-bytes' = '0')")
     in_memory = orders.sql("EXPLAIN " + query).collect()[0][0]
     assert "MapInArrow" in in_memory and not _scanned_paths(in_memory)  # no Parquet scan, no shuffle of rows
     by_node = [tuple(r) for r in orders.sql(query).collect()]
@@ -153,6 +156,7 @@ def test_full_scans_merge_by_node_in_memory_and_agree_with_the_spark_plan(orders
     assert (
         [tuple(r) for r in orders.sql(query).collect()]
         == by_node
+        == in_driver
         == [("ap", 1, 5.0), ("eu", 2, 41.0), ("us", 1, 50.0)]
     )
 

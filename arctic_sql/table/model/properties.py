@@ -265,6 +265,14 @@ PROPERTIES: tuple[TableProperty, ...] = (
         _non_negative,
     ),
     _P(
+        "merge-on-read.driver-max-bytes",
+        Kind.LONG,
+        32 * MB,
+        "file bytes of a whole read up to which an aggregate pushed into the merge (GROUP BY with count, "
+        "sum, min, max) is merged and aggregated in the driver, with no Spark task; 0: always in Spark tasks",
+        _non_negative,
+    ),
+    _P(
         "merge-on-read.broadcast-threshold-rows",
         Kind.LONG,
         2_000_000,

@@ -215,6 +215,14 @@ class TableSettings:
         return self._value("merge-on-read.in-memory-max-bytes", int)
 
     @property
+    def merge_on_read_driver_max_bytes(self) -> int:
+        """File bytes of a whole read up to which an aggregate pushed into the merge (GROUP BY with
+        count, sum, min, max) is merged and aggregated in the driver, with no Spark task; 0: always
+        in Spark tasks (``merge-on-read.driver-max-bytes``, default 33554432).
+        """
+        return self._value("merge-on-read.driver-max-bytes", int)
+
+    @property
     def merge_on_read_broadcast_threshold_rows(self) -> int:
         """Change rows up to which merge-on-read broadcasts the changed keys instead of shuffling
         the base (``merge-on-read.broadcast-threshold-rows``, default 2000000).

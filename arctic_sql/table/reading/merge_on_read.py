@@ -63,6 +63,8 @@ TAG = "_arctic_txn_op"  # node_merge.tag: transaction * 2 + (1 if a delete)
 MAX_MAPPED_FILES = 1000
 # The file bytes one task of a pyarrow scan reads at most, when there are more than cores to share them.
 SCAN_TASK_BYTES = 256 * 1024 * 1024
+# The attribute of a DataFrame read in the driver that says what was read (EXPLAIN shows it).
+DRIVER_NOTE = "_arctic_driver_read"
 
 
 def read_files(
@@ -349,10 +351,17 @@ def by_node(
     finish: Callable[[pa.Table], pa.Table],
     name: str,
     dictionary: frozenset[str] = frozenset(),
+    driver_max_bytes: int = 0,
 ) -> DataFrame | None:
     """Per node group, merge its files in ``schema`` and hand Spark ``finish`` of the rows, of
     ``spark_type``; ``dictionary``: see ``node_merge.read_node``. None when a group is too large to
-    merge in memory. (The aggregate pushdown of queries finishes with partial aggregates.)"""
+    merge in memory. (The aggregate pushdown of queries finishes with partial aggregates.)
+
+    ``driver_max_bytes``: when all the files weigh at most this, the groups merge here in the driver
+    and Spark gets the finished rows as a local relation (``DRIVER_NOTE`` names what was read): for
+    a small read, the Spark job (its planning, a Python task per core, the hand-off) costs many
+    times the merge itself. Only for a ``finish`` that leaves few rows (partial aggregates)."""
+    import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
     limit = table.settings.merge_on_read_in_memory_max_bytes
@@ -409,10 +418,17 @@ def by_node(
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning
     # (nodes: the tree nodes, per partition, whose files it opens).
     nodes = len({(f.partition, f.store, f.node_id) for g in groups for f in g})
-    merge.__name__ = (
-        f"{name}[groups={len(jobs)}, nodes={nodes}, base_files={len(plan.base_files)}, "
-        f"change_files={len(plan.change_files)}]"
+    read = (
+        f"groups={len(jobs)}, nodes={nodes}, base_files={len(plan.base_files)}, "
+        f"change_files={len(plan.change_files)}"
     )
+    if sum(sizes) <= driver_max_bytes:
+        every_group = pa.record_batch([pa.array(range(len(slots)), pa.int32())], ["slot"])
+        rows = pa.Table.from_batches(list(merge(iter([every_group]))), schema=arrow_type)
+        df = spark.createDataFrame(rows, spark_type)
+        setattr(df, DRIVER_NOTE, f"{name}_in_driver[{read}]")
+        return df
+    merge.__name__ = f"{name}[{read}]"
     return _slots(spark, len(slots), sum(sizes)).mapInArrow(storage.shipped(merge), spark_type)
 
 

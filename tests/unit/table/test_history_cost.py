@@ -206,3 +206,25 @@ def test_the_history_of_unchanged_metadata_is_worked_out_once_and_a_commit_gives
     after = catalog.load_table(T)
     assert [c.version for c in versions.history(after.base, after.change).commits] == [1, 2]
     assert [c.version for c in versions.history(first.base, first.change).commits] == [1]
+
+
+def test_a_file_another_process_wrote_reuses_the_known_log_entries_and_their_json(tmp_path):
+    # A Spark worker parses each file the driver or another worker wrote: at 2,000 snapshots, parsing
+    # the snapshot log again and encoding every entry's JSON again was most of that parse.
+    table = create(catalog_at(tmp_path))
+    for key in (1, 2):
+        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    metadata_cache.clear()  # as in a process that has parsed nothing yet
+    with open(table.change.metadata_location.removeprefix("file://")) as f:
+        first = metadata_cache.parse_metadata(f.read())
+    pieces = dict(metadata_cache._pieces[first.table_uuid])
+    commit.commit_change(table, [write(table, [(3, None, "c")])], "insert")  # as another process
+    with open(table.change.metadata_location.removeprefix("file://")) as f:
+        text = f.read()
+    second = metadata_cache.parse_metadata(text)
+    assert len(second.snapshot_log) == 3 and len(second.snapshots) == 3
+    old = [*first.snapshots, *first.snapshot_log]
+    assert all(a is b for a, b in zip(second.snapshot_log, first.snapshot_log[:2], strict=False))
+    held = metadata_cache._pieces[second.table_uuid]
+    assert all(held[id(entry)][1] is pieces[id(entry)][1] for entry in old)  # not encoded again
+    assert json.loads(metadata_cache.metadata_json(second)) == json.loads(text)

@@ -228,3 +228,21 @@ def test_a_file_another_process_wrote_reuses_the_known_log_entries_and_their_jso
     held = metadata_cache._pieces[second.table_uuid]
     assert all(held[id(entry)][1] is pieces[id(entry)][1] for entry in old)  # not encoded again
     assert json.loads(metadata_cache.metadata_json(second)) == json.loads(text)
+
+
+def test_a_read_of_a_recent_version_looks_at_the_newest_snapshots_only(tmp_path, monkeypatch):
+    # VERSION AS OF and the change stream's planning find the snapshot of a version near the head:
+    # walking all 2,000 snapshots from the oldest for it grew their planning with the history.
+    table = create(catalog_at(tmp_path))
+    for key in range(1, 21):
+        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    seen = []
+    real = versions.sequence_of
+    monkeypatch.setattr(versions, "sequence_of", lambda snap: seen.append(snap) or real(snap))
+    found = versions.snapshot_at(table.change, 18)
+    looked_at = len(seen)
+    monkeypatch.undo()
+    assert found is not None and real(found) == 18
+    assert looked_at == 3  # versions 20, 19 and 18
+    assert [real(versions.snapshot_at(table.change, v)) for v in (1, 7, 20, 25)] == [1, 7, 20, 20]
+    assert versions.snapshot_at(table.change, 0) is None

@@ -14,10 +14,10 @@ several times the rest of a 1,000-row commit. This module removes them for the w
   writes is kept under the location it was written to, so the next load of the store, and the
   catalog's check of the next commit, parse nothing (pyiceberg's own table object holds that same
   metadata after a commit). A small LRU bounds the memory.
-- **Snapshots parsed once.** A file another process wrote is parsed, but each snapshot in it that
-  this process already parsed for the table, with the same JSON, is the object parsed then: the
-  JSON is read with the standard library and pydantic validates only the new snapshots and the
-  other fields (v2 only).
+- **Snapshots parsed once.** A file another process wrote is parsed, but each snapshot and
+  snapshot-log entry in it that this process already parsed for the table, with the same JSON, is
+  the object parsed then (with the JSON kept for it, below): the JSON is read with the standard
+  library and pydantic validates only the new entries and the other fields (v2 only).
 - **Snapshots serialized once.** A commit writes the whole metadata again, every snapshot in it;
   pyiceberg serializes each snapshot's summary in Python, which at 2,000 snapshots costs more than
   the rest of the commit. A snapshot never changes once added, so the JSON of each snapshot and
@@ -63,8 +63,11 @@ _installed = False
 # of the table's newest written metadata; the entry is held so that its id is not reused meanwhile.
 _pieces: OrderedDict[object, dict[int, tuple[Any, str]]] = OrderedDict()
 _LISTS = (("snapshots", "snapshots"), ("snapshot_log", "snapshot-log"))  # field, JSON key
-# Per table (uuid as written): snapshot id -> (its JSON as parsed by json.loads, the Snapshot).
-_snapshots: OrderedDict[str, dict[int, tuple[dict, Any]]] = OrderedDict()
+# Per table (uuid as written), for its snapshots and its snapshot log (as _LISTS): what names an entry
+# (the snapshot's id; the log entry's id and time) -> (its JSON as parsed by json.loads, the entry).
+_Known = dict[object, tuple[Any, Any]]
+_entries: OrderedDict[str, tuple[_Known, _Known]] = OrderedDict()
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one, not one per entry
 _read = FromInputFile.table_metadata
 _write = ToOutputFile.table_metadata
 
@@ -90,7 +93,7 @@ def clear() -> None:
     with _lock:
         _parsed.clear()
         _pieces.clear()
-        _snapshots.clear()
+        _entries.clear()
 
 
 def _read_cached(input_file: InputFile, encoding: str = UTF8) -> Any:
@@ -105,37 +108,61 @@ def _read_cached(input_file: InputFile, encoding: str = UTF8) -> Any:
 
 
 def parse_metadata(text: str) -> Any:
-    """``TableMetadataUtil.parse_raw(text)``, reusing the snapshots parsed before for the table."""
+    """``TableMetadataUtil.parse_raw(text)``, reusing the snapshots and snapshot-log entries parsed
+    before for the table (and the JSON kept for them)."""
     raw = json.loads(text)
-    listed = raw.get("snapshots")
-    if raw.get("format-version") != 2 or not isinstance(listed, list):
+    if raw.get("format-version") != 2 or not all(isinstance(raw.get(key, []), list) for _, key in _LISTS):
         return TableMetadataUtil.parse_raw(text)
     table = str(raw.get("table-uuid"))
     with _lock:
-        known = _snapshots.get(table, {})
-    given = []
-    for item in listed:
-        snapshot_id = item.get("snapshot-id") if isinstance(item, dict) else None
-        hit = known.get(snapshot_id) if snapshot_id is not None else None
-        given.append(hit[1] if hit is not None and hit[0] == item else item)
-    metadata = TableMetadataUtil.parse_obj({**raw, "snapshots": given})
-    kept = {snap.snapshot_id: (item, snap) for item, snap in zip(listed, metadata.snapshots, strict=True)}
+        known = _entries.get(table, ({}, {}))
+    given: dict[str, list[Any]] = {}
+    names: dict[str, list[object]] = {}
+    for (_, key), seen in zip(_LISTS, known, strict=True):
+        items = raw.get(key)
+        if items is None:
+            continue
+        names[key] = [_key_of(key, item) for item in items]
+        given[key] = []
+        for name, item in zip(names[key], items, strict=True):
+            hit = seen.get(name) if name is not None else None
+            given[key].append(hit[1] if hit is not None and hit[0] == item else item)
+    metadata = TableMetadataUtil.parse_obj({**raw, **given})
     with _lock:
-        _snapshots[table] = kept
-        _snapshots.move_to_end(table)
-        while len(_snapshots) > MAX_ENTRIES:
-            _snapshots.popitem(last=False)
+        held = _pieces.get(metadata.table_uuid, {})
     # The JSON each entry was read from is its piece for the next write: a process that commits once
     # (a Spark worker's commit of df.write or of a stream's batch) would otherwise serialize every
-    # snapshot in Python, the cost this module exists to remove.
+    # snapshot in Python, the cost this module exists to remove. An entry reused from an earlier
+    # parse keeps its piece: encoding 4,000 entries again was most of a parse at 2,000 snapshots.
     pieces: dict[int, tuple[Any, str]] = {}
+    kept: list[_Known] = []
     for field, key in _LISTS:
         items, entries = raw.get(key) or [], getattr(metadata, field)
+        by_key: _Known = {}
         if len(items) == len(entries):
-            for item, entry in zip(items, entries, strict=True):
-                pieces[id(entry)] = (entry, json.dumps(item, separators=(",", ":"), ensure_ascii=False))
+            for name, item, entry in zip(names.get(key, []), items, entries, strict=True):
+                by_key[name] = (item, entry)
+                piece = held.get(id(entry))
+                if piece is None or piece[0] is not entry:
+                    piece = (entry, _ENCODER.encode(item))
+                pieces[id(entry)] = piece
+        kept.append(by_key)
+    with _lock:
+        _entries[table] = (kept[0], kept[1])
+        _entries.move_to_end(table)
+        while len(_entries) > MAX_ENTRIES:
+            _entries.popitem(last=False)
     _keep_pieces(metadata.table_uuid, pieces)
     return metadata
+
+
+def _key_of(key: str, item: Any) -> object:
+    """What names an entry of list ``key`` of the metadata JSON (None: nothing, never reused)."""
+    if not isinstance(item, dict):
+        return None
+    if key == "snapshots":
+        return item.get("snapshot-id")
+    return (item.get("snapshot-id"), item.get("timestamp-ms"))
 
 
 def _keep_pieces(table: object, pieces: dict[int, tuple[Any, str]]) -> None:

@@ -13,6 +13,7 @@ Each base snapshot records, per partition, the highest change transaction alread
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -97,14 +98,34 @@ def snapshots_in_order(table: Table) -> list[Snapshot]:
 
 def ancestry(table: Table, snapshot_id: int | None) -> list[Snapshot]:
     """Snapshot ``snapshot_id`` of ``table`` and its retained ancestors, newest first (none for None)."""
-    # pyiceberg's snapshot_by_id scans the list: a walk by it costs the square of the snapshots kept
-    by_id = {s.snapshot_id: s for s in table.metadata.snapshots}
+    return list(_walk_back(table, snapshot_id))
+
+
+def _walk_back(table: Table, snapshot_id: int | None) -> Iterator[Snapshot]:
+    """``ancestry``, one snapshot at a time: a caller that needs the newest few stops there."""
+    by_id = _snapshots_by_id(table.metadata)
     current = by_id.get(snapshot_id) if snapshot_id is not None else None
-    chain: list[Snapshot] = []
     while current is not None:
-        chain.append(current)
+        yield current
         current = by_id.get(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
-    return chain
+
+
+# Each metadata's snapshots by id, kept by the metadata's identity (it is immutable, and loaded again
+# unchanged it is the same object: table/files/metadata_cache.py). pyiceberg's snapshot_by_id scans
+# the list, so a walk by it costs the square of the snapshots kept, and building the index on every
+# walk costs a pass over all of them where a read by version needs the newest few.
+_BY_ID: list[tuple[object, dict[int, Snapshot]]] = []
+_BY_ID_KEPT = 16
+
+
+def _snapshots_by_id(metadata: object) -> dict[int, Snapshot]:
+    for kept, by_id in reversed(_BY_ID):
+        if kept is metadata:
+            return by_id
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}  # type: ignore[attr-defined]
+    _BY_ID.append((metadata, by_id))
+    del _BY_ID[:-_BY_ID_KEPT]
+    return by_id
 
 
 def data_commits(base: Table, change: Table | None) -> list[Commit]:
@@ -260,20 +281,29 @@ def last_stream_batch(store: Table, query_id: str) -> int | None:
 
 def base_snapshot_for(base: Table, version: int) -> Snapshot | None:
     """The newest base snapshot whose merged state is at or before ``version``."""
-    chosen = None
-    for snap in snapshots_in_order(base):
+    current = base.current_snapshot()
+    for snap in _walk_back(base, current.snapshot_id if current is not None else None):
         if merged_point(snap) <= version:
-            chosen = snap
-    return chosen
+            return snap
+    return None
 
 
 def snapshot_at(store: Table, version: int) -> Snapshot | None:
     """The newest snapshot of a store that holds ``version``: its sequence number is at or below
-    ``version``, or it only rewrote files (optimizing) after a snapshot that is."""
-    chosen = None
-    for snap in snapshots_in_order(store):
-        if sequence_of(snap) <= version or (chosen is not None and operation_of(snap) in REWRITE_OPERATIONS):
+    ``version``, or it only rewrote files (optimizing) after a snapshot that is.
+
+    Walked back from the head, as far as that snapshot: sequence numbers grow along an ancestry
+    (Iceberg gives each snapshot a higher one than its parent's), so every snapshot before it holds
+    ``version`` too, and a read of a recent version looks at the newest few of 2,000 snapshots."""
+    current = store.current_snapshot()
+    newer: list[Snapshot] = []  # the snapshots after the one found, newest first
+    for snap in _walk_back(store, current.snapshot_id if current is not None else None):
+        if sequence_of(snap) <= version:
             chosen = snap
-        else:
-            break
-    return chosen
+            for after in reversed(newer):  # optimizing right after it holds the same rows
+                if operation_of(after) not in REWRITE_OPERATIONS:
+                    break
+                chosen = after
+            return chosen
+        newer.append(snap)
+    return None

@@ -29,6 +29,18 @@ def _second_catalog(folder) -> ArcticCatalog:  # noqa: ANN001 - a pytest tmp_pat
     )
 
 
+def _two_inserts(folder):  # noqa: ANN001, ANN202 - a pytest tmp_path -> ArcticTable
+    table = create(catalog_at(folder))
+    for key in (1, 2):
+        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    return table
+
+
+def _change_metadata_text(table) -> str:  # noqa: ANN001 - ArcticTable
+    with open(table.change.metadata_location.removeprefix("file://")) as f:
+        return f.read()
+
+
 def test_a_cached_metadata_never_hides_a_commit_made_through_another_catalog(tmp_path):
     first = catalog_at(tmp_path)
     table = create(first)
@@ -163,12 +175,9 @@ def test_a_process_that_only_parsed_the_metadata_writes_its_snapshots_from_the_j
 def test_a_file_another_process_wrote_is_parsed_as_pyiceberg_parses_it_reusing_known_snapshots(tmp_path):
     from pyiceberg.table.metadata import TableMetadataUtil
 
-    table = create(catalog_at(tmp_path))
-    for key in (1, 2):
-        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    table = _two_inserts(tmp_path)
     metadata_cache.clear()  # as in a process that has parsed nothing yet
-    with open(table.change.metadata_location.removeprefix("file://")) as f:
-        text = f.read()
+    text = _change_metadata_text(table)
     assert metadata_cache.parse_metadata(text) == TableMetadataUtil.parse_raw(
         text
     )  # nothing known: all parsed
@@ -206,3 +215,39 @@ def test_the_history_of_unchanged_metadata_is_worked_out_once_and_a_commit_gives
     after = catalog.load_table(T)
     assert [c.version for c in versions.history(after.base, after.change).commits] == [1, 2]
     assert [c.version for c in versions.history(first.base, first.change).commits] == [1]
+
+
+def test_a_file_another_process_wrote_reuses_the_known_log_entries_and_their_json(tmp_path):
+    # A Spark worker parses each file the driver or another worker wrote: at 2,000 snapshots, parsing
+    # the snapshot log again and encoding every entry's JSON again was most of that parse.
+    table = _two_inserts(tmp_path)
+    metadata_cache.clear()  # as in a process that has parsed nothing yet
+    first = metadata_cache.parse_metadata(_change_metadata_text(table))
+    pieces = dict(metadata_cache._pieces[first.table_uuid])
+    commit.commit_change(table, [write(table, [(3, None, "c")])], "insert")  # as another process
+    text = _change_metadata_text(table)
+    second = metadata_cache.parse_metadata(text)
+    assert len(second.snapshot_log) == 3 and len(second.snapshots) == 3
+    old = [*first.snapshots, *first.snapshot_log]
+    assert all(a is b for a, b in zip(second.snapshot_log, first.snapshot_log[:2], strict=False))
+    held = metadata_cache._pieces[second.table_uuid]
+    assert all(held[id(entry)][1] is pieces[id(entry)][1] for entry in old)  # not encoded again
+    assert json.loads(metadata_cache.metadata_json(second)) == json.loads(text)
+
+
+def test_a_read_of_a_recent_version_looks_at_the_newest_snapshots_only(tmp_path, monkeypatch):
+    # VERSION AS OF and the change stream's planning find the snapshot of a version near the head:
+    # walking all 2,000 snapshots from the oldest for it grew their planning with the history.
+    table = create(catalog_at(tmp_path))
+    for key in range(1, 21):
+        commit.commit_change(table, [write(table, [(key, None, "a")])], "insert")
+    seen = []
+    real = versions.sequence_of
+    monkeypatch.setattr(versions, "sequence_of", lambda snap: seen.append(snap) or real(snap))
+    found = versions.snapshot_at(table.change, 18)
+    looked_at = len(seen)
+    monkeypatch.undo()
+    assert found is not None and real(found) == 18
+    assert looked_at == 3  # versions 20, 19 and 18
+    assert [real(versions.snapshot_at(table.change, v)) for v in (1, 7, 20, 25)] == [1, 7, 20, 20]
+    assert versions.snapshot_at(table.change, 0) is None

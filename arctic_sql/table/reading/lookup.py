@@ -144,7 +144,7 @@ def plan_many(table: ArcticTable, version: int | None, wanted: pa.Table) -> Many
         held = _holding(f, hashes, wanted, field_ids, types)
         if held.any():
             holds[(f.store, f.path)] = held
-    condition = key_filter(keys, _bounds_only(wanted, keys))
+    condition = _many_filter(wanted, keys)
     plan = replace(
         plan,
         base_files=tuple(f for f in plan.base_files if (f.store, f.path) in holds),
@@ -162,13 +162,24 @@ def plan_many(table: ArcticTable, version: int | None, wanted: pa.Table) -> Many
     return ManyKeys(plan, tuple(groups))
 
 
-def _bounds_only(wanted: pa.Table, keys: Sequence[str]) -> list[tuple]:
-    """Key tuples standing for ``wanted`` in :func:`key_filter`: its rows when few, else each
-    column's minimum and maximum (what key_filter makes of many values anyway)."""
-    if wanted.num_rows <= IN_LIST_MAX_VALUES:
-        return list(zip(*(wanted.column(k).to_pylist() for k in keys), strict=True))
-    ranges = [pc.min_max(wanted.column(k)) for k in keys]
-    return [tuple(r["min"].as_py() for r in ranges), tuple(r["max"].as_py() for r in ranges)]
+def _many_filter(wanted: pa.Table, keys: Sequence[str]) -> BooleanExpression:
+    """:func:`key_filter` of ``wanted``'s keys, column by column in Arrow: ``k IN (...)`` where a
+    column has few distinct values, else ``k BETWEEN min AND max`` (never the IN of a column's
+    minimum and maximum alone, which would pass a row group holding only keys between them)."""
+    parts: list[BooleanExpression] = []
+    for key in keys:
+        distinct = pc.unique(wanted.column(key))
+        if len(distinct) <= IN_LIST_MAX_VALUES:
+            parts.append(predicates.is_in(key, set(distinct.to_pylist())))
+        else:
+            bounds = pc.min_max(distinct)
+            parts.extend(
+                [
+                    predicates.greater_than_or_equal(key, bounds["min"].as_py()),
+                    predicates.less_than_or_equal(key, bounds["max"].as_py()),
+                ]
+            )
+    return parts[0] if len(parts) == 1 else And(*parts)
 
 
 def _holding(

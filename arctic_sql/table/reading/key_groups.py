@@ -8,7 +8,7 @@ lookup checks each group's range against the sorted keys itself, a binary search
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +25,16 @@ class KeySet:
     @classmethod
     def of(cls, keys: Sequence[str], values: Sequence[tuple[Any, ...]]) -> KeySet:
         """From key tuples (ints or strings, in ``keys`` order)."""
+        return cls.of_columns(keys, [{v[i] for v in values} for i in range(len(keys))])
+
+    @classmethod
+    def of_columns(cls, keys: Sequence[str], distinct: Sequence[Iterable[Any]]) -> KeySet:
+        """From each key column's distinct values (``distinct[i]`` for ``keys[i]``)."""
         columns = []
-        for i, key in enumerate(keys):
-            distinct = {v[i] for v in values}
-            array = np.empty(len(distinct), dtype=object)
-            array[:] = sorted(distinct)
+        for key, values in zip(keys, distinct, strict=True):
+            ordered = sorted(values)
+            array = np.empty(len(ordered), dtype=object)
+            array[:] = ordered
             columns.append((key, array))
         return cls(tuple(columns))
 

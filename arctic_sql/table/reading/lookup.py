@@ -58,9 +58,13 @@ def key_filter(keys: Sequence[str], values: Sequence[tuple]) -> BooleanExpressio
     """A filter that every row of ``values`` (key tuples) passes, to prune files and row groups by
     their statistics: ``k IN (...)`` on each key column, or ``k BETWEEN min AND max`` for many
     values. The rows read are matched to the keys exactly afterwards."""
+    return _key_columns_filter(keys, [{v[i] for v in values} for i in range(len(keys))])
+
+
+def _key_columns_filter(keys: Sequence[str], distinct: Sequence[set[Any]]) -> BooleanExpression:
+    """:func:`key_filter` of each key column's distinct values (``distinct[i]`` for ``keys[i]``)."""
     parts: list[BooleanExpression] = []
-    for i, key in enumerate(keys):
-        column = {v[i] for v in values}
+    for key, column in zip(keys, distinct, strict=True):
         if len(column) <= IN_LIST_MAX_VALUES:
             parts.append(predicates.is_in(key, column))
         else:
@@ -163,23 +167,9 @@ def plan_many(table: ArcticTable, version: int | None, wanted: pa.Table) -> Many
 
 
 def _many_filter(wanted: pa.Table, keys: Sequence[str]) -> BooleanExpression:
-    """:func:`key_filter` of ``wanted``'s keys, column by column in Arrow: ``k IN (...)`` where a
-    column has few distinct values, else ``k BETWEEN min AND max`` (never the IN of a column's
-    minimum and maximum alone, which would pass a row group holding only keys between them)."""
-    parts: list[BooleanExpression] = []
-    for key in keys:
-        distinct = pc.unique(wanted.column(key))
-        if len(distinct) <= IN_LIST_MAX_VALUES:
-            parts.append(predicates.is_in(key, set(distinct.to_pylist())))
-        else:
-            bounds = pc.min_max(distinct)
-            parts.extend(
-                [
-                    predicates.greater_than_or_equal(key, bounds["min"].as_py()),
-                    predicates.less_than_or_equal(key, bounds["max"].as_py()),
-                ]
-            )
-    return parts[0] if len(parts) == 1 else And(*parts)
+    """:func:`key_filter` of all of ``wanted``'s keys, each column's distinct values found in Arrow
+    (never of the columns' bounds alone: ``k IN (min, max)`` refuses a row group of keys between)."""
+    return _key_columns_filter(keys, [set(pc.unique(wanted.column(k)).to_pylist()) for k in keys])
 
 
 def _holding(
@@ -273,19 +263,16 @@ def read_many(table: ArcticTable, looked: ManyKeys) -> pa.Table:
     return _read(
         table,
         looked.plan,
-        [(list(g), w, node_merge.keys_in(w, keys), _key_set(w, keys)) for g, w in looked.groups],
+        [
+            (
+                list(g),
+                w,
+                node_merge.keys_in(w, keys),
+                KeySet.of_columns(keys, [pc.unique(w.column(k)).to_pylist() for k in keys]),
+            )
+            for g, w in looked.groups
+        ],
     )
-
-
-def _key_set(wanted: pa.Table, keys: Sequence[str]) -> KeySet:
-    """:meth:`KeySet.of` of a table's keys: each column's sorted distinct values, as Python values."""
-    columns = []
-    for key in keys:
-        distinct = pc.unique(wanted.column(key)).sort().to_pylist()
-        array = np.empty(len(distinct), dtype=object)
-        array[:] = distinct
-        columns.append((key, array))
-    return KeySet(tuple(columns))
 
 
 def _target(schema: Schema) -> pa.Schema:

@@ -29,6 +29,7 @@ from arctic_sql.statements.time_travel import at_version
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.keyhash import MAX_LOOKUP_KEYS
 from arctic_sql.table.model.table import ArcticTable
+from arctic_sql.table.reading import local_rows
 from arctic_sql.table.writing.change_rows import REFUSE_COLUMN, is_small
 
 if TYPE_CHECKING:
@@ -337,12 +338,12 @@ class MergePlan:
             joined, schema = merge_join.joined_rows(
                 self, keys, rows, target_schema, (SOURCE_MARK, TARGET_MARK)
             )
-            ctx.spark.createDataFrame(joined, schema).createOrReplaceTempView(view)
+            local_rows.frame(ctx.spark, joined, schema).createOrReplaceTempView(view)
             try:
                 return self._changes_query(ctx, None, exp.select(exp.Star()).from_(exp.to_table(view)), None)
             finally:
                 ctx.spark.catalog.dropTempView(view)
-        ctx.spark.createDataFrame(rows, target_schema).createOrReplaceTempView(view)
+        local_rows.frame(ctx.spark, rows, target_schema).createOrReplaceTempView(view)
         try:  # the DataFrame holds the analyzed plan: the view is no longer needed once it is made
             target = exp.select(exp.Star(), exp.alias_(exp.true(), TARGET_MARK)).from_(exp.to_table(view))
             return self._joined_changes(ctx, target, keys)
@@ -485,7 +486,7 @@ class MergePlan:
             return self._changes_query(ctx, target_select, self._source_select(), keys)
         assert keys.schema is not None  # collected with its rows
         view = f"arctic_source_{next(_lookup_views)}"
-        ctx.spark.createDataFrame(keys.rows, schema=keys.schema).createOrReplaceTempView(view)
+        local_rows.frame(ctx.spark, keys.rows, keys.schema).createOrReplaceTempView(view)
         try:  # the DataFrame holds the analyzed plan: the view is no longer needed once it is made
             return self._changes_query(
                 ctx, target_select, exp.select(exp.Star()).from_(exp.to_table(view)), keys

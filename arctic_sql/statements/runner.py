@@ -30,6 +30,7 @@ from arctic_sql.statements.pruning import key_conjuncts, key_lookups, pushable_w
 from arctic_sql.table.catalog import ViewDefinition
 from arctic_sql.table.format.keyhash import hash_types, lookup_hashes
 from arctic_sql.table.model.identifiers import TableIdentifier
+from arctic_sql.table.reading import local_rows
 from arctic_sql.table.reading.changes import changes_between
 from arctic_sql.table.reading.merge_on_read import DRIVER_NOTE, merged_dataframe
 from arctic_sql.table.reading.scan import plan_read
@@ -259,8 +260,8 @@ def looked_up(
     plan = lookup.plan_lookup(table, version, lookups)
     if plan is None:
         return None
-    df = ctx.spark.createDataFrame(
-        lookup.read_keys(table, plan, lookups), spark_schema(plan.schema, all_nullable=True)
+    df = local_rows.frame(
+        ctx.spark, lookup.read_keys(table, plan, lookups), spark_schema(plan.schema, all_nullable=True)
     )
     setattr(df, LOOKUP_NOTE, lookup.describe(plan))
     return df

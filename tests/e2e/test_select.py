@@ -64,6 +64,8 @@ def _merged_files(plan: str) -> int:
 
 
 def test_explain_shows_the_files_a_merge_by_node_reads_after_pruning(orders):
+    # In Spark tasks: a table this small would merge in the driver (merge-on-read.driver-rows-max-bytes).
+    orders.sql("ALTER TABLE db.orders SET TBLPROPERTIES ('merge-on-read.driver-rows-max-bytes' = '0')")
     everything = orders.sql("EXPLAIN SELECT * FROM db.orders").collect()[0][0]
     pruned = orders.sql("EXPLAIN SELECT id FROM db.orders WHERE region = 'eu' AND amount > 20").collect()[0][
         0
@@ -161,6 +163,29 @@ def test_full_scans_merge_by_node_in_memory_and_agree_with_the_spark_plan(orders
     )
 
 
+def test_a_small_merge_on_read_runs_in_the_driver_and_agrees_with_the_tasks(arctic):
+    # Eight change buckets for three keys: most node groups merge to no row. pyspark's createDataFrame
+    # of Arrow rows keeps only those before the first empty batch, which lost every key but one.
+    arctic.sql(
+        "CREATE TABLE db.s (id BIGINT, v STRING, x DOUBLE, PRIMARY KEY (id)) "
+        "TBLPROPERTIES ('change.file-index.hash-bucket' = '8')"
+    )
+    arctic.sql("INSERT INTO db.s VALUES (0, 'a', 0.0), (1, 'b', 1.5), (2, 'c', 3.0), (3, 'd', 4.5)")
+    arctic.sql("UPDATE db.s SET v = 'B' WHERE id = 1")
+    arctic.sql("DELETE FROM db.s WHERE id = 3")
+    queries = ["SELECT * FROM db.s", "SELECT id, v FROM db.s WHERE x >= 0", "SELECT * FROM db.s VERSION AS OF 1"]
+    in_driver = [sorted(tuple(r) for r in arctic.sql(q).collect()) for q in queries]
+    plan = arctic.sql("EXPLAIN " + queries[0]).collect()[0][0]
+    assert "== Merged in the driver ==" in plan and "arctic_merge_by_node_in_driver" in plan, plan
+    assert "MapInArrow" not in plan and "LocalTableScan" in plan, plan
+    arctic.sql("ALTER TABLE db.s SET TBLPROPERTIES ('merge-on-read.driver-rows-max-bytes' = '0')")
+    assert "MapInArrow" in arctic.sql("EXPLAIN " + queries[0]).collect()[0][0]
+    in_tasks = [sorted(tuple(r) for r in arctic.sql(q).collect()) for q in queries]
+    assert in_driver == in_tasks
+    assert in_driver[0] == [(0, "a", 0.0), (1, "B", 1.5), (2, "c", 3.0)]
+    assert len(in_driver[2]) == 4
+
+
 def test_files_written_before_a_column_was_added_read_it_as_null_in_a_full_scan(orders):
     orders.sql("ALTER TABLE db.orders ADD COLUMNS (note STRING)")
     orders.sql("INSERT INTO db.orders VALUES (6, 'ap', 60.0, 'new')")
@@ -206,6 +231,8 @@ def test_a_join_broadcasts_a_merged_read_only_if_its_files_are_under_the_thresho
         "db.big"
     )
     arctic.sql("INSERT INTO db.big VALUES (1, 'changed')")  # a change file: the read merges by node
+    # ... in Spark tasks: its 2 MB would merge in the driver (merge-on-read.driver-rows-max-bytes).
+    arctic.sql("ALTER TABLE db.big SET TBLPROPERTIES ('merge-on-read.driver-rows-max-bytes' = '0')")
     spark.range(200_000).createOrReplaceTempView("facts")  # sized at 1.6 MB: over the threshold too
     query = "SELECT count(*), max(b.v) FROM facts f JOIN db.big b ON f.id = b.id"
     before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")

@@ -273,6 +273,14 @@ PROPERTIES: tuple[TableProperty, ...] = (
         _non_negative,
     ),
     _P(
+        "merge-on-read.driver-rows-max-bytes",
+        Kind.LONG,
+        4 * MB,
+        "file bytes of a whole read merged in Python (change data, or files on an object store) up to which its "
+        "rows merge in the driver and reach Spark as a local relation, with no Python task; 0: always in tasks",
+        _non_negative,
+    ),
+    _P(
         "merge-on-read.broadcast-threshold-rows",
         Kind.LONG,
         2_000_000,

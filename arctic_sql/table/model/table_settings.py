@@ -223,6 +223,14 @@ class TableSettings:
         return self._value("merge-on-read.driver-max-bytes", int)
 
     @property
+    def merge_on_read_driver_rows_max_bytes(self) -> int:
+        """File bytes of a whole read merged in Python (change data, or files on an object store) up
+        to which its rows merge in the driver and reach Spark as a local relation, with no Python
+        task; 0: always in tasks (``merge-on-read.driver-rows-max-bytes``, default 4194304).
+        """
+        return self._value("merge-on-read.driver-rows-max-bytes", int)
+
+    @property
     def merge_on_read_broadcast_threshold_rows(self) -> int:
         """Change rows up to which merge-on-read broadcasts the changed keys instead of shuffling
         the base (``merge-on-read.broadcast-threshold-rows``, default 2000000).

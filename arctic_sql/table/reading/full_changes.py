@@ -28,7 +28,7 @@ from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.files import storage
 from arctic_sql.table.format.layout import Store
 from arctic_sql.table.model.merge_engine import MergeEngine
-from arctic_sql.table.reading import engine_fold, node_merge
+from arctic_sql.table.reading import engine_fold, local_rows, node_merge
 from arctic_sql.table.reading.changes import (
     CHANGE_TYPE,
     CHANGE_VERSION,
@@ -328,9 +328,7 @@ def feed_frame(
         plan = plan_full(table, span, history)
         computed = local(table, plan, committed) if local is not None else None
         if computed is not None:  # a small change set: computed here, handed to Spark as rows
-            # One chunk: createDataFrame keeps only the rows before an Arrow table's first empty batch.
-            rows = conformed(computed.rows, arrow_type).combine_chunks()
-            return spark.createDataFrame(rows, spark_type), True
+            return local_rows.frame(spark, conformed(computed.rows, arrow_type), spark_type), True
         changed = frozenset(f.path for f in plan.changes)
         groups = [group_of(g, changed) for g in node_groups([*plan.before, *plan.changes])]
     else:

@@ -39,7 +39,7 @@ from arctic_sql.table.files import storage
 from arctic_sql.table.format import layout
 from arctic_sql.table.format.tree import DataTreeNode
 from arctic_sql.table.model.schemas import spark_schema
-from arctic_sql.table.reading import engine_fold, node_merge
+from arctic_sql.table.reading import engine_fold, local_rows, node_merge
 from arctic_sql.table.reading.scan import FileEntry, ReadPlan
 
 if TYPE_CHECKING:
@@ -213,11 +213,14 @@ def merged_dataframe(
     from pyspark.sql.functions import broadcast
 
     remote = storage.is_remote(table.base.location())
+    # A read that would take Python tasks (change data to merge, or files Spark cannot reach) and is
+    # small merges here instead: a Python task's start and hand-off cost many times a small merge.
+    in_driver = table.settings.merge_on_read_driver_rows_max_bytes
     if table.change is None or not plan.change_files:
         # Remote files are read in pyarrow anyway: by node when they fit, which prunes row groups.
-        found = merged_by_node(spark, table, plan, columns) if remote and plan.base_files else None
+        found = merged_by_node(spark, table, plan, columns, in_driver) if remote and plan.base_files else None
         return found if found is not None else read_files(spark, table, plan.schema, plan.base_files)
-    merged = merged_by_node(spark, table, plan, columns) if in_memory or remote else None
+    merged = merged_by_node(spark, table, plan, columns, in_driver) if in_memory or remote else None
     if merged is not None:
         return merged
     base = read_files(spark, table, plan.schema, plan.base_files)
@@ -317,12 +320,17 @@ def node_groups(files: Iterable[FileEntry]) -> list[list[FileEntry]]:
 
 
 def merged_by_node(
-    spark: SparkSession, table: ArcticTable, plan: ReadPlan, columns: list[str] | None = None
+    spark: SparkSession,
+    table: ArcticTable,
+    plan: ReadPlan,
+    columns: list[str] | None = None,
+    driver_max_bytes: int = 0,
 ) -> DataFrame | None:
     """The merged rows (of ``columns``, default all), each node group merged in pyarrow inside a
-    Spark task; None when a group is over ``merge-on-read.in-memory-max-bytes`` (the Spark plan takes
-    over). The key is read for the merge and handed to Spark only when asked for: every column
-    crossing from Python to the JVM costs."""
+    Spark task, or in the driver when all the files weigh at most ``driver_max_bytes``; None when a
+    group is over ``merge-on-read.in-memory-max-bytes`` (the Spark plan takes over). The key is read
+    for the merge and handed to Spark only when asked for: every column crossing from Python to the
+    JVM costs. Columns are nullable as in ``read_files``: all of them when change rows merge in."""
     keys = list(table.primary_key)
     # Arrow batches cannot carry rows without columns: a key column (the first column of a table
     # without a key) stands in when none is asked for.
@@ -336,9 +344,10 @@ def merged_by_node(
         table,
         plan,
         schema,
-        spark_schema(plan.schema.select(*output), all_nullable=True),
+        spark_schema(plan.schema.select(*output), all_nullable=bool(plan.change_files)),
         lambda rows: rows.select(output),
         "arctic_merge_by_node",
+        driver_max_bytes=driver_max_bytes,
     )
 
 
@@ -425,7 +434,7 @@ def by_node(
     if sum(sizes) <= driver_max_bytes:
         every_group = pa.record_batch([pa.array(range(len(slots)), pa.int32())], ["slot"])
         rows = pa.Table.from_batches(list(merge(iter([every_group]))), schema=arrow_type)
-        df = spark.createDataFrame(rows, spark_type)
+        df = local_rows.frame(spark, rows, spark_type)
         setattr(df, DRIVER_NOTE, f"{name}_in_driver[{read}]")
         return df
     merge.__name__ = f"{name}[{read}]"

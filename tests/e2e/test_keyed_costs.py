@@ -157,10 +157,13 @@ def test_an_insert_of_a_few_values_runs_no_spark_job(arctic, spark_jobs):
     with pytest.raises(Exception, match="null primary key"):
         arctic.sql("INSERT INTO db.typed VALUES (3, 1.00, NULL, NULL, NULL), (NULL, 2.00, NULL, NULL, NULL)")
     assert arctic.sql("SELECT count(*) FROM db.typed").collect()[0][0] == 2
-    # Rows Spark must compute (a query over a table) still take a Spark job.
-    assert spark_jobs(
-        lambda: arctic.sql("INSERT INTO db.typed SELECT id + 10, amount, at, day, tags FROM db.typed")
-    )
+    # Rows Spark must compute (a query over a table merged in tasks) still take a Spark job; merged in
+    # the driver (a table this small, merge-on-read.driver-rows-max-bytes), the rows are local: none.
+    copy = "INSERT INTO db.typed SELECT id + {n}, amount, at, day, tags FROM db.typed WHERE id < 10"
+    assert spark_jobs(lambda: arctic.sql(copy.format(n=10))) == []
+    arctic.sql("ALTER TABLE db.typed SET TBLPROPERTIES ('merge-on-read.driver-rows-max-bytes' = '0')")
+    assert spark_jobs(lambda: arctic.sql(copy.format(n=20)))
+    assert sorted(r[0] for r in arctic.sql("SELECT id FROM db.typed").collect()) == [1, 2, 11, 12, 21, 22]
 
 
 def _batch(spark, keys: list[int]) -> None:

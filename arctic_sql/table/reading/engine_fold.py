@@ -13,9 +13,11 @@ tagged ``transaction * 2 + (1 if a delete)``. Per key, in commit order:
    Deletes carry the sequence columns when their write had them (a CDC or DataFrame write with
    ``_change_type``, Debezium, a MERGE delete whose source has them): such a delete applies only
    under the same rule, so a late delete below the stored sequence is ignored. A delete without one
-   (SQL ``DELETE``) always applies. An applied delete leaves no row and no sequence behind (there is
-   no tombstone yet), so the running maximum starts again after it: a late upsert below an applied
-   delete's sequence brings the key back.
+   (SQL ``DELETE``) always applies. An applied delete leaves no row and no sequence behind, so the
+   running maximum starts again after it: a late upsert below an applied delete's sequence brings
+   the key back. With ``MergeEngine.lasting_deletes`` (issue 31, not set by any table yet: the
+   folds' callers do not store tombstones yet) it leaves a tombstone instead (``fold_lasting``): the
+   key is absent with the delete's sequence, which later changes are held to.
 3. The engine folds what is left: the last row (deduplicate), the first (first-row), per column the
    last non-NULL value (partial-update) or the column's aggregate function (aggregation).
 

@@ -35,9 +35,7 @@ def _rows(frame_rows) -> list[tuple]:
 
 
 def test_icebergs_spark_runtime_reads_an_optimized_base_store_as_a_plain_table(arctic, warehouse):
-    jars = spark_jars("iceberg", root=os.environ.get("ARCTIC_SQL_JARS") or ROOT / "jars")
-    if not PEER_PYTHON.exists():
-        raise MissingJarsError(f"No {PEER_PYTHON}: make it with 'bash scripts/jars.sh venv-spark4.1'")
+    jars = _runtime_jars()
     arctic.sql(
         "CREATE TABLE db.t (id BIGINT, p STRING, amount DOUBLE, day DATE, note STRING, PRIMARY KEY (id, p)) "
         "PARTITIONED BY (p)"
@@ -65,6 +63,14 @@ def test_icebergs_spark_runtime_reads_an_optimized_base_store_as_a_plain_table(a
     assert header["columns"] == ["id", "p", "amount", "day", "note"]
     assert _rows(rows) == expected
     assert _rows(arctic.sql(ROWS).collect()) == expected  # the reader changed nothing
+
+
+def _runtime_jars() -> str:
+    """Iceberg's Spark runtime jars, with the virtual environment that runs them made."""
+    jars = spark_jars("iceberg", root=os.environ.get("ARCTIC_SQL_JARS") or ROOT / "jars")
+    if not PEER_PYTHON.exists():
+        raise MissingJarsError(f"No {PEER_PYTHON}: make it with 'bash scripts/jars.sh venv-spark4.1'")
+    return jars
 
 
 def _read_with_icebergs_runtime(arctic, jars: str, table: str = "db.t") -> tuple[dict, list[list]]:
@@ -106,9 +112,7 @@ def test_icebergs_spark_runtime_sees_no_tombstone(arctic):
     from arctic_sql.table.format import versions
     from arctic_sql.table.writing import commit
 
-    jars = spark_jars("iceberg", root=os.environ.get("ARCTIC_SQL_JARS") or ROOT / "jars")
-    if not PEER_PYTHON.exists():
-        raise MissingJarsError(f"No {PEER_PYTHON}: make it with 'bash scripts/jars.sh venv-spark4.1'")
+    jars = _runtime_jars()
     arctic.sql(
         "CREATE TABLE db.t (id BIGINT, v BIGINT NOT NULL, s BIGINT, PRIMARY KEY (id)) "
         "TBLPROPERTIES ('sequence.field' = 's')"

@@ -426,3 +426,57 @@ def test_debezium_deletes_carry_the_sequence_of_their_before_image(arctic):
     land([(None, (1, 10, "new", 1.0, 5), "c", (100,)), (None, (2, 20, "x", 2.0, 5), "c", (101,))])
     land([((1, 9, "old", 1.0, 3), None, "d", (90,)), ((2, 20, "x", 2.0, 5), None, "d", (102,))])
     _every_read_agrees(arctic, [(1, 10, "new", 1.0, 5)])
+
+
+def test_no_reader_sees_a_tombstone_file(arctic, warehouse):
+    """Issue 31's tombstones (table/files/tombstones.py) are base data files hidden by their own
+    position-delete file: committed into a table's base store, no reader shows their rows or counts
+    them: merge-on-read in memory and as a Spark plan, a point lookup, the DataFrame reader, time
+    travel, the change feeds, aggregate pushdown, and pyiceberg's scan of the base store."""
+    import pyarrow as pa
+    from pyiceberg.catalog import load_catalog
+
+    from arctic_sql.table.files import tombstones
+    from arctic_sql.table.format import versions
+    from arctic_sql.table.writing import commit
+
+    _create(arctic, "'sequence.field' = 's', 'base.file-index.hash-bucket' = '1'")
+    _cdc(arctic, [(k, k * 10, "r", 1.0, 5, "upsert") for k in (1, 2, 3, 4)])
+    first = _version(arctic)
+    _cdc(arctic, [(4, None, None, None, 7, "delete")])
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    expected = [(k, k * 10, "r", 1.0, 5) for k in (1, 2, 3)]
+    table = arctic.table("db.t")
+    folder = table.base.scan().plan_files()[0].file.file_path.rsplit("/", 1)[0]
+    # The tombstone of the applied delete of key 4, and one of key 2, which the table holds: a
+    # tombstone never hides a row (its deletes name only its own file).
+    marks = pa.table({"id": pa.array([2, 4], pa.int64()), "s": pa.array([3, 7], pa.int64())})
+    written = tombstones.write(folder, table.schema, marks)
+    files = commit.data_files(table.base, written)
+    summary = {versions.OPERATION: versions.OPTIMIZE}
+    commit.commit_base(table, lambda store: commit.BaseChange(add=files, summary=summary), written)
+    last = _version(arctic)
+    assert _rows(arctic) == expected
+    assert _rows(arctic, "SELECT * FROM db.t WHERE id IN (2, 4)") == expected[1:2]
+    assert _rows(arctic, "SELECT count(*), sum(a) FROM db.t") == [(3, 60)]
+    assert sorted(tuple(r) for r in arctic.spark.read.format("arctic").load("db.t").collect()) == expected
+    assert _rows(arctic, f"SELECT * FROM db.t VERSION AS OF {last}") == expected
+    feed = arctic.sql(f"SELECT id, _change_type FROM db.t VERSION BETWEEN {first} AND {last}").collect()
+    assert sorted(tuple(r) for r in feed) == [(4, "delete")]
+    full = arctic.sql(f"SELECT id, _change_type FROM table_changes('db.t', {first + 1})").collect()
+    assert sorted(tuple(r) for r in full) == [(4, "delete")]
+    arctic.sql("ALTER TABLE db.t SET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes' = '1')")
+    assert _rows(arctic) == expected
+    catalog = load_catalog(
+        "arctic", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}"
+    )
+    plain = catalog.load_table(("db", "t")).scan().to_arrow()
+    assert sorted(plain.column("id").to_pylist()) == [1, 2, 3]
+    # Until the folds read tombstones (lasting_deletes), optimizing takes the file for an empty base
+    # file of its node: the rows stay as they are.
+    arctic.sql("ALTER TABLE db.t UNSET TBLPROPERTIES ('merge-on-read.in-memory-max-bytes')")
+    _cdc(arctic, [(1, 11, "r", 1.0, 6, "upsert")])
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'minor')")
+    arctic.sql("CALL system.optimize(table => 'db.t', mode => 'full')")
+    assert _rows(arctic) == [(1, 11, "r", 1.0, 6), *expected[1:]]
+    arctic.sql("DROP TABLE db.t")

@@ -61,6 +61,11 @@ class MergeEngine:
     ignore_delete: bool = False
     # (column, function, distinct) for every non-key column of an aggregation table
     aggregates: tuple[tuple[str, str, bool], ...] = ()
+    # Whether an applied sequenced delete leaves a tombstone (the key absent, with the delete's
+    # sequence) that later changes are held to. Off until every fold's caller stores and reads
+    # tombstones: honouring them in merge-on-read but losing them in optimizing would break
+    # invariant 2 (issue 31).
+    lasting_deletes: bool = False
 
     @property
     def newest_wins(self) -> bool:

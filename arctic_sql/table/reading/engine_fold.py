@@ -13,9 +13,11 @@ tagged ``transaction * 2 + (1 if a delete)``. Per key, in commit order:
    Deletes carry the sequence columns when their write had them (a CDC or DataFrame write with
    ``_change_type``, Debezium, a MERGE delete whose source has them): such a delete applies only
    under the same rule, so a late delete below the stored sequence is ignored. A delete without one
-   (SQL ``DELETE``) always applies. An applied delete leaves no row and no sequence behind (there is
-   no tombstone yet), so the running maximum starts again after it: a late upsert below an applied
-   delete's sequence brings the key back.
+   (SQL ``DELETE``) always applies. An applied delete leaves no row and no sequence behind, so the
+   running maximum starts again after it: a late upsert below an applied delete's sequence brings
+   the key back. With ``MergeEngine.lasting_deletes`` (issue 31, not set by any table yet: the
+   folds' callers do not store tombstones yet) it leaves a tombstone instead (``fold_lasting``): the
+   key is absent with the delete's sequence, which later changes are held to.
 3. The engine folds what is left: the last row (deduplicate), the first (first-row), per column the
    last non-NULL value (partial-update) or the column's aggregate function (aggregation).
 
@@ -37,6 +39,8 @@ from arctic_sql.table.model.merge_engine import Engine, MergeEngine
 TAG = "_arctic_tag"
 GROUP = "_arctic_group"
 BASE_TAG = -2  # even (an upsert) and below every change's tag (transactions start at 1)
+# A stored tombstone: odd (a delete), below every change; a key has a stored row or a tombstone.
+TOMBSTONE_TAG = -3
 
 
 def key_starts(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
@@ -67,35 +71,73 @@ def merge(
 ) -> pa.Table:
     """The rows of one node after folding ``changes`` (table, tag) into ``base`` by ``engine``, in
     ``base``'s schema when there is one, sorted by key."""
+    return merge_lasting(base, None, changes, keys, engine)[0]
+
+
+def merge_lasting(
+    base: pa.Table | None,
+    tombstones: pa.Table | None,
+    changes: Sequence[tuple[pa.Table, Any]],
+    keys: Sequence[str],
+    engine: MergeEngine,
+) -> tuple[pa.Table, pa.Table]:
+    """``merge`` with the node's stored ``tombstones`` (key and sequence columns) as stored state,
+    and the tombstones after the fold beside its rows (empty unless ``engine.lasting_deletes``)."""
     parts = [(base, BASE_TAG)] if base is not None and base.num_rows else []
-    rows = fold(tagged_rows([*parts, *changes]), keys, engine)
+    if tombstones is not None and tombstones.num_rows:
+        parts.append((tombstones, TOMBSTONE_TAG))
+    rows, left = fold_lasting(tagged_rows([*parts, *changes]), keys, engine)
     if base is None:
-        return rows
+        return rows, left
     for f in base.schema:  # with only delete tables, the change rows carry only the key
         if f.name not in rows.column_names:
             rows = rows.append_column(f.name, pa.nulls(rows.num_rows, f.type))
-    return rows.select(base.column_names).cast(base.schema)
+    return rows.select(base.column_names).cast(base.schema), left
 
 
 def fold(rows: pa.Table, keys: Sequence[str], engine: MergeEngine) -> pa.Table:
     """One row per surviving key of ``rows`` (tagged in ``TAG``; the stored row ``BASE_TAG``), by
     ``engine``; without ``TAG``, sorted by key."""
+    return fold_lasting(rows, keys, engine)[0]
+
+
+def fold_lasting(rows: pa.Table, keys: Sequence[str], engine: MergeEngine) -> tuple[pa.Table, pa.Table]:
+    """``fold``, and beside its rows the tombstones it leaves (``engine.lasting_deletes``): per key
+    whose last applied change is a delete with a sequence, the key and sequence columns of it."""
     if rows.num_rows:
         rows = rows.sort_by([*((k, "ascending") for k in keys), (TAG, "ascending")])
     tags = rows.column(TAG).to_numpy()
     group = np.cumsum(key_starts(rows, keys)) - 1
     deletes = tags % 2 == 1
+    marks = [*dict.fromkeys([*keys, *engine.sequence])]
+    tombstones = rows.select(marks).slice(0, 0)
     if (
         engine.sequence
         and deletes.any()
         and engine.engine is not Engine.FIRST_ROW
         and not engine.ignore_delete
     ):
-        keep = _sequenced(rows.select(list(engine.sequence)), group, deletes)
+        if engine.lasting_deletes:
+            keep, marked = _lasting(rows.select(list(engine.sequence)), group, deletes)
+            tombstones = rows.select(marks).filter(pa.array(marked))
+        else:
+            keep = _sequenced(rows.select(list(engine.sequence)), group, deletes)
     else:
         keep = _after_deletes(group, deletes, engine)
         if engine.sequence and keep.any():
             keep[keep] = _in_sequence(rows.filter(pa.array(keep)).select(list(engine.sequence)), group[keep])
+    return _engine_fold(rows, keys, engine, keep, group, tags), tombstones
+
+
+def _engine_fold(
+    rows: pa.Table,
+    keys: Sequence[str],
+    engine: MergeEngine,
+    keep: np.ndarray,
+    group: np.ndarray,
+    tags: np.ndarray,
+) -> pa.Table:
+    """Step 3: the engine's fold of each key's rows that ``keep`` leaves."""
     rows, group, tags = rows.filter(pa.array(keep)).drop_columns([TAG]), group[keep], tags[keep]
     if rows.num_rows == 0:
         return rows
@@ -160,6 +202,33 @@ def _sequenced(sequence: pa.Table, group: np.ndarray, deletes: np.ndarray) -> np
         np.minimum.at(first, group[applied], position[applied])
         cut = first[group]
         active &= (position > cut) | (cut == n)  # keys without an applied delete keep their rows
+
+
+def _lasting(sequence: pa.Table, group: np.ndarray, deletes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_sequenced`` where an applied delete with a sequence lasts: the key is absent with that
+    sequence (a tombstone), so the running maximum does not start again after it and a late upsert
+    below it is ignored. A key's state is then a row with its sequence, a tombstone, or nothing
+    (after a delete without a sequence, which always applies and clears the running maximum), and
+    folding a stored row or tombstone with the rest equals folding everything (invariant 2). One
+    pass: a row applies when it is at least the running maximum since the key's last unsequenced
+    delete; what stays is what applied after the last applied delete. Returns which rows stay and
+    which deletes are left as tombstones (an applied one that is its key's last applied change)."""
+    n = len(group)
+    position = np.arange(n)
+    carries = np.zeros(n, dtype=bool)
+    for column in sequence.columns:
+        carries |= column.is_valid().to_numpy(zero_copy_only=False)
+    active = _after_deletes(group, deletes & ~carries, MergeEngine())
+    index = np.flatnonzero(active)
+    passes = np.zeros(n, dtype=bool)
+    if len(index):
+        passes[index] = _in_sequence(sequence.take(pa.array(index)), group[index])
+    applied = passes & deletes
+    starts = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]]))
+    last_applied = np.maximum.reduceat(np.where(applied, position, -1), starts)[group]
+    keep = passes & (position > last_applied)
+    kept = np.add.reduceat(keep.astype(np.int64), starts)[group] > 0
+    return keep, applied & (position == last_applied) & ~kept
 
 
 def _in_sequence(sequence: pa.Table, group: np.ndarray) -> np.ndarray:

@@ -10,7 +10,14 @@ import pytest
 
 from arctic_sql.errors import InvalidArgumentError
 from arctic_sql.table.model.merge_engine import Engine, MergeEngine
-from arctic_sql.table.reading.engine_fold import BASE_TAG, TAG, fold
+from arctic_sql.table.reading.engine_fold import (
+    BASE_TAG,
+    TAG,
+    TOMBSTONE_TAG,
+    fold,
+    fold_lasting,
+    merge_lasting,
+)
 from arctic_sql.table.reading.node_merge import merge
 
 KEYS = ["k"]
@@ -223,6 +230,90 @@ def test_folding_a_prefix_first_gives_the_same_rows(seed, engine):
         as_rows(merge(stored, [(changes.drop_columns([TAG]), tags.to_numpy())], KEYS, engine=engine))
         == expected
     )
+
+
+LASTING = [
+    MergeEngine(Engine.DEDUPLICATE, sequence=("s",), lasting_deletes=True),
+    MergeEngine(Engine.PARTIAL_UPDATE, sequence=("s",), lasting_deletes=True),
+]
+
+
+@pytest.mark.parametrize("engine", LASTING)
+def test_a_lasting_delete_ignores_a_late_upsert_and_leaves_a_tombstone(engine):
+    rows = tagged(
+        [
+            (1, 10, 1, 5, BASE_TAG),
+            (1, None, None, 7, 5),  # applies: the key is absent with sequence 7
+            (1, 11, 1, 6, 6),  # a late upsert below the delete: ignored (main brings the key back)
+            (2, None, None, 7, TOMBSTONE_TAG),  # a stored tombstone holds as the delete did
+            (2, 21, 2, 3, 4),  # ignored
+            (2, 22, 2, 7, 6),  # a tie goes to the later commit: the key is back
+            (3, None, None, 4, TOMBSTONE_TAG),
+            (3, None, None, None, 5),  # no sequence: applies and clears the running maximum
+            (3, 31, 3, 1, 6),  # so this applies
+            (4, None, None, 9, TOMBSTONE_TAG),
+            (4, None, None, 9, 5),  # a tie: the newer delete's tombstone
+        ]
+    )
+    found, tombstones = fold_lasting(rows, KEYS, engine)
+    assert as_rows(found) == [(2, 22, 2, 7), (3, 31, 3, 1)]
+    assert as_rows(tombstones.sort_by("k")) == [(1, 7), (4, 9)]
+    assert fold(rows, KEYS, engine).equals(found)
+
+
+def _lasting_model(history: list[tuple], engine: MergeEngine) -> tuple[dict, dict]:
+    """The engine one change at a time where an applied sequenced delete leaves its sequence."""
+    state: dict = {}
+    gone: dict = {}  # key -> the sequence of the applied delete that removed it
+    for k, a, b, s, tag in history:
+        floor = _lowest(state[k][2]) if k in state else gone.get(k)
+        if tag % 2 and s is None:
+            state.pop(k, None)
+            gone.pop(k, None)
+            continue
+        if floor is not None and _lowest(s) < floor:
+            continue
+        if tag % 2:
+            state.pop(k, None)
+            gone[k] = s
+            continue
+        old = state.get(k)
+        gone.pop(k, None)
+        if old is None or engine.engine is Engine.DEDUPLICATE:
+            state[k] = (a, b, s)
+        else:
+            state[k] = tuple(n if n is not None else o for n, o in zip((a, b, s), old, strict=True))
+    return state, gone
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("engine", LASTING)
+def test_lasting_deletes_fold_a_prefix_and_its_tombstones_as_everything(seed, engine):
+    """Invariant 2 with tombstones: folding commits 1..i into stored rows and tombstones, then the
+    rest, equals folding all at once and applying the changes one at a time; deletes and upserts
+    of one key cross (out-of-order sequences)."""
+    rng = random.Random(seed)
+    value = lambda: rng.choice([None, rng.randint(0, 9)])  # noqa: E731
+    history = []
+    for txn in range(1, 40):
+        k = rng.randint(0, 3)
+        if rng.random() < 0.35:
+            history.append((k, None, None, rng.choice([None, *range(10)]), txn * 2 + 1))
+        else:
+            history.append((k, value(), value(), rng.choice([None, *range(10)]), txn * 2))
+    state, gone = _lasting_model(history, engine)
+    expected = sorted((k, *v) for k, v in state.items())
+    expected_gone = sorted(gone.items())
+    found, tombstones = fold_lasting(tagged(history), KEYS, engine)
+    assert as_rows(found) == expected
+    assert as_rows(tombstones.sort_by("k")) == expected_gone
+    cut = rng.randint(1, len(history) - 1)
+    stored, stones = fold_lasting(tagged(history[:cut]), KEYS, engine)
+    changes = tagged(history[cut:])
+    tags = changes.column(TAG).to_numpy()
+    rows, left = merge_lasting(stored, stones, [(changes.drop_columns([TAG]), tags)], KEYS, engine)
+    assert as_rows(rows) == expected
+    assert as_rows(left.sort_by("k")) == expected_gone
 
 
 def test_engine_properties_are_checked_against_the_columns():

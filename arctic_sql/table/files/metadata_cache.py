@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -174,7 +175,17 @@ def _keep_pieces(table: object, pieces: dict[int, tuple[Any, str]]) -> None:
             _pieces.popitem(last=False)
 
 
+# A metadata file named as pyiceberg's catalogs and clone_metadata.py name a new one: a version and a
+# fresh uuid (``00006-<uuid>.metadata.json``, compressed or not).
+_NEW_NAME = re.compile(r"/\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.gz)?\.metadata\.json$")
+
+
 def _write_remembered(metadata: Any, output_file: OutputFile, overwrite: bool = False) -> None:
+    # pyiceberg checks that no file is there first. Under a fresh uuid none can be, and the check
+    # is a HEAD and a LIST on S3 (pyarrow asks whether the name is a folder too), a tenth of a small
+    # commit's requests; nor is the check what makes a commit atomic (the catalog's compare-and-swap
+    # of the metadata location is). Iceberg Java writes new metadata files with overwrite too.
+    overwrite = overwrite or _NEW_NAME.search(output_file.location) is not None
     if isinstance(metadata, TableMetadataV2):
         with output_file.create(overwrite=overwrite) as stream:
             text = metadata_json(metadata).encode(UTF8)

@@ -19,13 +19,13 @@ and arctic's data files are written the same way:
 from __future__ import annotations
 
 import io
-import threading
-from collections import OrderedDict
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from pyiceberg.io.pyarrow import PyArrowFile, PyArrowFileIO
+
+from arctic_sql.table.files.recent import Recent
 
 
 class ArcticFileIO(PyArrowFileIO):
@@ -49,25 +49,12 @@ class ArcticFileIO(PyArrowFileIO):
 # list is a few KB; a manifest of many files can be MBs, and is kept only up to KEPT_FILE_BYTES.
 KEPT_FILES = 64
 KEPT_FILE_BYTES = 256 * 1024
-_kept: OrderedDict[str, bytes] = OrderedDict()
-_kept_lock = threading.Lock()
-
-
-def _keep(location: str, data: bytes) -> None:
-    with _kept_lock:
-        _kept[location] = data
-        _kept.move_to_end(location)
-        while len(_kept) > KEPT_FILES:
-            _kept.popitem(last=False)
+_kept: Recent[bytes] = Recent(KEPT_FILES)
 
 
 def kept(location: str) -> bytes | None:
     """The bytes this process wrote to the Avro file at ``location``, if it still keeps them."""
-    with _kept_lock:
-        data = _kept.get(location)
-        if data is not None:
-            _kept.move_to_end(location)
-        return data
+    return _kept.get(location)
 
 
 class KeptInput(PyArrowFile):
@@ -104,7 +91,8 @@ class _Counted:
             self._copy.write(data)
             if self._copy.tell() > KEPT_FILE_BYTES:
                 self._copy = None
-        return self._stream.write(data)
+        written: int = self._stream.write(data)
+        return written
 
     def close(self) -> None:
         if not self._stream.closed:
@@ -114,7 +102,7 @@ class _Counted:
             # Kept only when every byte went through write() (another method of the stream, such
             # as writelines, would leave the copy short): a short copy is never served.
             if self._copy is not None and self._copy.tell() == length:
-                _keep(self._file.location, self._copy.getvalue())
+                _kept.put(self._file.location, self._copy.getvalue())
 
     def __enter__(self) -> _Counted:
         return self

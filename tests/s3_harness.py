@@ -44,6 +44,10 @@ class Request:
     method: str
     path: str
     query: str
+    # When the server received it (its clock, seconds) and how long moto took to answer it: where a
+    # slow commit's time went, request by request (``Requests.timeline``).
+    started: float = 0.0
+    seconds: float = 0.0
 
     @property
     def pattern(self) -> str:
@@ -68,6 +72,15 @@ class Requests:
     def summary(self) -> dict[tuple[str, str], int]:
         """How many requests of each (method, pattern), most frequent first."""
         return dict(Counter((r.method, r.pattern) for r in self.requests).most_common())
+
+    def timeline(self) -> str:
+        """Every request in order, with when it came (from the first) and how long moto took."""
+        first = self.requests[0].started if self.requests else 0.0
+        return "\n".join(
+            f"{(r.started - first) * 1000:8.1f} ms {r.seconds * 1000:6.1f} ms {r.method:6s} {r.path}"
+            + (f"?{r.query}" if r.query else "")
+            for r in sorted(self.requests, key=lambda r: r.started)
+        )
 
     def table(self) -> str:
         """The summary as lines to print: where the requests of a failed bound went."""
@@ -140,13 +153,25 @@ class _Counting:
         path = environ.get("PATH_INFO", "")
         if path == LOG_PATH:
             start = int(environ.get("QUERY_STRING", "from=0").partition("=")[2] or 0)
-            body = json.dumps([[r.method, r.path, r.query] for r in self.log.since(start)]).encode()
+            body = json.dumps(
+                [[r.method, r.path, r.query, r.started, r.seconds] for r in self.log.since(start)]
+            ).encode()
             start_response(
                 "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
             )
             return [body]
-        self.log.record(Request(environ["REQUEST_METHOD"], path, environ.get("QUERY_STRING", "")))
-        return self.app(environ, start_response)
+        started = time.time()
+        answer = self.app(environ, start_response)
+        self.log.record(
+            Request(
+                environ["REQUEST_METHOD"],
+                path,
+                environ.get("QUERY_STRING", ""),
+                started,
+                time.time() - started,
+            )
+        )
+        return answer
 
 
 def free_port() -> int:

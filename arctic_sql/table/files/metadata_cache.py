@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -52,12 +53,14 @@ from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV1, TableMe
 from pyiceberg.typedef import UTF8
 from pyiceberg.utils.config import Config
 
+from arctic_sql.table.files.recent import Recent
+
 # Parsed metadata kept, most recently used last. A commit touches two stores' files (the one read,
 # the one written); a service watching many tables reads each once per change.
 MAX_ENTRIES = 32
 
 _lock = threading.Lock()
-_parsed: OrderedDict[str, Any] = OrderedDict()  # metadata location -> TableMetadata
+_parsed: Recent[Any] = Recent(MAX_ENTRIES)  # metadata location -> TableMetadata
 _installed = False
 # Per table (uuid): id of a snapshot or snapshot-log entry -> (the entry, its JSON), for the entries
 # of the table's newest written metadata; the entry is held so that its id is not reused meanwhile.
@@ -73,25 +76,17 @@ _write = ToOutputFile.table_metadata
 
 
 def _remember(location: str, metadata: Any) -> None:
-    with _lock:
-        _parsed[location] = metadata
-        _parsed.move_to_end(location)
-        while len(_parsed) > MAX_ENTRIES:
-            _parsed.popitem(last=False)
+    _parsed.put(location, metadata)
 
 
 def cached(location: str) -> Any | None:
     """The metadata held for ``location``, if any."""
-    with _lock:
-        metadata = _parsed.get(location)
-        if metadata is not None:
-            _parsed.move_to_end(location)
-        return metadata
+    return _parsed.get(location)
 
 
 def clear() -> None:
+    _parsed.clear()
     with _lock:
-        _parsed.clear()
         _pieces.clear()
         _entries.clear()
 
@@ -174,7 +169,19 @@ def _keep_pieces(table: object, pieces: dict[int, tuple[Any, str]]) -> None:
             _pieces.popitem(last=False)
 
 
+# A metadata file named as pyiceberg's catalogs and clone_metadata.py name a new one: a version and a
+# fresh uuid (``00006-<uuid>.metadata.json``, compressed or not).
+_NEW_NAME = re.compile(
+    r"/\d+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.gz)?\.metadata\.json$"
+)
+
+
 def _write_remembered(metadata: Any, output_file: OutputFile, overwrite: bool = False) -> None:
+    # pyiceberg checks that no file is there first. Under a fresh uuid none can be, and the check
+    # is a HEAD and a LIST on S3 (pyarrow asks whether the name is a folder too), a tenth of a small
+    # commit's requests; nor is the check what makes a commit atomic (the catalog's compare-and-swap
+    # of the metadata location is). Iceberg Java writes new metadata files with overwrite too.
+    overwrite = overwrite or _NEW_NAME.search(output_file.location) is not None
     if isinstance(metadata, TableMetadataV2):
         with output_file.create(overwrite=overwrite) as stream:
             text = metadata_json(metadata).encode(UTF8)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,9 @@ from arctic_sql.table.format.statistics import statistics_columns
 # Key hashes travel in commit messages (8 bytes a row) up to this many rows a file; bigger files are
 # checked by reading their key columns.
 MAX_HASHED_ROWS = 1_000_000
+# Folders of one write sent to an object store at once (write_table): a PUT each, mostly waiting.
+OBJECT_STORE_WRITERS = 8
+PARALLEL_WRITE_BYTES = 64 << 20
 _US_PER_DAY, _US_PER_HOUR = 86_400_000_000, 3_600_000_000
 # Characters Spark's ExternalCatalogUtils.escapePathName writes as %XX in a partition directory name.
 _ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(1, 32))
@@ -241,15 +245,21 @@ def write_table(
     if rows.num_rows == 0:
         return []
     job = uuid.uuid4()
-    written: list[WrittenFile] = []
-    for folder, indices in folders(rows, target, ops).items():
+
+    def one(folder: str, indices: pa.Array) -> list[WrittenFile]:
         group = rows.take(indices)
         if target.keys:
             group = group.take(pc.sort_indices(group, [(k, "ascending") for k in target.keys]))
-        written.extend(
-            write_folder(group, target, f"{location}/{folder}".rstrip("/"), job, task, sidecar=sidecar)
-        )
-    return written
+        return write_folder(group, target, f"{location}/{folder}".rstrip("/"), job, task, sidecar=sidecar)
+
+    groups = list(folders(rows, target, ops).items())
+    if len(groups) > 1 and rows.nbytes <= PARALLEL_WRITE_BYTES and storage.is_object_store(location):
+        # A small write's time on an object store is its PUTs, one per node folder, each waiting on
+        # the network (pyarrow lets go of the GIL): sent side by side, not one after another. (A
+        # large write's time is its encoding, and one folder's rows at a time bound its memory.)
+        with ThreadPoolExecutor(max_workers=min(OBJECT_STORE_WRITERS, len(groups))) as pool:
+            return [f for files in pool.map(lambda g: one(*g), groups) for f in files]
+    return [f for folder, indices in groups for f in one(folder, indices)]
 
 
 def write_folder(

@@ -113,3 +113,63 @@ def test_a_data_file_read_again_in_a_process_is_one_get(on_server):
     for again in reads[1:]:
         assert again.count("HEAD") == 0 and again.count("GET", ".parquet") == len(files), again.table()
         assert len(again) == len(files), again.table()
+
+
+def test_a_new_metadata_file_is_one_put_with_no_existence_check(on_server):
+    """A metadata file is written under a new uuid: pyiceberg's check that nothing is there was a
+    HEAD and a LIST. A file under any other name is still checked (and refused when it exists)."""
+    import uuid
+
+    from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from pyiceberg.schema import Schema
+    from pyiceberg.serializers import ToOutputFile
+    from pyiceberg.table.metadata import new_table_metadata
+    from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+    from pyiceberg.types import LongType, NestedField
+
+    from arctic_sql.table.files import metadata_cache
+
+    metadata_cache.install()
+    io = storage.file_io(storage.active())
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    metadata = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, ROOT)
+    location = f"{ROOT}/metadata/00001-{uuid.uuid4()}.metadata.json"
+    with on_server.log.measure() as requests:
+        ToOutputFile.table_metadata(metadata, io.new_output(location))
+    assert [(r.method, r.path) for r in requests.requests] == [("PUT", location[len("s3:/") :])]
+
+    other = f"{ROOT}/metadata/v1.metadata.json"
+    ToOutputFile.table_metadata(metadata, io.new_output(other))
+    with pytest.raises(FileExistsError):
+        ToOutputFile.table_metadata(metadata, io.new_output(other))
+
+
+def test_an_avro_file_this_process_wrote_is_read_back_without_a_request(on_server):
+    """Every commit reads its parent's manifest list, which the last commit of this process wrote:
+    read from the bytes written (a HEAD and a GET before). A file written by another process (here
+    straight to the store) is read from the store, and a file whose upload failed is not kept."""
+    io = storage.file_io(storage.active())
+    written = f"{ROOT}/metadata/snap-1-0-{'a' * 32}.avro"
+    with io.new_output(written).create(overwrite=True) as out:
+        out.write(b"avro" * 1000)
+    with on_server.log.measure() as requests:
+        with io.new_input(written).open() as stream:
+            assert stream.read() == b"avro" * 1000
+    assert len(requests) == 0, requests.table()
+
+    elsewhere = f"{ROOT}/metadata/snap-2-0-{'b' * 32}.avro"
+    fs, path = storage.filesystem(elsewhere)
+    with fs.open_output_stream(path) as out:
+        out.write(b"other" * 100)
+    with on_server.log.measure() as requests:
+        with io.new_input(elsewhere).open() as stream:
+            assert stream.read() == b"other" * 100
+    assert requests.count("GET") == 1, requests.table()
+
+    failed = f"s3://no-such-bucket/wh/metadata/snap-3-0-{'c' * 32}.avro"
+    with pytest.raises(OSError):
+        with io.new_output(failed).create(overwrite=True) as out:
+            out.write(b"lost")
+    from arctic_sql.table.files import file_io
+
+    assert file_io.kept(failed) is None

@@ -173,7 +173,11 @@ def test_a_small_merge_on_read_runs_in_the_driver_and_agrees_with_the_tasks(arct
     arctic.sql("INSERT INTO db.s VALUES (0, 'a', 0.0), (1, 'b', 1.5), (2, 'c', 3.0), (3, 'd', 4.5)")
     arctic.sql("UPDATE db.s SET v = 'B' WHERE id = 1")
     arctic.sql("DELETE FROM db.s WHERE id = 3")
-    queries = ["SELECT * FROM db.s", "SELECT id, v FROM db.s WHERE x >= 0", "SELECT * FROM db.s VERSION AS OF 1"]
+    queries = [
+        "SELECT * FROM db.s",
+        "SELECT id, v FROM db.s WHERE x >= 0",
+        "SELECT * FROM db.s VERSION AS OF 1",
+    ]
     in_driver = [sorted(tuple(r) for r in arctic.sql(q).collect()) for q in queries]
     plan = arctic.sql("EXPLAIN " + queries[0]).collect()[0][0]
     assert "== Merged in the driver ==" in plan and "arctic_merge_by_node_in_driver" in plan, plan

@@ -108,6 +108,36 @@ def feed_frame(
     return full_changes.feed_frame(spark, table, span, history, read_local)
 
 
+def held_feed(table: ArcticTable, span: Range, history: versions.History) -> HeldFeed:
+    """The full changes of ``span`` as Arrow rows computed here when the change set is small enough
+    (:func:`read_local`; ``rows`` None otherwise), with the plan, so a caller that cannot use the
+    rows hands both to :func:`frame_of` and nothing is planned or read twice."""
+    plan = full_changes.plan_full(table, span, history)
+    feed = read_local(table, plan, full_changes.committed_at(history, span))
+    if feed is None:
+        return HeldFeed(None, plan)
+    rows = conformed(feed.rows, full_changes.feed_types(table)[1]).combine_chunks()
+    return HeldFeed(rows, plan)
+
+
+@dataclass(frozen=True)
+class HeldFeed:
+    """:func:`held_feed`'s answer: the feed's rows in the feed's Arrow schema (None: too many to
+    hold here) and the plan they were read by."""
+
+    rows: pa.Table | None
+    plan: FullPlan
+
+
+def frame_of(
+    spark: SparkSession, table: ArcticTable, span: Range, history: versions.History, held: HeldFeed
+) -> tuple[DataFrame, bool]:
+    """:func:`feed_frame` of ``held`` (rows held here become a local relation; else Spark reads them)."""
+    if held.rows is not None:
+        return spark.createDataFrame(held.rows, full_changes.feed_types(table)[0]), True
+    return full_changes.feed_frame(spark, table, span, history, None, held.plan)
+
+
 def full_changes_frame(
     spark: SparkSession, table: ArcticTable, span: Range, history: versions.History
 ) -> DataFrame:

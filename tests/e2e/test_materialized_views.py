@@ -480,3 +480,37 @@ def test_the_driver_sums_a_small_delta_as_spark_does_and_runs_no_spark_job(arcti
             assert _visible(arctic, f"db.driver_{name}") == _visible(arctic, f"db.spark_{name}") == expected
         info = dict(arctic.sql("DESCRIBE MATERIALIZED VIEW db.driver_agg").collect())
         assert info["last refresh"] == "incremental (aggregate)"
+
+
+def test_an_overflowing_sum_is_one_line_naming_the_view_and_column_and_changes_nothing(arctic):
+    """ANSI mode: a group's sum that leaves BIGINT, in the view's state plus the change or in the
+    change alone, fails the refresh in one line that names the view and the column (the driver's
+    Arrow sums, mv_local), as Spark's path fails; the view is left as it was."""
+    from arctic_sql.errors import ExecutionError
+    from arctic_sql.table.reading import preimages
+
+    ansi = arctic.spark.conf.get("spark.sql.ansi.enabled")
+    arctic.spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        arctic.sql("CREATE TABLE db.big (id BIGINT, g STRING, v BIGINT, PRIMARY KEY (id))")
+        arctic.sql(f"INSERT INTO db.big VALUES (1, 'a', {2**63 - 10}), (2, 'b', 1)")
+        query = "SELECT g, count(*) AS n, sum(v) AS total FROM db.big GROUP BY g"
+        arctic.sql(f"CREATE MATERIALIZED VIEW db.mv AS {query}")
+        before = _visible(arctic, "db.mv")
+        for values in ("(3, 'a', 100)", f"(3, 'b', {2**62}), (4, 'b', {2**62})"):
+            arctic.sql("DELETE FROM db.big WHERE id > 2")
+            arctic.sql(f"INSERT INTO db.big VALUES {values}")
+            error = _error(lambda: arctic.sql("REFRESH MATERIALIZED VIEW db.mv"))
+            assert isinstance(error, ExecutionError), error
+            assert "db.mv" in str(error) and "total" in str(error) and "overflow" in str(error), error
+            assert "\n" not in str(error), error
+            assert _visible(arctic, "db.mv") == before
+            saved, preimages.MAX_CHANGE_ROWS = preimages.MAX_CHANGE_ROWS, 0
+            try:  # Spark's path fails too
+                error = _error(lambda: arctic.sql("REFRESH MATERIALIZED VIEW db.mv"))
+            finally:
+                preimages.MAX_CHANGE_ROWS = saved
+            assert isinstance(error, ExecutionError) and "overflow" in str(error).lower(), error
+            assert _visible(arctic, "db.mv") == before
+    finally:
+        arctic.spark.conf.set("spark.sql.ansi.enabled", ansi)

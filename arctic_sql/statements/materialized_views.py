@@ -24,6 +24,7 @@ from sqlglot import exp
 from arctic_sql.errors import (
     ArcticError,
     CommitConflictError,
+    ExecutionError,
     InvalidArgumentError,
     NoSuchTableError,
     TableAlreadyExistsError,
@@ -289,6 +290,8 @@ class _Refresh:
                 changes = self._changes(
                     self._span(self.sources[0], recorded), self.histories[self.sources[0]]
                 )
+        except ExecutionError:  # a failure computing the rows (an ANSI overflow): a recompute would fail too
+            raise
         except ArcticError as e:  # expired history, a version that replaced rows: recompute
             return self.write_full(
                 self.full_rows(), f"the changes since the last refresh are not readable ({e})"

@@ -6,8 +6,8 @@ feed of those C versions (``readChangeFeed`` from the first of them to the last)
 per ``_change_type``; timed runs alternate between the modes, after one untimed run of each, so a
 shared machine's load hits both alike. Printed: the median seconds of each mode, and full/latest.
 A third mode, ``table_changes`` (SQL's full feed: computed in the driver, pre-images looked up by key,
-when the range holds at most ``preimages.MAX_CHANGE_ROWS`` change rows, as ``--commits 2`` does at
-200k rows), runs in the same rotation.
+when the range holds at most ``preimages.MAX_CHANGE_ROWS`` change rows, 20,000 since session 26, as
+the default 10 commits at 200k rows do), runs in the same rotation.
 
     .venv/bin/python -m benchmarks.change_feed_full                  # 200k rows, 10 commits, 5 runs
     .venv/bin/python -m benchmarks.change_feed_full --rows 20000 --runs 3

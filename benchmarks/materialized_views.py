@@ -16,6 +16,12 @@ c ON o.customer_id = c.id``; each run also updates 0.1% of the customers.
     .venv/bin/python -m benchmarks.materialized_views                 # 200k rows, 5 runs
     .venv/bin/python -m benchmarks.materialized_views --rows 20000 --runs 3
     .venv/bin/python -m benchmarks.materialized_views --view join
+    .venv/bin/python -m benchmarks.materialized_views --bound 1,5,10 --runs 2
+
+``--bound P,...``: where ``preimages.MAX_CHANGE_ROWS`` belongs. For each P, commits of P% of the
+keys as updates (random keys) are refreshed by two views, one with the change set in the driver
+(the bound lifted) and one through Spark (the bound 0), each going first in turn; printed: the
+median of each and their ratio per P.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each (default 5)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--view", choices=sorted(QUERIES), default="aggregate", help="the view's query")
+    parser.add_argument("--bound", default=None, help="percentages of keys changed per commit (see above)")
     parser.add_argument(
         "--out", default=None, help="results file (default results/materialized_views[_join].json)"
     )
@@ -108,6 +115,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"INSERT INTO db.customers SELECT id, CONCAT('c', id), id % 3 FROM range({customers})"
             )
             session.sql("CALL system.optimize(table => 'db.customers', mode => 'full')")
+        if args.bound:
+            return bound(session, args, query)
         session.sql(f"CREATE MATERIALIZED VIEW db.incremental AS {query}")
         session.sql(f"CREATE MATERIALIZED VIEW db.recomputed AS {query}")
         session.sql(f"CREATE MATERIALIZED VIEW db.before AS {query}")
@@ -166,6 +175,53 @@ def main(argv: list[str] | None = None) -> None:
         with open(out, "w") as f:
             json.dump(result, f, indent=2)
         session.spark.stop()
+
+
+def bound(session, args: argparse.Namespace, query: str) -> None:
+    """``--bound``: driver against Spark for change sets of each given size."""
+    from arctic_sql.table.reading import preimages
+
+    session.sql(f"CREATE MATERIALIZED VIEW db.driver AS {query}")
+    session.sql(f"CREATE MATERIALIZED VIEW db.spark AS {query}")
+
+    def refresh(view: str, limit: int) -> float:
+        saved, preimages.MAX_CHANGE_ROWS = preimages.MAX_CHANGE_ROWS, limit
+        began = time.perf_counter()
+        try:
+            session.sql(f"REFRESH MATERIALIZED VIEW db.{view}")
+        finally:
+            preimages.MAX_CHANGE_ROWS = saved
+        return time.perf_counter() - began
+
+    result = {}
+    for percent in [float(p) for p in args.bound.split(",")]:
+        times: dict[str, list[float]] = {"driver": [], "spark": []}
+        for run in range(args.runs + 1):
+            seed = args.seed * 1000 + run + int(percent * 100)
+            session.sql(
+                f"INSERT INTO db.orders SELECT id, customer_id, CONCAT('s', (id + {run}) % 5), region, "
+                f"(amount + {run + 1}) % 1000 FROM db.orders WHERE rand({seed}) < {percent / 100}"
+            )
+            steps = [("driver", 10**9), ("spark", 0)]
+            for view, limit in steps[run % 2 :] + steps[: run % 2]:
+                took = refresh(view, limit)
+                if run:
+                    times[view].append(took)
+        driver, spark = statistics.median(times["driver"]), statistics.median(times["spark"])
+        result[percent] = {"driver": times["driver"], "spark": times["spark"]}
+        print(
+            f"  {percent:g}% of {args.rows} keys: driver {driver:.2f} s, spark {spark:.2f} s: "
+            f"{driver / spark:.2f}x; load average {os.getloadavg()[0]:.1f}"
+        )
+    a = session.sql("SELECT * FROM db.driver").exceptAll(session.sql("SELECT * FROM db.spark"))
+    assert a.isEmpty(), "the two views differ"
+    out = args.out or os.path.join(RESULTS, "materialized_views_bound.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(
+            {"rows": args.rows, "runs": args.runs, "seconds": result, "load": os.getloadavg()}, f, indent=2
+        )
+    session.spark.stop()
 
 
 if __name__ == "__main__":

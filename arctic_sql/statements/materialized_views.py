@@ -24,13 +24,14 @@ from sqlglot import exp
 from arctic_sql.errors import (
     ArcticError,
     CommitConflictError,
+    ExecutionError,
     InvalidArgumentError,
     NoSuchTableError,
     TableAlreadyExistsError,
     UnsupportedOperationError,
 )
 from arctic_sql.parser import parse_one, statements, to_spark_sql
-from arctic_sql.statements import ddl, mv_analysis, mv_join, runner, views
+from arctic_sql.statements import ddl, mv_analysis, mv_join, mv_local, runner, views
 from arctic_sql.statements.mv_analysis import Analysis, Shape
 from arctic_sql.table.format import layout, versions
 from arctic_sql.table.format.versions import Operation
@@ -39,13 +40,14 @@ from arctic_sql.table.model.materialized import SHOWN_KEY, SOURCE_VERSIONS, SOUR
 from arctic_sql.table.model.schemas import iceberg_schema
 from arctic_sql.table.reading import preimages
 from arctic_sql.table.reading import time_travel as tt
-from arctic_sql.table.reading.changes import changes_between
+from arctic_sql.table.reading.changes import changes_between, conformed
 from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE
-from arctic_sql.table.reading.preimages import feed_frame, full_changes_frame
+from arctic_sql.table.reading.preimages import full_changes_frame
 from arctic_sql.table.writing import base_rows, change_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
     from arctic_sql.statements.context import StatementContext
     from arctic_sql.table.model.table import ArcticTable
@@ -288,6 +290,8 @@ class _Refresh:
                 changes = self._changes(
                     self._span(self.sources[0], recorded), self.histories[self.sources[0]]
                 )
+        except ExecutionError:  # a failure computing the rows (an ANSI overflow): a recompute would fail too
+            raise
         except ArcticError as e:  # expired history, a version that replaced rows: recompute
             return self.write_full(
                 self.full_rows(), f"the changes since the last refresh are not readable ({e})"
@@ -346,7 +350,7 @@ class _Refresh:
         table = self.tables[source]
         key = list(self.analysis.key)
         if self.analysis.shape is Shape.AGGREGATE:
-            return self._merged_state(*feed_frame(self.ctx.spark, table, span, history))
+            return self._aggregate_changes(table, span, history)
         if self.analysis.shape is Shape.FILTER:
             changed = changes_between(self.ctx.spark, table, span)
             columns = [f"`{f.name}`" for f in table.schema.fields]
@@ -383,12 +387,57 @@ class _Refresh:
         deletes = gone.withColumn(layout.OP_COLUMN, F.lit(layout.DELETE))
         return upserts.unionByName(deletes, allowMissingColumns=True)
 
+    def _aggregate_changes(self, table: ArcticTable, span: tt.Range, history: versions.History) -> DataFrame:
+        """An ``aggregate`` view's change rows. A change set small enough for the driver, of a query
+        mv_local sums exactly, is summed here with Arrow (no Spark job: the write's rows are a local
+        relation too); any other runs the state query in Spark."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        assert self.view is not None
+        held = preimages.held_feed(table, span, history)
+        local = mv_local.plan(self.analysis, held.rows.schema) if held.rows is not None else None
+        if local is not None and held.rows is not None and self._bigint_state():
+            view = str(self.view.identifier)
+            delta = mv_local.delta(held.rows, local, checked=self._ansi(), view=view)
+            if delta is not None:
+                schema = self._delta_schema()
+                touched = self._touched_state(conformed(delta, to_arrow_schema(schema)), schema)
+                if touched is not None:
+                    return self._merged(*touched)
+        return self._merged_state(*preimages.frame_of(self.ctx.spark, table, span, history, held))
+
+    def _bigint_state(self) -> bool:
+        """Whether the view keeps every state column as BIGINT (what mv_local's sums give)."""
+        from pyspark.sql.types import LongType
+
+        from arctic_sql.table.model.schemas import spark_schema
+
+        assert self.view is not None
+        fields = spark_schema(self.view.schema)
+        return all(isinstance(fields[c].dataType, LongType) for c in self.analysis.state_columns)
+
+    def _delta_schema(self) -> StructType:
+        """The Spark type of an aggregate view's delta: its group columns, group key and state."""
+        from pyspark.sql.types import StructType
+
+        from arctic_sql.table.model.schemas import spark_schema
+
+        assert self.view is not None
+        fields = spark_schema(self.view.schema, all_nullable=True)
+        names = [
+            *(out for _, out in self.analysis.groups),
+            mv_analysis.GROUP_KEY,
+            *self.analysis.state_columns,
+        ]
+        return StructType([fields[n] for n in names])
+
+    def _ansi(self) -> bool:
+        return str(self.ctx.spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+
     def _merged_state(self, changes: DataFrame, local: bool = False) -> DataFrame:
         """The aggregate view's touched groups: its state plus the changes' signed contributions.
         ``local``: the changes were computed here (a small change set), so the view's state of the
         groups they touch is looked up by key rather than read whole."""
-        from pyspark.sql import functions as F
-
         assert self.view is not None
         negative = f"'{UPDATE_PREIMAGE}', '{DELETE}'"
         # inserts and post-images count +1, deletes and pre-images -1
@@ -399,12 +448,17 @@ class _Refresh:
                 mv_analysis.state_query(self.analysis, self._relation(signed), sign=mv_analysis.SIGN)
             )
         )
-        touched = self._touched_state(delta) if local else None
-        if touched is not None:
-            delta, current, merged = touched
-            self._small = True
-        else:
-            current, merged = runner.read_table(self.ctx, self.view), None
+        if local:  # a Spark job over local rows, no Python task
+            touched = self._touched_state(delta.toArrow().combine_chunks(), delta.schema)
+            if touched is not None:
+                return self._merged(*touched)
+        return self._merged(delta, runner.read_table(self.ctx, self.view), None)
+
+    def _merged(self, delta: DataFrame, current: DataFrame, merged: DataFrame | None) -> DataFrame:
+        """The change rows of the touched groups: ``merged`` (their summed state) when it was summed
+        here, else ``delta`` joined with ``current`` (the view's rows) in Spark."""
+        from pyspark.sql import functions as F
+
         state = self.analysis.state_columns
         if merged is None:
             merged = delta.alias("d").join(current.alias("o"), mv_analysis.GROUP_KEY, "left")
@@ -414,15 +468,17 @@ class _Refresh:
         op = F.when(F.col(mv_analysis.ROWS) > 0, F.lit(layout.UPSERT)).otherwise(F.lit(layout.DELETE))
         return rows.withColumn(layout.OP_COLUMN, op)  # a group whose last row went is deleted
 
-    def _touched_state(self, delta: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame | None] | None:
-        """``delta`` (a few groups' changes) as rows held here, the view's rows of those groups
-        looked up by key (only the files that may hold them), and the two summed here when they can
-        be (:func:`summed_here`: then the write's rows are a local relation and it runs no Spark job);
-        None when the lookup refuses the keys."""
+    def _touched_state(
+        self, rows: pa.Table, delta_type: StructType
+    ) -> tuple[DataFrame, DataFrame, DataFrame | None] | None:
+        """``rows`` (a few groups' changes, held here, of Spark type ``delta_type``) as a local
+        relation, the view's rows of those groups looked up by key (only the files that may hold
+        them), and the two summed here when they can be (:func:`mv_local.summed_here`: then the
+        write's rows are a local relation and it runs no Spark job); None when the lookup refuses
+        the keys."""
         from arctic_sql.table.model.schemas import spark_schema
 
         assert self.view is not None
-        rows = delta.toArrow().combine_chunks()  # a Spark job over local rows, no Python task
         looked_up = preimages.rows_by_key(self.view, None, rows.select(list(self.view.primary_key)))
         if looked_up is None:
             return None
@@ -432,15 +488,17 @@ class _Refresh:
         held = looked_up[1]
         current = spark.createDataFrame(held, schema) if held.num_rows else spark.createDataFrame([], schema)
         shown = [out for _, out in self.analysis.groups]
-        ansi = str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
-        summed = summed_here(rows, held, shown, self.analysis.state_columns, checked=ansi)
+        summed = mv_local.summed_here(
+            rows, held, shown, self.analysis, checked=self._ansi(), view=str(self.view.identifier)
+        )
         merged = None
         if summed is not None:
-            fields = [delta.schema[c] for c in [*shown, *self.analysis.state_columns]]
+            fields = [delta_type[c] for c in [*shown, *self.analysis.state_columns]]
             from pyspark.sql.types import StructType
 
             merged = spark.createDataFrame(summed, StructType(fields))
-        return spark.createDataFrame(rows, delta.schema), current, merged
+        self._small = True
+        return spark.createDataFrame(rows, delta_type), current, merged
 
     # helpers ---------------------------------------------------------------------------------
     def _with_outputs(self, state: DataFrame) -> DataFrame:
@@ -494,28 +552,3 @@ class _Refresh:
 
     def _summary(self, mode: str) -> dict[str, str]:
         return {SOURCE_VERSIONS: json.dumps(self.at, sort_keys=True), REFRESH_MODE: mode}
-
-
-def summed_here(
-    delta: pa.Table, current: pa.Table, shown: list[str], state: tuple[str, ...] | list[str], *, checked: bool
-) -> pa.Table | None:
-    """The touched groups' state, ``delta``'s plus ``current``'s (the view's rows of those groups,
-    unique by group key), as the refresh's Spark join computes it (``coalesce(o.c, 0) +
-    coalesce(d.c, 0)``): the groups of ``delta`` with their shown columns. Only for integer and
-    floating state columns of one type on both sides, where Arrow's addition is Spark's (``checked``:
-    integer overflow raises, as Spark's ANSI mode does); None otherwise (Spark joins them then)."""
-    import pyarrow.compute as pc
-
-    types = [delta.schema.field(c).type for c in state]
-    if any(not (pa.types.is_integer(t) or pa.types.is_floating(t)) for t in types):
-        return None
-    if any(current.schema.field(c).type != t for c, t in zip(state, types, strict=True)):
-        return None
-    key = mv_analysis.GROUP_KEY
-    at = pc.index_in(delta.column(key), value_set=current.column(key).combine_chunks())
-    columns = [delta.column(c) for c in shown]
-    for c, t in zip(state, types, strict=True):
-        old = current.column(c).combine_chunks().take(at).fill_null(pa.scalar(0, t))
-        add = pc.add_checked if checked and pa.types.is_integer(t) else pc.add
-        columns.append(add(old, delta.column(c).fill_null(pa.scalar(0, t))))
-    return pa.Table.from_arrays(columns, names=[*shown, *state]).combine_chunks()

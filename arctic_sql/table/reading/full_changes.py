@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from arctic_sql.table.format import versions
     from arctic_sql.table.model.table import ArcticTable
@@ -297,35 +298,47 @@ def full_changes_frame(
     return feed_frame(spark, table, span, history, local)[0]
 
 
+def committed_at(history: versions.History, span: Range) -> dict[int, int]:
+    """When each version of ``span`` was committed (milliseconds), for ``_commit_timestamp``."""
+    return {c.version: c.committed_at_ms for c in history.commits if span.start < c.version <= span.end}
+
+
+def feed_types(table: ArcticTable) -> tuple[StructType, pa.Schema]:
+    """The full change feed's Spark type (the table's columns, every one nullable, and the change
+    columns) and the Arrow schema its rows are conformed to."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+    from arctic_sql.table.model.schemas import spark_schema
+
+    spark_type = StructType(
+        [
+            *spark_schema(table.schema, all_nullable=True).fields,
+            StructField(CHANGE_TYPE, StringType()),
+            StructField(CHANGE_VERSION, LongType()),
+            StructField(COMMIT_TIMESTAMP, TimestampType()),
+        ]
+    )
+    return spark_type, to_arrow_schema(spark_type, timezone="UTC")
+
+
 def feed_frame(
     spark: SparkSession,
     table: ArcticTable,
     span: Range,
     history: versions.History,
     local: Callable[[ArcticTable, FullPlan, dict[int, int]], Any | None] | None = None,
+    plan: FullPlan | None = None,
 ) -> tuple[DataFrame, bool]:
     """:func:`full_changes_frame`, and whether its rows were computed in this process: ``local``
     (preimages.read_local: a small change set of a keyed table, its pre-images looked up by key)
     computes them when it can, else they are read a node group per Spark task in pyarrow (a file at
     a time, every row an insert, without a key)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
-
-    from arctic_sql.table.model.schemas import spark_schema
-
-    committed = {c.version: c.committed_at_ms for c in history.commits if span.start < c.version <= span.end}
+    committed = committed_at(history, span)
     schema, keys = table.schema, tuple(table.primary_key)
-    spark_type = StructType(
-        [
-            *spark_schema(schema, all_nullable=True).fields,
-            StructField(CHANGE_TYPE, StringType()),
-            StructField(CHANGE_VERSION, LongType()),
-            StructField(COMMIT_TIMESTAMP, TimestampType()),
-        ]
-    )
-    arrow_type = to_arrow_schema(spark_type, timezone="UTC")
+    spark_type, arrow_type = feed_types(table)
     if table.is_keyed:
-        plan = plan_full(table, span, history)
+        plan = plan if plan is not None else plan_full(table, span, history)
         computed = local(table, plan, committed) if local is not None else None
         if computed is not None:  # a small change set: computed here, handed to Spark as rows
             return local_rows.frame(spark, conformed(computed.rows, arrow_type), spark_type), True

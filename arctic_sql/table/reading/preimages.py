@@ -16,7 +16,8 @@ Until session 25 they went in chunks of 1,024 keys, each planned again and hashe
 Python, which was most of a small refresh's driver time (docs/benchmarks.md, "Materialized views").
 Measured at 200,000 rows in session 24: an aggregate view's refresh of 2,000 changed keys took half
 its time through the Spark form (benchmarks/materialized_views.py), while 8,000 keys took 1.2x the
-Spark form's read, which reads each node once in parallel tasks (benchmarks/change_feed_full.py).
+Spark form's read, which reads each node once in parallel tasks (benchmarks/change_feed_full.py);
+with one lookup for all the keys (session 25), measured again in session 26 (below).
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ if TYPE_CHECKING:
     from arctic_sql.table.reading.changes import Range
     from arctic_sql.table.reading.scan import ReadPlan
 
-MAX_CHANGE_ROWS = 4096  # set from session 24's measures (above), not yet measured again with one lookup
+# Session 26 (benchmarks.materialized_views --bound, 200,000 rows, the delta summed in the driver):
+# a refresh of 1%, 5% and 10% of the keys took 0.10x, 0.17x and 0.16x of the Spark form's time, so
+# the driver had not stopped winning at 20,000 change rows, the largest measured (and a 1% commit of
+# the issue's 2M rows); the bound is set there rather than guessed beyond it.
+MAX_CHANGE_ROWS = 20_000
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,36 @@ def feed_frame(
 ) -> tuple[DataFrame, bool]:
     """``full_changes.feed_frame`` with a small change set computed here (:func:`read_local`)."""
     return full_changes.feed_frame(spark, table, span, history, read_local)
+
+
+def held_feed(table: ArcticTable, span: Range, history: versions.History) -> HeldFeed:
+    """The full changes of ``span`` as Arrow rows computed here when the change set is small enough
+    (:func:`read_local`; ``rows`` None otherwise), with the plan, so a caller that cannot use the
+    rows hands both to :func:`frame_of` and nothing is planned or read twice."""
+    plan = full_changes.plan_full(table, span, history)
+    feed = read_local(table, plan, full_changes.committed_at(history, span))
+    if feed is None:
+        return HeldFeed(None, plan)
+    rows = conformed(feed.rows, full_changes.feed_types(table)[1]).combine_chunks()
+    return HeldFeed(rows, plan)
+
+
+@dataclass(frozen=True)
+class HeldFeed:
+    """:func:`held_feed`'s answer: the feed's rows in the feed's Arrow schema (None: too many to
+    hold here) and the plan they were read by."""
+
+    rows: pa.Table | None
+    plan: FullPlan
+
+
+def frame_of(
+    spark: SparkSession, table: ArcticTable, span: Range, history: versions.History, held: HeldFeed
+) -> tuple[DataFrame, bool]:
+    """:func:`feed_frame` of ``held`` (rows held here become a local relation; else Spark reads them)."""
+    if held.rows is not None:
+        return spark.createDataFrame(held.rows, full_changes.feed_types(table)[0]), True
+    return full_changes.feed_frame(spark, table, span, history, None, held.plan)
 
 
 def full_changes_frame(

@@ -38,7 +38,7 @@ from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.materialized import SHOWN_KEY, SOURCE_VERSIONS, SOURCES
 from arctic_sql.table.model.schemas import iceberg_schema
-from arctic_sql.table.reading import preimages
+from arctic_sql.table.reading import local_rows, preimages
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import changes_between, conformed
 from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE
@@ -484,9 +484,8 @@ class _Refresh:
             return None
         schema = spark_schema(self.view.schema, all_nullable=True)
         spark = self.ctx.spark
-        # One chunk each: createDataFrame keeps only the rows before an Arrow table's first empty batch.
         held = looked_up[1]
-        current = spark.createDataFrame(held, schema) if held.num_rows else spark.createDataFrame([], schema)
+        current = local_rows.frame(spark, held, schema)
         shown = [out for _, out in self.analysis.groups]
         summed = mv_local.summed_here(
             rows, held, shown, self.analysis, checked=self._ansi(), view=str(self.view.identifier)
@@ -496,9 +495,9 @@ class _Refresh:
             fields = [delta_type[c] for c in [*shown, *self.analysis.state_columns]]
             from pyspark.sql.types import StructType
 
-            merged = spark.createDataFrame(summed, StructType(fields))
+            merged = local_rows.frame(spark, summed, StructType(fields))
         self._small = True
-        return spark.createDataFrame(rows, delta_type), current, merged
+        return local_rows.frame(spark, rows, delta_type), current, merged
 
     # helpers ---------------------------------------------------------------------------------
     def _with_outputs(self, state: DataFrame) -> DataFrame:

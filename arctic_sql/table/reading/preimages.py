@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 
 from arctic_sql.table.format.layout import Store
-from arctic_sql.table.reading import full_changes, lookup, node_merge
+from arctic_sql.table.reading import full_changes, local_rows, lookup, node_merge
 from arctic_sql.table.reading.changes import conformed, tagged_parts, with_change_columns
 from arctic_sql.table.reading.full_changes import FullPlan, changes_over, per_version
 from arctic_sql.table.reading.merge_on_read import node_groups
@@ -139,7 +139,7 @@ def frame_of(
 ) -> tuple[DataFrame, bool]:
     """:func:`feed_frame` of ``held`` (rows held here become a local relation; else Spark reads them)."""
     if held.rows is not None:
-        return spark.createDataFrame(held.rows, full_changes.feed_types(table)[0]), True
+        return local_rows.frame(spark, held.rows, full_changes.feed_types(table)[0]), True
     return full_changes.feed_frame(spark, table, span, history, None, held.plan)
 
 

@@ -9,7 +9,9 @@ from arctic_sql.table.reading.local_rows import without_empty_batches
 
 def _table(*parts: list[int]) -> pa.Table:
     schema = pa.schema([pa.field("a", pa.int64(), nullable=False)])
-    return pa.Table.from_batches([pa.record_batch([pa.array(p, pa.int64())], schema=schema) for p in parts], schema)
+    return pa.Table.from_batches(
+        [pa.record_batch([pa.array(p, pa.int64())], schema=schema) for p in parts], schema
+    )
 
 
 def test_empty_batches_go_and_every_row_stays_in_order():

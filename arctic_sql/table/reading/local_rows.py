@@ -23,9 +23,7 @@ def without_empty_batches(rows: pa.Table) -> pa.Table:
     return pa.Table.from_batches([b for b in rows.to_batches() if b.num_rows], schema=rows.schema)
 
 
-def frame(spark: SparkSession, rows: pa.Table, schema: StructType | None = None) -> DataFrame:
-    """``rows`` as a DataFrame of ``schema`` (default: Spark's reading of the Arrow schema)."""
+def frame(spark: SparkSession, rows: pa.Table, schema: StructType) -> DataFrame:
+    """``rows`` as a DataFrame of ``schema``."""
     rows = without_empty_batches(rows)
-    if not rows.num_rows and schema is not None:
-        return spark.createDataFrame([], schema)
-    return spark.createDataFrame(rows, schema) if schema is not None else spark.createDataFrame(rows)
+    return spark.createDataFrame(rows if rows.num_rows else [], schema)

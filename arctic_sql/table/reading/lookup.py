@@ -313,6 +313,6 @@ def _read(
         except FileNotFoundError as e:
             raise node_merge.missing_file(task, str(table.identifier), plan.version, e) from None
         found.append(rows.filter(pa.array(node_merge.changed_rows(rows, wanted, keys))).cast(target))
-    # One chunk: PySpark's createDataFrame of an Arrow table keeps only the rows before its first
-    # empty record batch (pyspark 4.0 to 4.3), and a node group holding none of the keys is one.
-    return pa.concat_tables(found).combine_chunks()
+    # A node group holding none of the keys is an empty batch: Spark gets these rows through
+    # local_rows.frame, which drops such batches.
+    return pa.concat_tables(found)

@@ -33,9 +33,10 @@ from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.reading import local_rows
 from arctic_sql.table.reading.changes import changes_between
 from arctic_sql.table.reading.merge_on_read import DRIVER_NOTE, merged_dataframe
-from arctic_sql.table.reading.scan import plan_read
+from arctic_sql.table.reading.scan import ALWAYS_TRUE, plan_read
 
 if TYPE_CHECKING:
+    from pyiceberg.expressions import BooleanExpression
     from pyspark.sql import DataFrame
 
     from arctic_sql.statements.context import Evaluate, StatementContext
@@ -91,6 +92,7 @@ def read_table(
     version: int | None = None,
     columns: list[str] | None = None,
     in_memory: bool = True,
+    rows_filter: BooleanExpression = ALWAYS_TRUE,
     **filters: Any,
 ) -> DataFrame:
     """The merge-on-read DataFrame of ``table`` at ``version`` (default: latest).
@@ -98,9 +100,10 @@ def read_table(
     ``base_filter``/``change_filter`` (pyiceberg expressions) prune files; see pruning.py.
     ``columns``: the columns the caller uses (default all); others may be left out.
     ``in_memory``: whether node groups may merge in memory (see table/reading/merge_on_read.py).
+    ``rows_filter``: conjuncts the caller applies to the rows itself (``merged_dataframe``).
     """
-
-    return merged_dataframe(ctx.spark, table, plan_read(table, version, **filters), columns, in_memory)
+    plan = plan_read(table, version, **filters)
+    return merged_dataframe(ctx.spark, table, plan, columns, in_memory, rows_filter)
 
 
 def read_view(ctx: StatementContext, identifier: TableIdentifier, view: ViewDefinition) -> DataFrame:
@@ -233,12 +236,14 @@ def _table_dataframe(
             for conjunct in key_conjuncts(where, schema, qualifiers, table.primary_key):
                 conjunct.replace(exp.true())
         return found
+    pushed_filter = row_filter(where, schema, qualifiers)
     return read_table(
         ctx,
         table,
         version=as_of,
         columns=referenced_columns(node.root(), table),
-        base_filter=row_filter(where, schema, qualifiers),
+        rows_filter=pushed_filter,  # the WHERE above filters these rows anyway
+        base_filter=pushed_filter,
         change_filter=row_filter(where, schema, qualifiers, allowed=set(table.primary_key)),
         key_hashes=_key_hashes(table, lookups),
     )

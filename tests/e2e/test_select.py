@@ -190,6 +190,38 @@ def test_a_small_merge_on_read_runs_in_the_driver_and_agrees_with_the_tasks(arct
     assert len(in_driver[2]) == 4
 
 
+def test_a_driver_merge_hands_spark_only_the_rows_its_where_keeps_after_merging(arctic):
+    from pyiceberg.expressions import EqualTo
+
+    arctic.sql("CREATE TABLE db.w (id BIGINT, v STRING, x DOUBLE, PRIMARY KEY (id))")
+    arctic.sql(
+        "INSERT INTO db.w VALUES (0, 'a', 0.0), (1, 'b', 1.0), (2, 'a', CAST('NaN' AS DOUBLE)), (3, NULL, 3.0), "
+        "(4, 'a', 4.0)"
+    )
+    # Newer rows that fail the WHERE over older ones that pass it, and the reverse: the filter runs
+    # on merged rows, so neither the old 'a' of 0 nor the deleted 4 comes back.
+    arctic.sql("UPDATE db.w SET v = CASE id WHEN 0 THEN 'z' ELSE 'a' END WHERE id IN (0, 1)")
+    arctic.sql("DELETE FROM db.w WHERE id = 4")
+    queries = {
+        "SELECT id FROM db.w WHERE v = 'a'": [(1,), (2,)],
+        "SELECT id FROM db.w WHERE v = 'a' AND x > 0.5": [(1,), (2,)],  # Spark orders NaN above all
+        "SELECT id FROM db.w WHERE v IS NULL OR v = 'z'": [(0,), (3,)],
+        "SELECT id, v FROM db.w WHERE v <> 'a'": [(0, "z")],
+        "SELECT id FROM db.w VERSION AS OF 1 WHERE v = 'a'": [(0,), (2,), (4,)],
+    }
+    plan = arctic.sql("EXPLAIN SELECT id FROM db.w WHERE v = 'a'").collect()[0][0]
+    assert "arctic_merge_by_node_in_driver" in plan, plan
+    in_driver = {q: sorted(tuple(r) for r in arctic.sql(q).collect()) for q in queries}
+    assert in_driver == queries
+    table = arctic.context.table("db.w")
+    # What crosses to Spark: only the merged rows that pass the filter given, after the merge.
+    handed = arctic.read_table(table, rows_filter=EqualTo("v", "a"), base_filter=EqualTo("v", "a"))
+    assert sorted(r.id for r in handed.collect()) == [1, 2]
+    assert arctic.read_table(table).count() == 4
+    arctic.sql("ALTER TABLE db.w SET TBLPROPERTIES ('merge-on-read.driver-rows-max-bytes' = '0')")
+    assert {q: sorted(tuple(r) for r in arctic.sql(q).collect()) for q in queries} == queries
+
+
 def test_files_written_before_a_column_was_added_read_it_as_null_in_a_full_scan(orders):
     orders.sql("ALTER TABLE db.orders ADD COLUMNS (note STRING)")
     orders.sql("INSERT INTO db.orders VALUES (6, 'ap', 60.0, 'new')")

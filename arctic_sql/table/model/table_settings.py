@@ -226,7 +226,9 @@ class TableSettings:
     def merge_on_read_driver_rows_max_bytes(self) -> int:
         """File bytes of a whole read merged in Python (change data, or files on an object store) up
         to which its rows merge in the driver and reach Spark as a local relation, with no Python
-        task; 0: always in tasks (``merge-on-read.driver-rows-max-bytes``, default 4194304).
+        task; a read with no WHERE the driver can apply first (none, or only on FLOAT or DOUBLE
+        columns or expressions) takes a quarter of it, as every merged row then crosses to Spark; 0:
+        always in tasks (``merge-on-read.driver-rows-max-bytes``, default 4194304).
         """
         return self._value("merge-on-read.driver-rows-max-bytes", int)
 

@@ -518,7 +518,7 @@ def by_name(
             dataset.format,
             dataset.filesystem,
         )
-    skip = _arrow_filter(row_groups, schema)
+    skip = arrow_filter(row_groups, schema)
     if skip is None:
         return dataset
     # subset() keeps the row groups whose statistics may match; the fragments keep their order.
@@ -530,7 +530,7 @@ def by_name(
     )
 
 
-def _arrow_filter(expression: BooleanExpression, schema: Schema) -> pc.Expression | None:
+def arrow_filter(expression: BooleanExpression, schema: Schema) -> pc.Expression | None:
     """``expression`` as a pyarrow expression, or None when it is always true or names a column
     outside ``schema`` (whose name in the files was not checked)."""
     if expression == ALWAYS_TRUE:

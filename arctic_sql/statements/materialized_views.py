@@ -38,7 +38,7 @@ from arctic_sql.table.format.versions import Operation
 from arctic_sql.table.model.identifiers import TableIdentifier
 from arctic_sql.table.model.materialized import SHOWN_KEY, SOURCE_VERSIONS, SOURCES
 from arctic_sql.table.model.schemas import iceberg_schema
-from arctic_sql.table.reading import local_rows, preimages
+from arctic_sql.table.reading import full_changes, local_rows, preimages
 from arctic_sql.table.reading import time_travel as tt
 from arctic_sql.table.reading.changes import changes_between, conformed
 from arctic_sql.table.reading.full_changes import DELETE, UPDATE_PREIMAGE
@@ -394,9 +394,13 @@ class _Refresh:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         assert self.view is not None
-        held = preimages.held_feed(table, span, history)
-        local = mv_local.plan(self.analysis, held.rows.schema) if held.rows is not None else None
-        if local is not None and held.rows is not None and self._bigint_state():
+        feed_schema = full_changes.feed_types(table)[1]  # the held rows' schema
+        local = mv_local.plan(self.analysis, feed_schema) if self._bigint_state() else None
+        # Summed here, the feed never crosses to Spark: a larger change set still gains (preimages).
+        held = preimages.held_feed(
+            table, span, history, preimages.MAX_CHANGE_ROWS * (preimages.HELD_FACTOR if local else 1)
+        )
+        if local is not None and held.rows is not None:
             view = str(self.view.identifier)
             delta = mv_local.delta(held.rows, local, checked=self._ansi(), view=view)
             if delta is not None:

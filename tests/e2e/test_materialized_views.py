@@ -482,6 +482,37 @@ def test_the_driver_sums_a_small_delta_as_spark_does_and_runs_no_spark_job(arcti
         assert info["last refresh"] == "incremental (aggregate)"
 
 
+def test_a_view_summed_in_the_driver_holds_a_larger_change_set_than_a_feed_handed_to_spark(
+    arctic, spark_jobs, monkeypatch
+):
+    """A change set over MAX_CHANGE_ROWS but within HELD_FACTOR times it: an aggregate view that
+    mv_local sums refreshes in the driver with no Spark job (its feed never crosses to Spark); one
+    over that takes the Spark form. Both stay equal to their queries, as does a view mv_local cannot
+    sum, which keeps the smaller bound."""
+    from arctic_sql.table.reading import preimages
+
+    monkeypatch.setattr(preimages, "MAX_CHANGE_ROWS", 50)
+    arctic.sql(
+        "CREATE TABLE db.events (id BIGINT, kind STRING, bucket INT, flag BOOLEAN, amount INT, "
+        "big BIGINT, note STRING, PRIMARY KEY (id))"
+    )
+    rng = random.Random(5)
+    arctic.sql(f"INSERT INTO db.events VALUES {', '.join(_event(rng, k) for k in range(40))}")
+    arctic.sql(f"CREATE MATERIALIZED VIEW db.summed AS {DRIVEN}")
+    arctic.sql(f"CREATE MATERIALIZED VIEW db.grouped AS {DRIVEN_GROUPS}")
+    for start, count, in_driver in ((100, 120, True), (300, 4 * 50 + 1, False)):
+        arctic.sql(
+            f"INSERT INTO db.events VALUES {', '.join(_event(rng, k) for k in range(start, start + count))}"
+        )
+        jobs = spark_jobs(lambda: arctic.sql("REFRESH MATERIALIZED VIEW db.summed"))
+        assert (jobs == []) == in_driver, (count, jobs)
+        arctic.sql("REFRESH MATERIALIZED VIEW db.grouped")
+        assert _visible(arctic, "db.summed") == _rows(arctic.sql(DRIVEN))
+        assert _visible(arctic, "db.grouped") == _rows(arctic.sql(DRIVEN_GROUPS))
+        info = dict(arctic.sql("DESCRIBE MATERIALIZED VIEW db.summed").collect())
+        assert info["last refresh"] == "incremental (aggregate)"
+
+
 def test_an_overflowing_sum_is_one_line_naming_the_view_and_column_and_changes_nothing(arctic):
     """ANSI mode: a group's sum that leaves BIGINT, in the view's state plus the change or in the
     change alone, fails the refresh in one line that names the view and the column (the driver's

@@ -48,8 +48,16 @@ if TYPE_CHECKING:
 # Session 26 (benchmarks.materialized_views --bound, 200,000 rows, the delta summed in the driver):
 # a refresh of 1%, 5% and 10% of the keys took 0.10x, 0.17x and 0.16x of the Spark form's time, so
 # the driver had not stopped winning at 20,000 change rows, the largest measured (and a 1% commit of
-# the issue's 2M rows); the bound is set there rather than guessed beyond it.
+# the issue's 2M rows); the bound is set there rather than guessed beyond it. It holds for a feed
+# handed to Spark (``table_changes``): session 27 (benchmarks.change_feed_full, 200,000 rows, load
+# about 3), the driver against the Spark form took 1.02x at 20,000 change rows, 1.69x at 40,000 and
+# 1.47x at 80,000, every row crossing to the JVM.
 MAX_CHANGE_ROWS = 20_000
+# A view's refresh holds its feed in Arrow (mv_local sums it there) up to this many times the bound.
+# Session 27 (benchmarks.materialized_views --bound 10,20,40, 200,000 rows, load about 7): 20,000,
+# 40,000 and 80,000 change rows took 0.32x, 0.48x and 0.53x of the Spark form for an aggregate
+# view, 0.95x, 1.04x and 0.94x for a join view (even: its other reads dominate); set at the largest.
+HELD_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -61,11 +69,14 @@ class LocalFeed:
     lookups: tuple[ReadPlan, ...]
 
 
-def read_local(table: ArcticTable, plan: FullPlan, committed_at_ms: Mapping[int, int]) -> LocalFeed | None:
+def read_local(
+    table: ArcticTable, plan: FullPlan, committed_at_ms: Mapping[int, int], max_rows: int | None = None
+) -> LocalFeed | None:
     """The full changes of ``plan`` (full_changes.plan_full) computed in this process, or None when
-    they are not a read for it (too many change rows, a key the lookup cannot take): the caller
-    runs the Spark form then."""
-    if not table.is_keyed or sum(f.record_count for f in plan.changes) > MAX_CHANGE_ROWS:
+    they are not a read for it (more change rows than ``max_rows``, default ``MAX_CHANGE_ROWS``; a
+    key the lookup cannot take): the caller runs the Spark form then."""
+    limit = MAX_CHANGE_ROWS if max_rows is None else max_rows
+    if not table.is_keyed or sum(f.record_count for f in plan.changes) > limit:
         return None
     keys, schema, engine = tuple(table.primary_key), table.schema, table.merge_engine
     base, change = node_merge.Store.both(table)
@@ -113,12 +124,12 @@ def feed_frame(
     return full_changes.feed_frame(spark, table, span, history, read_local)
 
 
-def held_feed(table: ArcticTable, span: Range, history: versions.History) -> HeldFeed:
-    """The full changes of ``span`` as Arrow rows computed here when the change set is small enough
-    (:func:`read_local`; ``rows`` None otherwise), with the plan, so a caller that cannot use the
-    rows hands both to :func:`frame_of` and nothing is planned or read twice."""
+def held_feed(table: ArcticTable, span: Range, history: versions.History, max_rows: int) -> HeldFeed:
+    """The full changes of ``span`` as Arrow rows computed here when it holds at most ``max_rows``
+    change rows (:func:`read_local`; ``rows`` None otherwise), with the plan, so a caller that cannot
+    use the rows hands both to :func:`frame_of` and nothing is planned or read twice."""
     plan = full_changes.plan_full(table, span, history)
-    feed = read_local(table, plan, full_changes.committed_at(history, span))
+    feed = read_local(table, plan, full_changes.committed_at(history, span), max_rows)
     if feed is None:
         return HeldFeed(None, plan)
     rows = conformed(feed.rows, full_changes.feed_types(table)[1]).combine_chunks()

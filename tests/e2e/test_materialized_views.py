@@ -500,7 +500,7 @@ def test_a_view_summed_in_the_driver_holds_a_larger_change_set_than_a_feed_hande
     arctic.sql(f"INSERT INTO db.events VALUES {', '.join(_event(rng, k) for k in range(40))}")
     arctic.sql(f"CREATE MATERIALIZED VIEW db.summed AS {DRIVEN}")
     arctic.sql(f"CREATE MATERIALIZED VIEW db.grouped AS {DRIVEN_GROUPS}")
-    for start, count, in_driver in ((100, 120, True), (300, 4 * 50 + 1, False)):
+    for start, count, in_driver in ((100, 120, True), (300, preimages.HELD_FACTOR * 50 + 1, False)):
         arctic.sql(
             f"INSERT INTO db.events VALUES {', '.join(_event(rng, k) for k in range(start, start + count))}"
         )

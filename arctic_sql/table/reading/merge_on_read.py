@@ -355,7 +355,10 @@ def merged_by_node(
     ]  # top level: pyiceberg's column_names lists nested fields too
     output = names if columns is None else [n for n in names if n in columns] or (keys or names)[:1]
     schema = plan.schema if columns is None else plan.schema.select(*dict.fromkeys([*keys, *output]))
-    if rows_filter == ALWAYS_TRUE:
+    # pruning.row_filter leaves out FLOAT and DOUBLE columns (Spark and Arrow compare NaN
+    # differently) and literals pyiceberg would bind inexactly: a row the query keeps passes it.
+    keep = node_merge.arrow_filter(rows_filter, schema)
+    if keep is None:
         # Every merged row crosses to Spark, at about 2 microseconds a row: measured here, a read
         # with no filter to apply first gains in the driver up to about 1.5 MB of files, one that
         # keeps 1% of its rows up to 6 MB and more (docs/how-it-works.md).
@@ -369,7 +372,7 @@ def merged_by_node(
         lambda rows: rows.select(output),
         "arctic_merge_by_node",
         driver_max_bytes=driver_max_bytes,
-        rows_filter=rows_filter,
+        keep=keep,
     )
 
 
@@ -383,7 +386,7 @@ def by_node(
     name: str,
     dictionary: frozenset[str] = frozenset(),
     driver_max_bytes: int = 0,
-    rows_filter: BooleanExpression = ALWAYS_TRUE,
+    keep: pc.Expression | None = None,
 ) -> DataFrame | None:
     """Per node group, merge its files in ``schema`` and hand Spark ``finish`` of the rows, of
     ``spark_type``; ``dictionary``: see ``node_merge.read_node``. None when a group is too large to
@@ -393,8 +396,8 @@ def by_node(
     and Spark gets the finished rows as a local relation (``DRIVER_NOTE`` names what was read): for
     a small read, the Spark job (its planning, a Python task per core, the hand-off) costs many
     times the merge itself. Only for a ``finish`` that leaves few rows (partial aggregates).
-    ``rows_filter``: conjuncts that Spark applies to these rows anyway (a SELECT's own WHERE); the
-    driver drops the merged rows that fail them before the hand-off, which costs per row handed."""
+    ``keep``: a filter Spark applies to these rows anyway (a SELECT's own WHERE, in Arrow); the
+    driver drops the merged rows that fail it before the hand-off, which costs per row handed."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -423,9 +426,7 @@ def by_node(
     table_name, version = str(table.identifier), plan.version
 
     in_driver = sum(sizes) <= driver_max_bytes
-    # pruning.row_filter leaves out FLOAT and DOUBLE columns (Spark and Arrow compare NaN
-    # differently) and literals pyiceberg would bind inexactly: a row the query keeps passes it.
-    keep = node_merge.arrow_filter(rows_filter, plan.schema.select(*wanted)) if in_driver else None
+    drop = keep if in_driver else None
 
     def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # slot indexes in, rows out
         for batch in batches:
@@ -452,8 +453,8 @@ def by_node(
                         )
                     except FileNotFoundError as e:  # Spark shows the driver only a worker traceback
                         raise node_merge.missing_file(jobs[i], table_name, version, e) from None
-                    if keep is not None:
-                        rows = _filtered(rows, keep)
+                    if drop is not None:
+                        rows = _filtered(rows, drop)
                     yield from finish(rows).cast(arrow_type).to_batches()
 
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning

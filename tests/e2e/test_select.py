@@ -190,7 +190,7 @@ def test_a_small_merge_on_read_runs_in_the_driver_and_agrees_with_the_tasks(arct
     assert len(in_driver[2]) == 4
 
 
-def test_a_driver_merge_hands_spark_only_the_rows_its_where_keeps_after_merging(arctic):
+def test_a_merge_hands_spark_only_the_rows_its_where_keeps_after_merging_in_the_driver_or_a_task(arctic):
     from pyiceberg.expressions import EqualTo
 
     arctic.sql("CREATE TABLE db.w (id BIGINT, v STRING, x DOUBLE, PRIMARY KEY (id))")
@@ -220,6 +220,12 @@ def test_a_driver_merge_hands_spark_only_the_rows_its_where_keeps_after_merging(
     assert arctic.read_table(table).count() == 4
     arctic.sql("ALTER TABLE db.w SET TBLPROPERTIES ('merge-on-read.driver-rows-max-bytes' = '0')")
     assert {q: sorted(tuple(r) for r in arctic.sql(q).collect()) for q in queries} == queries
+    # Merged in Python tasks, the rows are dropped there, before they cross to the JVM.
+    table = arctic.context.table("db.w")
+    handed = arctic.read_table(table, rows_filter=EqualTo("v", "a"), base_filter=EqualTo("v", "a"))
+    assert "arctic_merge_by_node[" in handed._jdf.queryExecution().executedPlan().toString()
+    assert sorted(r.id for r in handed.collect()) == [1, 2]
+    assert arctic.read_table(table).count() == 4
 
 
 def test_files_written_before_a_column_was_added_read_it_as_null_in_a_full_scan(orders):

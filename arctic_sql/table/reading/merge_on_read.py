@@ -397,7 +397,9 @@ def by_node(
     a small read, the Spark job (its planning, a Python task per core, the hand-off) costs many
     times the merge itself. Only for a ``finish`` that leaves few rows (partial aggregates).
     ``keep``: a filter Spark applies to these rows anyway (a SELECT's own WHERE, in Arrow); the
-    driver drops the merged rows that fail it before the hand-off, which costs per row handed."""
+    merge (in the driver or in a task) drops the merged rows that fail it before the hand-off, which
+    costs per row handed: about 2 microseconds a row from the driver, less from a task, where
+    dropping 99% of a 2M-row read's rows took 0.85x the time of handing them all over."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -426,7 +428,6 @@ def by_node(
     table_name, version = str(table.identifier), plan.version
 
     in_driver = sum(sizes) <= driver_max_bytes
-    drop = keep if in_driver else None
 
     def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # slot indexes in, rows out
         for batch in batches:
@@ -453,8 +454,8 @@ def by_node(
                         )
                     except FileNotFoundError as e:  # Spark shows the driver only a worker traceback
                         raise node_merge.missing_file(jobs[i], table_name, version, e) from None
-                    if drop is not None:
-                        rows = _filtered(rows, drop)
+                    if keep is not None:
+                        rows = _filtered(rows, keep)
                     yield from finish(rows).cast(arrow_type).to_batches()
 
     # EXPLAIN shows this name: what the merge reads, after partition, file and tree-node pruning

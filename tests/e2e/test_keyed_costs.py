@@ -387,3 +387,33 @@ def test_a_lookup_of_keys_reads_only_the_row_groups_whose_statistics_hold_them(g
     assert sorted(
         r.k for r in grouped.sql(f"SELECT k FROM db.rg WHERE k IN ({', '.join(map(str, keys))})").collect()
     ) == sorted(keys)
+
+
+def test_a_write_of_rows_behind_a_shuffle_computes_each_row_once(arctic):
+    """Under adaptive execution, building a DataFrame's RDD runs its shuffles; a writer that counted
+    partitions that way before writing computed every row behind a shuffle twice."""
+    from pyspark.sql import functions as F
+
+    from arctic_sql.table.format.versions import Operation
+    from arctic_sql.table.writing import change_rows, spark_files
+
+    arctic.sql("CREATE TABLE db.once (id BIGINT, n BIGINT, PRIMARY KEY (id))")
+    spark = arctic.spark
+    computed = spark.sparkContext.accumulator(0)
+
+    @F.udf("bigint")
+    def counted(value):  # noqa: ANN001, ANN202
+        computed.add(1)
+        return value
+
+    # A Python step below a shuffle: Spark cannot size these rows, so the write runs as a Spark job.
+    source = spark.range(0, 1000, numPartitions=3).select(counted("id").alias("id"))
+    rows = source.groupBy("id").agg(F.count(F.lit(1)).alias("n"))
+    assert not spark_files.one_partition(rows)
+    assert computed.value == 0  # asking ran nothing
+    change_rows.write_changes(arctic.context.table("db.once"), upserts=rows, operation=Operation.INSERT)
+    assert computed.value == 1000
+    assert tuple(arctic.sql("SELECT count(*), sum(n) FROM db.once").collect()[0]) == (1000, 1000)
+    # Without a stage to run, the partitions are counted from the plan.
+    assert spark_files.one_partition(spark.range(0, 10, numPartitions=1))
+    assert not spark_files.one_partition(spark.range(0, 10, numPartitions=2))

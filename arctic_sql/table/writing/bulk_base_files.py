@@ -70,7 +70,7 @@ def write_base(rows: DataFrame, table: ArcticTable, what: str) -> list[str]:
     target = WriteTarget.of(table, Store.BASE)
     out, directories = spark_files.laid_out(spark_files.align(rows, table.schema), table, Store.BASE)
     plan = BulkPlan(target, target.new_location(), tuple(directories), what)
-    if directories and out.rdd.getNumPartitions() > 1:  # planning only: no job runs
+    if directories and not spark_files.one_partition(out):
         out = out.repartition(*directories)
     results = out.mapInArrow(
         storage.shipped(lambda batches: write_task(plan, batches)), RESULT_SCHEMA
@@ -109,7 +109,7 @@ def write_laid_out_files(
         )
     from pyspark.sql import functions as F
 
-    if not clustered and directories and rows.rdd.getNumPartitions() > 1:  # planning only: no job runs
+    if not clustered and directories and not spark_files.one_partition(rows):
         rows = rows.repartition(*[F.col(d) for d in directories])
     return write_streamed(rows, WriteTarget.of(table, Store.BASE), tuple(directories), location, order)
 

@@ -191,9 +191,10 @@ def write(changes: DataFrame, plan: WritePlan, *, small: bool = False) -> list[W
     spark = changes.sparkSession
     parallelism = spark.sparkContext.defaultParallelism
     # Each task writes a file per folder it has rows for: a join's many small shuffle partitions
-    # would make many small files. Fewer, larger tasks cost no shuffle (coalesce only merges them).
-    if changes._jdf.rdd().getNumPartitions() > 2 * parallelism:  # planning only: no job runs
-        changes = changes.coalesce(2 * parallelism)
+    # would make many small files. Fewer, larger tasks cost no shuffle (coalesce only merges them,
+    # and leaves fewer partitions as they are). Not counted first: under adaptive execution that
+    # runs the plan's shuffles and broadcasts, and the write would run them again.
+    changes = changes.coalesce(2 * parallelism)
     results = changes.mapInArrow(
         storage.shipped(lambda batches: _task(plan, batches)), RESULT_SCHEMA
     ).collect()

